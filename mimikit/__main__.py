@@ -1,0 +1,3 @@
+from mimikit.cli import main
+
+raise SystemExit(main())

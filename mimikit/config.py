@@ -1,0 +1,121 @@
+"""Settings: every ``MIMIKIT_*`` variable, read once, validated, documented."""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from ipaddress import ip_address
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlparse
+
+from pydantic import AliasChoices, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from mimikit.exceptions import ConfigError
+
+Role = Literal["teller", "planner", "worker"]
+
+
+class Settings(BaseSettings):
+    """The runtime configuration (env prefix ``MIMIKIT_``, optional ``.env``)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="MIMIKIT_",
+        env_file=".env",
+        extra="ignore",
+        validate_default=True,
+        populate_by_name=True,
+    )
+
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    state_dir: Path = Path(".mimikit")
+    work_dir: Path = Path(".")
+    host: str = "127.0.0.1"
+    port: int = Field(8787, ge=1, le=65535)
+    api_token: str | None = None
+
+    llm_base_url: str | None = Field(
+        None, validation_alias=AliasChoices("MIMIKIT_LLM_BASE_URL", "OPENAI_BASE_URL")
+    )
+    llm_api_key: str | None = Field(
+        None, validation_alias=AliasChoices("MIMIKIT_LLM_API_KEY", "OPENAI_API_KEY")
+    )
+    model: str = "gpt-4o-mini"
+    teller_model: str | None = None
+    planner_model: str | None = None
+    worker_model: str | None = None
+    worker_backend: Literal["llm", "codex"] = "llm"
+
+    concurrency: int = Field(3, ge=1, le=256)
+    tick_seconds: float = Field(1.0, gt=0, le=3600)
+    llm_eval_interval: float = Field(300.0, gt=0)
+    key_prefix: str = Field("mimikit", pattern=r"^[A-Za-z0-9_.-]+$")
+
+    teller_timeout: int = Field(120, gt=0, description="seconds a Teller run may take")
+    planner_timeout: int = Field(600, gt=0, description="seconds a Planner run may take")
+    worker_timeout: int = Field(1800, gt=0, description="seconds a Worker task may take")
+    max_steps: int = Field(24, ge=1, le=500, description="LLM round trips per agent run")
+    llm_timeout: float = Field(120.0, gt=0, description="seconds per LLM request")
+    llm_retries: int = Field(3, ge=0, le=10)
+    heartbeat_seconds: float = Field(10.0, gt=0, description="running-task heartbeat lifetime")
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_scheme(cls, value: str) -> str:
+        if urlparse(value).scheme not in {"redis", "rediss", "unix"}:
+            raise ValueError(f"{value!r} is not a redis:// URL; use e.g. redis://127.0.0.1:6379/0")
+        return value
+
+    @field_validator("llm_base_url", "api_token", "llm_api_key")
+    @classmethod
+    def _blank_is_none(cls, value: str | None) -> str | None:
+        return value or None
+
+    def model_for(self, role: str) -> str:
+        """The model name a role uses (its own setting, else ``MODEL``)."""
+        return getattr(self, f"{role}_model", None) or self.model
+
+    def timeout_for(self, role: str) -> int:
+        """The default timeout in seconds of a role's runs."""
+        return {"teller": self.teller_timeout, "planner": self.planner_timeout}.get(
+            role, self.worker_timeout
+        )
+
+    @property
+    def llm_configured(self) -> bool:
+        """True when an LLM endpoint or an API key is known."""
+        return bool(self.llm_base_url or self.llm_api_key)
+
+    @property
+    def longest_task_seconds(self) -> int:
+        """The longest a task may legitimately run (for the broker's visibility timeout)."""
+        return max(self.teller_timeout, self.planner_timeout, self.worker_timeout)
+
+    @cached_property
+    def host_is_loopback(self) -> bool:
+        """True when the web app binds a loopback address only."""
+        return is_loopback(self.host)
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost and the loopback ranges (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the settings, turning a validation error into a readable ``ConfigError``."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as error:
+        problems = []
+        for item in error.errors():
+            name = "MIMIKIT_" + str(item["loc"][0]).upper() if item["loc"] else "settings"
+            value = os.environ.get(name, item.get("input"))
+            problems.append(f"{name}={value!r}: {item['msg']}")
+        raise ConfigError("invalid configuration: " + "; ".join(problems)) from None

@@ -1,0 +1,102 @@
+"""The terminal side of the CLI: status, send, tasks, cancel."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+from mimikit import cluster, dispatch, tasklist
+from mimikit.config import Settings
+from mimikit.models import Message
+from mimikit.runtime import build_runtime
+
+
+def print_status(settings: Settings, as_json: bool = False) -> int:
+    report = cluster.status(build_runtime(settings))
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return 0 if report["ok"] else 1
+    redis = report["redis"]
+    print(f"redis     {'ok' if redis['ok'] else 'DOWN'}  {redis.get('url', '')}"
+          + (f"  ({redis['error']})" if redis.get("error") else ""))
+    if not report["ok"]:
+        return 1
+    workers = report["workers"]
+    print(f"workers   {len(workers)}" + "".join(
+        f"\n          {w['name']}  queues={','.join(w.get('queues', []))}" for w in workers))
+    print("queues    " + "  ".join(f"{q}={n}" for q, n in report["queues"].items()))
+    print(f"teller    {report['teller']['state']}")
+    beat = report.get("beat", {})
+    print(f"beat      {'running' if beat.get('locked') else 'NOT RUNNING'}"
+          f"  last tick {beat.get('lastTick') or 'never'}")
+    llm = report["llm"]
+    print(f"llm       {'configured' if llm['configured'] else 'NOT CONFIGURED'}  "
+          f"{llm.get('baseUrl', '')} model={llm.get('model')}"
+          + (f"\n          {llm['error']}" if llm.get("error") else ""))
+    question = report.get("pendingQuestion")
+    print(f"question  {question['question'] if question else '-'}")
+    return 0
+
+
+def send(settings: Settings, text: str, timeout: float = 120.0) -> int:
+    """Post a user message and print assistant/system messages until the Teller is idle."""
+    runtime = build_runtime(settings)
+    state = runtime.state
+    start_id = _latest_event(runtime)
+    message = Message(role="user", text=text)
+    state.append_message(message, to_inbox=True)
+    dispatch.wake(runtime)
+    deadline, cursor, quiet_since = time.monotonic() + timeout, start_id, None
+    while time.monotonic() < deadline:
+        for entry_id, event, data in state.read_events(cursor, block_ms=1000):
+            cursor = entry_id
+            if event == "message":
+                shown = _show_message(json.loads(data), message.id)
+                quiet_since = None if shown else quiet_since
+        from mimikit.teller_gate import teller_state
+
+        if teller_state(runtime)["state"] == "idle" and not state.read_inbox():
+            quiet_since = quiet_since or time.monotonic()
+            if time.monotonic() - quiet_since > 1.5:
+                return 0
+    print("mimikit: no answer within the timeout; see `mimikit status`", file=sys.stderr)
+    return 1
+
+
+def _latest_event(runtime: Any) -> str:
+    entries = runtime.redis.xrevrange(runtime.keys.events, count=1)
+    return entries[0][0].decode() if entries else "0-0"
+
+
+def _show_message(message: dict[str, Any], own_id: str) -> bool:
+    if message.get("id") == own_id or message.get("role") == "user":
+        return False
+    prefix = {"assistant": "", "system": "[system] "}.get(message["role"], "")
+    print(prefix + message["text"], flush=True)
+    return True
+
+
+def print_tasks(settings: Settings, scope: str = "all", as_json: bool = False) -> int:
+    found = tasklist.list_tasks(build_runtime(settings), scope, include_finished=True)
+    if as_json:
+        print(json.dumps(found, indent=2))
+        return 0
+    if not found:
+        print("no tasks")
+    for task in found:
+        label = task.get("title") or task["prompt"]
+        when = f"  next {task['nextRunAt']}" if task.get("nextRunAt") else ""
+        print(f"{task['id']}  {task['status']:<8} p{task['priority']}  {task['type']:<11} "
+              f"{label[:60]}{when}")
+    return 0
+
+
+def cancel(settings: Settings, task_id: str) -> int:
+    runtime = build_runtime(settings)
+    success, message = tasklist.cancel_task(runtime, task_id, stop_running=True, source="user")
+    print(message)
+    if success:
+        dispatch.wake(runtime)
+    return 0 if success else 1

@@ -1,0 +1,141 @@
+"""One delivery of a task: claim it, keep its heartbeat, run its body, record its result.
+
+Every Celery delivery goes through ``execute``: a delivery of a task that already finished, or
+that another live process is running, does nothing; a canceled task stops at its next check.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from redis.exceptions import RedisError
+
+from mimikit.exceptions import MimikitError
+from mimikit.models import Result, Task
+from mimikit.state import StartDecision, StateStore
+
+log = logging.getLogger("mimikit.execution")
+HOSTNAME = socket.gethostname()
+
+
+class TaskCanceled(MimikitError):
+    """Raised inside a task body when its task was canceled while it ran."""
+
+
+class TaskTimedOut(MimikitError):
+    """Raised inside a task body when its task ran past its timeout."""
+
+
+@dataclass
+class RunControl:
+    """What a running body may consult: cancellation and the deadline."""
+
+    task: Task
+    state: StateStore
+    deadline: float
+    cancel_event: threading.Event = field(default_factory=threading.Event)
+    on_cancel: list[Callable[[], None]] = field(default_factory=list)
+
+    def check(self) -> None:
+        """Raise if the task was canceled or ran past its deadline (call at each step)."""
+        if self.cancel_event.is_set() or self.state.cancel_requested(self.task.id):
+            self.cancel_event.set()
+            raise TaskCanceled(f"task {self.task.id} was canceled")
+        if time.monotonic() > self.deadline:
+            raise TaskTimedOut(f"task {self.task.id} timed out after {self.timeout:.0f} s")
+
+    @property
+    def timeout(self) -> float:
+        return self.task.timeout or 0.0
+
+    def remaining(self) -> float:
+        return max(self.deadline - time.monotonic(), 0.0)
+
+
+def owner_token(celery_id: str | None) -> str:
+    """Who runs a delivery: ``host:pid:celery-id``."""
+    return f"{HOSTNAME}:{os.getpid()}:{celery_id or '-'}"
+
+
+def owner_alive(holder: str) -> bool:
+    """False only when the holder ran on this host and its process is gone."""
+    host, _, rest = holder.partition(":")
+    pid_text = rest.split(":", 1)[0]
+    if host != HOSTNAME or not pid_text.isdigit():
+        return True
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def execute(state: StateStore, task_id: str, celery_id: str | None, default_timeout: float,
+            body: Callable[[RunControl], Result]) -> StartDecision:
+    """Run one delivery of ``task_id`` through ``body`` and record its result."""
+    owner = owner_token(celery_id)
+    decision = state.start_task(task_id, owner, celery_id, owner_alive)
+    if decision.outcome != "started" or decision.task is None:
+        log.info("delivery of %s ignored: %s %s", task_id, decision.outcome, decision.detail)
+        return decision
+    task = decision.task
+    timeout = task.timeout or default_timeout
+    control = RunControl(task=task, state=state, deadline=time.monotonic() + timeout)
+    control.task.timeout = timeout
+    stop = threading.Event()
+    beat = threading.Thread(target=_keep_heartbeat, args=(state, control, owner, stop),
+                            name=f"heartbeat-{task_id}", daemon=True)
+    beat.start()
+    try:
+        result = _run_body(body, control)
+    finally:
+        stop.set()
+        beat.join(timeout=5)
+    if control.cancel_event.is_set():
+        state.finish_canceled(task_id)
+    else:
+        state.complete_task(result, notify_teller=task.role != "llm_eval")
+    return decision
+
+
+def _run_body(body: Callable[[RunControl], Result], control: RunControl) -> Result:
+    task = control.task
+    try:
+        return body(control)
+    except TaskCanceled:
+        control.cancel_event.set()
+        return Result(id=task.id, status="failed", error="canceled", attempts=task.attempts)
+    except TaskTimedOut as error:
+        return Result(id=task.id, status="failed", error=str(error), attempts=task.attempts)
+    except MimikitError as error:
+        log.warning("task %s failed: %s", task.id, error)
+        return Result(id=task.id, status="failed", error=str(error), attempts=task.attempts)
+
+
+def _keep_heartbeat(state: StateStore, control: RunControl, owner: str,
+                    stop: threading.Event) -> None:
+    """Renew the heartbeat; on cancel or past the deadline, run the cancel hooks."""
+    interval = max(state.heartbeat_seconds / 3, 0.2)
+    fired = False
+    while not stop.wait(interval):
+        try:
+            state.beat(control.task.id, owner)
+            canceled = state.cancel_requested(control.task.id)
+        except RedisError as error:  # Redis briefly unreachable: keep running, try again
+            log.warning("heartbeat of %s failed: %s", control.task.id, error)
+            continue
+        late = time.monotonic() > control.deadline
+        if (canceled or late) and not fired:
+            if canceled:
+                control.cancel_event.set()
+            fired = True
+            for hook in control.on_cancel:
+                hook()

@@ -1,0 +1,115 @@
+"""Every Redis key Mimikit uses, built in one place from ``KEY_PREFIX``."""
+
+from __future__ import annotations
+
+
+class Keys:
+    """Key names of one Mimikit instance; ``Keys("mimikit").task("t1") == "mimikit:task:t1"``."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def _k(self, *parts: str) -> str:
+        return ":".join((self.prefix, *parts))
+
+    # tasks and results
+    def task(self, task_id: str) -> str:
+        return self._k("task", task_id)
+
+    def status(self, status: str) -> str:
+        """Set of task ids currently in ``status``."""
+        return self._k("status", status)
+
+    def result(self, task_id: str) -> str:
+        return self._k("result", task_id)
+
+    def heartbeat(self, task_id: str) -> str:
+        return self._k("hb", task_id)
+
+    def runs(self, owner_id: str) -> str:
+        """List of run transcripts (JSON) of a task or a Teller trace."""
+        return self._k("runs", owner_id)
+
+    def task_log(self, task_id: str) -> str:
+        """List of the log events (JSON) of one task, for its detail view."""
+        return self._k("tasklog", task_id)
+
+    def fingerprint(self, digest: str) -> str:
+        return self._k("fingerprint", digest)
+
+    def cancel_requested(self, task_id: str) -> str:
+        return self._k("cancel", task_id)
+
+    # triggers
+    @property
+    def triggers(self) -> str:
+        return self._k("triggers")
+
+    def dependents(self, task_id: str) -> str:
+        """Set of trigger ids whose condition references ``task_id``."""
+        return self._k("dependents", task_id)
+
+    def claim(self, name: str) -> str:
+        return self._k("claim", name)
+
+    def file_seen(self, trigger_id: str) -> str:
+        return self._k("fileseen", trigger_id)
+
+    # conversation
+    @property
+    def inbox(self) -> str:
+        return self._k("inbox")
+
+    @property
+    def history(self) -> str:
+        return self._k("history")
+
+    @property
+    def messages(self) -> str:
+        return self._k("messages")
+
+    @property
+    def history_seen(self) -> str:
+        return self._k("history", "seen")
+
+    @property
+    def question(self) -> str:
+        return self._k("question")
+
+    # teller coordination
+    @property
+    def teller_lock(self) -> str:
+        return self._k("teller", "lock")
+
+    @property
+    def teller_wake(self) -> str:
+        return self._k("teller", "wake")
+
+    @property
+    def teller_queued(self) -> str:
+        return self._k("teller", "queued")
+
+    # logs and live events
+    @property
+    def log(self) -> str:
+        return self._k("log")
+
+    @property
+    def events(self) -> str:
+        return self._k("events")
+
+    # cluster
+    def worker(self, hostname: str) -> str:
+        return self._k("workers", hostname)
+
+    @property
+    def workers_pattern(self) -> str:
+        return self._k("workers", "*")
+
+    def meta(self, name: str) -> str:
+        """Small bookkeeping values (last archive run, last flush, ...)."""
+        return self._k("meta", name)
+
+    @property
+    def all_pattern(self) -> str:
+        return self._k("*")

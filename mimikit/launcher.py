@@ -1,0 +1,201 @@
+"""``mimikit up``: Redis (embedded when none answers), workers, beat and web, in the foreground.
+
+Children that die are restarted with backoff; Ctrl-C or SIGTERM stops them all, Redis last, and
+leaves no process behind. A lock file keeps a second ``up`` off the same state dir.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from mimikit import embedded_redis
+from mimikit.config import Settings
+from mimikit.exceptions import AlreadyRunning, MimikitError
+
+STOP_GRACE_SECONDS = 20
+MAX_BACKOFF_SECONDS = 30
+
+
+@dataclass
+class Child:
+    """One supervised process."""
+
+    name: str
+    argv: list[str]
+    process: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+    next_start: float = 0.0
+    started_at: float = field(default=0.0)
+
+
+def lock_state_dir(state_dir: Path) -> IO[str]:
+    """Hold an exclusive lock on ``STATE_DIR/mimikit.lock`` for the life of the process."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    handle = open(state_dir / "mimikit.lock", "a+")  # noqa: SIM115
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        pid = handle.read().strip() or "?"
+        raise AlreadyRunning(
+            f"mimikit is already running on {state_dir.resolve()} (pid {pid}); stop it first "
+            "or use another --state-dir"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
+def children_for(settings: Settings) -> list[Child]:
+    """The processes of one instance: an agents worker, a task worker, beat, web."""
+    me = [sys.executable, "-m", "mimikit"]
+    return [
+        Child("worker-agents", me + ["worker", "--queues", "teller,planner,supervisor",
+                                     "--concurrency", "3", "--name", "agents@%h"]),
+        Child("worker-tasks", me + ["worker", "--queues", "worker",
+                                    "--concurrency", str(settings.concurrency),
+                                    "--name", "tasks@%h"]),
+        Child("beat", me + ["beat"]),
+        Child("web", me + ["web"]),
+    ]
+
+
+class Launcher:
+    """Starts, watches and stops the children of ``mimikit up``."""
+
+    def __init__(self, settings: Settings, out: IO[str] = sys.stdout) -> None:
+        self.settings = settings
+        self.out = out
+        self.log_dir = settings.state_dir / "logs"
+        self.redis: subprocess.Popen[bytes] | None = None
+        self.children = children_for(settings)
+        self.stopping = False
+
+    def say(self, text: str) -> None:
+        print(f"mimikit: {text}", file=self.out, flush=True)
+
+    def run(self) -> int:
+        """Run until a signal; returns the exit status."""
+        lock = lock_state_dir(self.settings.state_dir)
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        try:
+            self._ensure_redis()
+            for child in self.children:
+                self._start(child)
+            self._announce()
+            while not self.stopping:
+                self._watch()
+                time.sleep(0.5)
+        finally:
+            self._stop_all()
+            lock.close()
+        return 0
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        self.stopping = True
+
+    def _ensure_redis(self) -> None:
+        url = self.settings.redis_url
+        if embedded_redis.reachable(url):
+            self.say(f"using Redis at {url}")
+            return
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.say(f"no Redis answers at {url}; starting the embedded redis-server (AOF on)")
+        self.redis = embedded_redis.start(url, self.settings.state_dir / "redis",
+                                          self.log_dir / "redis.log")
+
+    def _start(self, child: Child) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_dir / f"{child.name}.log", "ab")  # noqa: SIM115
+        child.process = subprocess.Popen(child.argv, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+        child.started_at = time.monotonic()
+
+    def _watch(self) -> None:
+        if self.redis is not None and self.redis.poll() is not None:
+            self.say(f"redis-server exited ({self.redis.returncode}); restarting it")
+            self._ensure_redis()
+        now = time.monotonic()
+        for child in self.children:
+            process = child.process
+            if process is None:
+                if now >= child.next_start:
+                    self._start(child)
+                continue
+            if process.poll() is None:
+                if now - child.started_at > 60:
+                    child.restarts = 0
+                continue
+            delay = min(2 ** child.restarts, MAX_BACKOFF_SECONDS)
+            self.say(f"{child.name} exited with {process.returncode}; restarting in {delay} s "
+                     f"(log: {self.log_dir / (child.name + '.log')})")
+            child.restarts += 1
+            child.process = None
+            child.next_start = now + delay
+
+    def _announce(self) -> None:
+        url = f"http://{self.settings.host}:{self.settings.port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not self.stopping:
+            try:
+                with urllib.request.urlopen(f"{url}/api/status", timeout=2):
+                    break
+            except OSError as error:
+                if getattr(error, "code", None) == 401:
+                    break
+                time.sleep(0.3)
+        self.say(f"ready at {url}  (Ctrl-C stops everything; logs in {self.log_dir})")
+
+    def _stop_all(self) -> None:
+        self.say("stopping")
+        live = [c.process for c in self.children if c.process and c.process.poll() is None]
+        for process in live:
+            _signal_group(process, signal.SIGTERM)
+        _wait_all(live, STOP_GRACE_SECONDS)
+        for process in live:  # whatever is left of each group, grandchildren included
+            _signal_group(process, signal.SIGKILL)
+        _wait_all(live, 5)
+        if self.redis is not None and self.redis.poll() is None:
+            self.redis.terminate()
+            _wait_all([self.redis], 10)
+            if self.redis.poll() is None:
+                self.redis.kill()
+        self.say("stopped")
+
+
+def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
+    try:
+        os.killpg(process.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _wait_all(processes: list[subprocess.Popen[bytes]], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    for process in processes:
+        try:
+            process.wait(timeout=max(deadline - time.monotonic(), 0.01))
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_up(settings: Settings) -> int:
+    """Entry point of ``mimikit up``."""
+    try:
+        return Launcher(settings).run()
+    except MimikitError as error:
+        print(f"mimikit: {error}", file=sys.stderr)
+        return 1

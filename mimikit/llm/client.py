@@ -1,0 +1,257 @@
+"""The LLM client: one chat call over any OpenAI-compatible API, with our own retry policy."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+
+from mimikit.exceptions import LLMUnavailable
+from mimikit.models import Usage
+
+logger = logging.getLogger("mimikit.llm")
+
+NOT_CONFIGURED = (
+    "no LLM is configured: set MIMIKIT_LLM_BASE_URL (any OpenAI-compatible server) "
+    "or MIMIKIT_LLM_API_KEY"
+)
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+RETRY_AFTER_MAX_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call the model asked for; ``arguments`` is the raw JSON text it sent."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class Completion:
+    """The model's answer to one chat request."""
+
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    raw_message: dict[str, Any] = field(default_factory=dict)
+
+
+class LLMDeadline(LLMUnavailable):
+    """Raised when the caller's deadline passes during a request or while waiting to retry."""
+
+
+class _Retryable(Exception):
+    """A transient failure: worth another attempt after ``delay`` seconds (None: backoff)."""
+
+    def __init__(self, reason: str, delay: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.delay = delay
+
+
+class LLMClient:
+    """Chat completions over the official ``openai`` SDK, pointed at any compatible base URL.
+
+    Retries 429, 5xx, connection errors and timeouts with exponential backoff (honouring
+    ``Retry-After``); any other failure, or running out of retries, raises ``LLMUnavailable``.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None,
+        api_key: str | None,
+        timeout: float = 120.0,
+        max_retries: int = 3,
+        backoff_base: float = 0.5,
+        backoff_max: float = 8.0,
+    ) -> None:
+        self.base_url = base_url
+        self.api_key = api_key
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self._sdk: openai.OpenAI | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> LLMClient:
+        """Build a client from ``Settings`` (``llm_base_url``, ``llm_api_key``, timeouts)."""
+        return cls(
+            base_url=settings.llm_base_url,
+            api_key=settings.llm_api_key,
+            timeout=settings.llm_timeout,
+            max_retries=settings.llm_retries,
+        )
+
+    @property
+    def configured(self) -> bool:
+        """True when a base URL or an API key is known."""
+        return bool(self.base_url or self.api_key)
+
+    @property
+    def url(self) -> str:
+        """The base URL requests go to (for messages)."""
+        return (self.base_url or DEFAULT_BASE_URL).rstrip("/")
+
+    def _client(self) -> openai.OpenAI:
+        if not self.configured:
+            raise LLMUnavailable(NOT_CONFIGURED)
+        if self._sdk is None:
+            # The SDK's own retries are off: ours honour the deadline and say what failed.
+            self._sdk = openai.OpenAI(
+                base_url=self.url,
+                api_key=self.api_key or "not-needed",
+                timeout=self.timeout,
+                max_retries=0,
+            )
+        return self._sdk
+
+    def chat(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        deadline: float | None = None,
+    ) -> Completion:
+        """Send one chat request and return the answer.
+
+        Args:
+            model: The model name.
+            messages: The OpenAI-style transcript so far.
+            tools: Function-calling schemas to offer, or None.
+            deadline: A ``time.monotonic()`` value no attempt or backoff may pass.
+
+        Returns:
+            The parsed completion.
+
+        Raises:
+            LLMUnavailable: Not configured, rejected, or unreachable after the retries.
+            LLMDeadline: ``deadline`` passed before an answer came (an ``LLMUnavailable``).
+        """
+        sdk = self._client()
+        attempt = 0
+        while True:
+            try:
+                return self._attempt(sdk, model, messages, tools, deadline)
+            except _Retryable as failure:
+                delay = self._delay(attempt, failure.delay)
+                attempt += 1
+                tries = f"{attempt} attempt{'s' if attempt > 1 else ''}"
+                if deadline is not None and time.monotonic() + delay >= deadline:
+                    raise LLMDeadline(f"{failure.reason} (deadline reached after {tries})") from None
+                if attempt > self.max_retries:
+                    raise LLMUnavailable(f"{failure.reason} (after {tries})") from None
+                logger.warning("LLM request failed (%s); retry %d in %.2f s",
+                               failure.reason, attempt, delay)
+                time.sleep(delay)
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), RETRY_AFTER_MAX_SECONDS)
+        return min(self.backoff_base * (2**attempt), self.backoff_max)
+
+    def _attempt(
+        self,
+        sdk: openai.OpenAI,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        deadline: float | None,
+    ) -> Completion:
+        timeout = self.timeout
+        if deadline is not None:
+            timeout = max(min(timeout, deadline - time.monotonic()), 0.05)
+        extra: dict[str, Any] = {"tools": tools} if tools else {}
+        try:
+            response = sdk.chat.completions.create(
+                model=model, messages=messages, timeout=timeout, **extra
+            )
+        except openai.APITimeoutError:
+            raise _Retryable(f"the LLM at {self.url} did not answer within {timeout:g} s") from None
+        except openai.APIConnectionError as error:
+            raise _Retryable(
+                f"cannot reach the LLM at {self.url}: {_cause(error)}; set MIMIKIT_LLM_BASE_URL"
+            ) from None
+        except openai.APIStatusError as error:
+            raise self._status_error(error, model) from None
+        return _parse(response, self.url)
+
+    def _status_error(self, error: openai.APIStatusError, model: str) -> Exception:
+        status = error.status_code
+        detail = _detail(error)
+        if status == 429 or status >= 500:
+            return _Retryable(
+                f"the LLM at {self.url} answered HTTP {status}: {detail}",
+                _retry_after(error.response.headers.get("retry-after")),
+            )
+        if status in (401, 403):
+            return LLMUnavailable(
+                f"the LLM at {self.url} rejected the API key (HTTP {status}: {detail}); "
+                "set MIMIKIT_LLM_API_KEY"
+            )
+        if status == 404:
+            return LLMUnavailable(
+                f"the LLM at {self.url} does not know model {model!r} or the chat endpoint "
+                f"(HTTP 404: {detail}); check MIMIKIT_MODEL and MIMIKIT_LLM_BASE_URL"
+            )
+        return LLMUnavailable(f"the LLM at {self.url} refused the request (HTTP {status}: {detail})")
+
+
+def _cause(error: Exception) -> str:
+    """The innermost readable reason of a connection error (e.g. 'connection refused')."""
+    reason: BaseException = error
+    while reason.__cause__ is not None or reason.__context__ is not None:
+        reason = reason.__cause__ or reason.__context__  # type: ignore[assignment]
+    text = str(reason) or type(reason).__name__
+    if "refused" in text.lower():
+        return "connection refused"
+    return text
+
+
+def _detail(error: openai.APIStatusError) -> str:
+    body = error.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+        return str(inner)
+    return error.message or "no details"
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None  # an HTTP date: fall back to our own backoff
+
+
+def _parse(response: Any, url: str) -> Completion:
+    if not getattr(response, "choices", None):
+        raise LLMUnavailable(f"the LLM at {url} returned no choices: {str(response)[:200]}")
+    message = response.choices[0].message
+    calls = [
+        ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
+        for call in (message.tool_calls or [])
+        if getattr(call, "function", None) is not None
+    ]
+    raw: dict[str, Any] = {"role": "assistant", "content": message.content}
+    if calls:
+        raw["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in calls
+        ]
+    usage = Usage()
+    if response.usage is not None:
+        usage = Usage(
+            promptTokens=response.usage.prompt_tokens or 0,
+            completionTokens=response.usage.completion_tokens or 0,
+            totalTokens=response.usage.total_tokens or 0,
+        )
+    return Completion(content=message.content, tool_calls=calls, usage=usage, raw_message=raw)

@@ -1,0 +1,26 @@
+"""Memory: files under the state dir, BM25 search, prompt injection, archival and flush."""
+
+from mimikit.memory.archive import ArchiveReport, archive, flush, should_archive, summary_path
+from mimikit.memory.files import file_date, remember
+from mimikit.memory.inject import extract_keywords, format_history, format_memory, select_history
+from mimikit.memory.search import MemoryHit, MemoryIndex
+from mimikit.memory.tokenize import tokenize
+from mimikit.memory.tokens import estimate_tokens
+
+__all__ = [
+    "ArchiveReport",
+    "MemoryHit",
+    "MemoryIndex",
+    "archive",
+    "estimate_tokens",
+    "extract_keywords",
+    "file_date",
+    "flush",
+    "format_history",
+    "format_memory",
+    "remember",
+    "select_history",
+    "should_archive",
+    "summary_path",
+    "tokenize",
+]

@@ -1,0 +1,113 @@
+"""Where memory lives under the state dir, and the ``remember`` write path."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from mimikit.models import utcnow
+
+LONG_TERM_FILE = "memory.md"
+RECENT_DIR = "memory"
+SUMMARY_DIR = "memory/summary"
+SLUG_MAX_CHARS = 40
+
+_SLUG_WORDS = re.compile("[a-z0-9]+|[\u4e00-\u9fff]+", re.IGNORECASE)
+_NAME_DATE = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?(?=$|[-_.])")
+
+
+def as_utc(moment: datetime) -> datetime:
+    """Treat a naive datetime as UTC so that all comparisons are between aware values."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def slugify(content: str) -> str:
+    """A short, readable file-name slug from the first words of the first line of ``content``.
+
+    Chinese characters are kept (they are valid in file names); anything else that is not
+    a letter or digit becomes a hyphen. Falls back to ``note``.
+    """
+    first_line = next((line for line in content.splitlines() if line.strip()), "")
+    words = _SLUG_WORDS.findall(first_line.lower())
+    slug = ""
+    for word in words:
+        candidate = f"{slug}-{word}" if slug else word
+        if len(candidate) > SLUG_MAX_CHARS:
+            slug = slug or word[:SLUG_MAX_CHARS]
+            break
+        slug = candidate
+    return slug or "note"
+
+
+def _create_unique(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path``, or to ``stem-2``, ``stem-3``... if it exists; never overwrite."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    candidate, n = path, 1
+    while True:
+        try:
+            with candidate.open("x", encoding="utf-8") as handle:
+                handle.write(text)
+            return candidate
+        except FileExistsError:
+            n += 1
+            candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
+
+
+def remember(
+    state_dir: Path, content: str, long_term: bool = False, now: datetime | None = None
+) -> Path:
+    """Store a memory.
+
+    Args:
+        state_dir: The Mimikit state dir (``MIMIKIT_STATE_DIR``).
+        content: What to remember (markdown).
+        long_term: Append to ``memory.md`` instead of writing a new recent-memory file.
+        now: The time to date the memory with (default: now, UTC).
+
+    Returns:
+        The file written: ``memory.md`` or ``memory/YYYY-MM-DD-slug.md``.
+
+    Raises:
+        ValueError: When ``content`` is empty.
+    """
+    text = content.strip()
+    if not text:
+        raise ValueError("remember: 'content' is empty; pass the text to remember")
+    moment = as_utc(now or utcnow())
+    if long_term:
+        path = Path(state_dir) / LONG_TERM_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as handle:
+            # A blank line between entries keeps each one its own search passage.
+            handle.write(f"{text}\n\n")
+        return path
+    name = f"{moment:%Y-%m-%d}-{slugify(text)}.md"
+    return _create_unique(Path(state_dir) / RECENT_DIR / name, f"{text}\n")
+
+
+def file_period(path: Path) -> tuple[datetime, datetime]:
+    """The time span a memory file covers, for time filters.
+
+    ``YYYY-MM-DD*`` names cover that day, ``YYYY-MM*`` names that month (UTC); any other
+    file (``memory.md``, docs) covers the instant of its mtime.
+    """
+    match = _NAME_DATE.match(path.name)
+    if match:
+        year, month, day = (int(g) if g else None for g in match.groups())
+        try:
+            if day is not None:
+                start = datetime(year, month, day, tzinfo=UTC)
+                return start, start + timedelta(days=1)
+            start = datetime(year, month, 1, tzinfo=UTC)
+            end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+            return start, end
+        except ValueError:
+            pass  # Not a real date (e.g. 2026-13-40-notes.md): date it by mtime below.
+    moment = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    return moment, moment
+
+
+def file_date(path: Path) -> datetime:
+    """The date of a memory file: from its name when it starts with one, else its mtime."""
+    return file_period(path)[0]

@@ -1,0 +1,157 @@
+"""What the Teller sees before each run: keywords, history and memory within their budgets."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from mimikit.memory.passages import truncate
+from mimikit.memory.search import MemoryHit
+from mimikit.memory.tokenize import cut_chinese, is_stop_word
+from mimikit.memory.tokens import estimate_tokens
+from mimikit.models import Message
+
+KEYWORD_PATTERN = re.compile("[a-z0-9_]{2,}|[\u4e00-\u9fff]{2,}", re.IGNORECASE)
+_CHINESE = re.compile("[\u4e00-\u9fff]+")
+RECENT_MESSAGES_FOR_KEYWORDS = 5
+MEMORY_HEADER = "## Memory"
+HISTORY_BUDGET_TOKENS = 4096
+MEMORY_BUDGET_TOKENS = 2048
+
+
+def _words(text: str) -> Iterable[str]:
+    """The seeds' regex matches, with Chinese runs cut into words by jieba."""
+    for match in KEYWORD_PATTERN.findall(text):
+        if _CHINESE.fullmatch(match):
+            yield from (word for word in cut_chinese(match) if len(word) >= 2)
+        else:
+            yield match.lower()
+
+
+def extract_keywords(
+    pending_texts: Sequence[str], recent_messages: Sequence[Message], top: int = 6
+) -> list[str]:
+    """Pick the search keywords for the next Teller run.
+
+    Args:
+        pending_texts: Unprocessed user inputs (the strongest signal, ranked first).
+        recent_messages: The conversation; only its last 5 messages are read.
+        top: How many keywords to return.
+
+    Returns:
+        Up to ``top`` distinct keywords, stop words removed, ordered by source (pending
+        inputs first), then frequency, then first appearance.
+    """
+    sources = [list(pending_texts)]
+    sources.append([m.text for m in recent_messages[-RECENT_MESSAGES_FOR_KEYWORDS:]])
+    priority: dict[str, int] = {}
+    frequency: Counter[str] = Counter()
+    for rank, texts in enumerate(sources):
+        for text in texts:
+            for word in _words(text):
+                if is_stop_word(word):
+                    continue
+                priority.setdefault(word, rank)
+                frequency[word] += 1
+    order = {word: index for index, word in enumerate(priority)}
+    ranked = sorted(priority, key=lambda word: (priority[word], -frequency[word], order[word]))
+    return ranked[:top]
+
+
+def format_message(message: Message) -> str:
+    """One history line: time, role and text."""
+    return f"[{message.createdAt:%Y-%m-%d %H:%M}] {message.role}: {message.text}"
+
+
+def _cost(message: Message) -> int:
+    # +1 for the newline that joins it to the next line in format_history.
+    return estimate_tokens(format_message(message)) + 1
+
+
+def _cut(message: Message, max_chars: int) -> Message:
+    if len(message.text) <= max_chars:
+        return message
+    return message.model_copy(update={"text": truncate(message.text, max_chars)})
+
+
+def _dedupe(messages: Iterable[Message]) -> list[Message]:
+    """Unique by (createdAt, text), oldest first (stable for equal times)."""
+    seen: set[tuple] = set()
+    unique = []
+    for message in messages:
+        key = (message.createdAt, message.text)
+        if key not in seen:
+            seen.add(key)
+            unique.append(message)
+    return sorted(unique, key=lambda m: m.createdAt)
+
+
+def select_history(
+    messages: Sequence[Message],
+    budget_tokens: int = HISTORY_BUDGET_TOKENS,
+    min_count: int = 5,
+    max_count: int = 20,
+    max_chars: int = 500,
+) -> list[Message]:
+    """Choose the recent messages to show the Teller.
+
+    Messages are taken newest first until the token budget is reached, at least
+    ``min_count`` (even over budget) and at most ``max_count``. Assistant replies longer
+    than ``max_chars`` are always cut; a long user message is cut only when the budget
+    needs the room, so the user's own words survive longest.
+
+    Args:
+        messages: The conversation, any order, possibly with duplicates.
+        budget_tokens: Token budget for the formatted history (see ``format_history``).
+        min_count: Fewest messages to return (if the history has them).
+        max_count: Most messages to return.
+        max_chars: Length above which a message is cut, with a truncation mark.
+
+    Returns:
+        The chosen messages, oldest first; cut ones are copies.
+    """
+    chosen: list[Message] = []  # newest first
+    spent = 0
+    for message in reversed(_dedupe(messages)):
+        if len(chosen) >= max_count:
+            break
+        if message.role == "assistant":
+            message = _cut(message, max_chars)
+        if spent + _cost(message) > budget_tokens:
+            # Make room by cutting long user messages too, but only if that lets this one in
+            # (or the minimum count demands it); otherwise leave the chosen ones whole.
+            trimmed = [_cut(m, max_chars) for m in chosen]
+            trimmed_spent = sum(_cost(m) for m in trimmed)
+            message = _cut(message, max_chars)
+            if trimmed_spent + _cost(message) > budget_tokens and len(chosen) >= min_count:
+                break
+            chosen, spent = trimmed, trimmed_spent
+        chosen.append(message)
+        spent += _cost(message)
+    return chosen[::-1]
+
+
+def format_history(messages: Sequence[Message]) -> str:
+    """The history block of the Teller prompt: one ``[time] role: text`` line per message."""
+    return "\n".join(format_message(message) for message in messages)
+
+
+def format_memory(
+    hits: Sequence[MemoryHit], budget_tokens: int = MEMORY_BUDGET_TOKENS, max_hits: int = 5
+) -> str:
+    """The ``## Memory`` block: ``[source] content`` lines, best first, within the budget.
+
+    Returns:
+        The block, or "" when there is no hit (or none fits), so nothing is injected.
+    """
+    lines = [MEMORY_HEADER]
+    spent = estimate_tokens(MEMORY_HEADER)
+    for hit in sorted(hits, key=lambda h: -h.score)[:max_hits]:
+        line = f"[{hit.source}] {' '.join(hit.content.split())}"
+        cost = estimate_tokens(line) + 1  # +1 for the joining newline
+        if spent + cost > budget_tokens:
+            break
+        lines.append(line)
+        spent += cost
+    return "\n".join(lines) if len(lines) > 1 else ""

@@ -1,0 +1,301 @@
+"""The data of SPEC section 4 as pydantic models (JSON field names camelCase, as in the seeds)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+TaskType = Literal["oneshot", "recurring", "scheduled", "conditional"]
+TaskStatus = Literal["queued", "running", "done", "failed", "canceled", "deferred"]
+TaskRole = Literal["planner", "worker", "llm_eval"]
+ResultStatus = Literal["done", "failed", "needs_input"]
+ResultType = Literal["text", "code_change", "analysis", "summary"]
+MessageRole = Literal["user", "assistant", "system"]
+FINISHED: frozenset[str] = frozenset({"done", "failed", "canceled"})
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+def new_id(kind: str) -> str:
+    """A short unique id such as ``task-3f9a1c2b7d``."""
+    return f"{kind}-{uuid.uuid4().hex[:12]}"
+
+
+class Model(BaseModel):
+    """Base: unknown fields are errors, names are accepted in camelCase."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def dump(self) -> dict[str, Any]:
+        """JSON-ready dict without unset optional fields."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+# --- conditions -------------------------------------------------------------------------------
+
+
+class PathParams(Model):
+    path: str = Field(min_length=1, description="file path or glob, relative to WORK_DIR")
+
+
+class TaskRefParams(Model):
+    taskId: str = Field(min_length=1)
+
+
+class PromptParams(Model):
+    prompt: str = Field(min_length=1, max_length=4000)
+
+
+class FileChanged(Model):
+    type: Literal["file_changed"]
+    params: PathParams
+
+
+class FileExists(Model):
+    type: Literal["file_exists"]
+    params: PathParams
+
+
+class TaskDone(Model):
+    type: Literal["task_done"]
+    params: TaskRefParams
+
+
+class TaskFailed(Model):
+    type: Literal["task_failed"]
+    params: TaskRefParams
+
+
+class LlmEval(Model):
+    type: Literal["llm_eval"]
+    params: PromptParams
+
+
+class AllOf(Model):
+    type: Literal["and"]
+    conditions: list[Condition] = Field(min_length=1)
+
+
+class AnyOf(Model):
+    type: Literal["or"]
+    conditions: list[Condition] = Field(min_length=1)
+
+
+Condition = Annotated[
+    FileChanged | FileExists | TaskDone | TaskFailed | LlmEval | AllOf | AnyOf,
+    Field(discriminator="type"),
+]
+AllOf.model_rebuild()
+AnyOf.model_rebuild()
+
+
+# --- tasks ------------------------------------------------------------------------------------
+
+
+class IntervalSchedule(Model):
+    interval: float | None = Field(None, gt=0, description="seconds between runs")
+    cron: str | None = Field(None, description="five-field cron expression")
+    lastRunAt: datetime | None = None
+    nextRunAt: datetime | None = None
+
+    @model_validator(mode="after")
+    def _interval_or_cron(self) -> IntervalSchedule:
+        if (self.interval is None) == (self.cron is None):
+            raise ValueError("a recurring schedule needs exactly one of 'interval' or 'cron'")
+        return self
+
+
+class RunAtSchedule(Model):
+    runAt: datetime
+
+
+class RetryPolicy(Model):
+    maxAttempts: int = Field(1, ge=1, le=100)
+
+
+class Task(Model):
+    id: str = Field(default_factory=lambda: new_id("task"))
+    type: TaskType = "oneshot"
+    role: TaskRole = "worker"
+    prompt: str = Field(min_length=1, max_length=100_000)
+    title: str | None = Field(None, max_length=200)
+    priority: int = Field(5, ge=0, le=10)
+    createdAt: datetime = Field(default_factory=utcnow)
+    attempts: int = Field(0, ge=0)
+    timeout: float | None = Field(None, gt=0)
+    status: TaskStatus = "queued"
+    deferUntil: datetime | None = None
+    retry: RetryPolicy | None = None
+    schedule: IntervalSchedule | RunAtSchedule | None = None
+    condition: Condition | None = None
+    cooldown: float = Field(0, ge=0)
+    lastTriggeredAt: datetime | None = None
+    misfire: Literal["skip", "once"] = "once"
+    traceId: str | None = None
+    parentId: str | None = None
+    triggerId: str | None = None
+    catchUp: bool = False
+    startedAt: datetime | None = None
+    completedAt: datetime | None = None
+    celeryId: str | None = None
+    error: str | None = None
+
+    @model_validator(mode="after")
+    def _shape_matches_type(self) -> Task:
+        wanted = {
+            "oneshot": (None, None),
+            "recurring": (IntervalSchedule, None),
+            "scheduled": (RunAtSchedule, None),
+            "conditional": (None, "condition"),
+        }[self.type]
+        schedule_cls, needs_condition = wanted
+        if schedule_cls and not isinstance(self.schedule, schedule_cls):
+            field = "interval or cron" if schedule_cls is IntervalSchedule else "runAt"
+            raise ValueError(f"a {self.type} task needs schedule.{field}")
+        if not schedule_cls and self.schedule is not None:
+            raise ValueError(f"a {self.type} task takes no schedule")
+        if needs_condition and self.condition is None:
+            raise ValueError("a conditional task needs 'condition'")
+        if not needs_condition and self.condition is not None:
+            raise ValueError(f"a {self.type} task takes no condition (use type 'conditional')")
+        return self
+
+    @property
+    def is_trigger(self) -> bool:
+        """True for recurring, scheduled and conditional tasks (stored as triggers)."""
+        return self.type != "oneshot"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+
+# --- results ----------------------------------------------------------------------------------
+
+
+class TextResult(Model):
+    text: str
+
+
+class FileChange(Model):
+    path: str
+    action: str
+    summary: str
+
+
+class CodeChangeResult(Model):
+    files: list[FileChange]
+    commitMessage: str | None = None
+
+
+class AnalysisResult(Model):
+    findings: list[str]
+    recommendations: list[str] | None = None
+    references: list[str] | None = None
+
+
+class SummaryResult(Model):
+    summary: str
+    keyPoints: list[str]
+    metadata: dict[str, Any] | None = None
+
+
+RESULT_SCHEMAS: dict[str, type[Model]] = {
+    "text": TextResult,
+    "code_change": CodeChangeResult,
+    "analysis": AnalysisResult,
+    "summary": SummaryResult,
+}
+
+
+def check_result(result_type: str, result: dict[str, Any]) -> None:
+    """Raise ``ValueError`` naming each field of ``result`` that breaks its resultType schema."""
+    try:
+        RESULT_SCHEMAS[result_type].model_validate(result)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"result.{'.'.join(str(p) for p in item['loc'])}: {item['msg']}"
+            for item in error.errors()
+        )
+        raise ValueError(f"result does not match resultType {result_type!r}: {problems}") from None
+
+
+class Result(Model):
+    id: str
+    status: ResultStatus
+    resultType: ResultType = "text"
+    result: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+    question: str | None = None
+    attempts: int = 1
+    completedAt: datetime = Field(default_factory=utcnow)
+    traceId: str | None = None
+
+    @model_validator(mode="after")
+    def _result_matches_type(self) -> Result:
+        if self.status == "done" or self.result:
+            check_result(self.resultType, self.result)
+        if self.status == "failed" and not self.error:
+            raise ValueError("a failed result needs 'error'")
+        if self.status == "needs_input" and not self.question:
+            raise ValueError("a needs_input result needs 'question'")
+        return self
+
+
+# --- conversation -----------------------------------------------------------------------------
+
+
+class Usage(Model):
+    promptTokens: int = 0
+    completionTokens: int = 0
+    totalTokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            promptTokens=self.promptTokens + other.promptTokens,
+            completionTokens=self.completionTokens + other.completionTokens,
+            totalTokens=self.totalTokens + other.totalTokens,
+        )
+
+
+class Message(Model):
+    id: str = Field(default_factory=lambda: new_id("msg"))
+    role: MessageRole
+    text: str = Field(min_length=1, max_length=1_000_000)
+    createdAt: datetime = Field(default_factory=utcnow)
+    usage: Usage | None = None
+    elapsedMs: int | None = None
+    traceId: str | None = None
+    taskId: str | None = None
+
+
+class PendingQuestion(Model):
+    id: str = Field(default_factory=lambda: new_id("q"))
+    question: str = Field(min_length=1, max_length=4000)
+    options: list[str] | None = None
+    timeout: float = Field(3600, gt=0)
+    default: str | None = None
+    createdAt: datetime = Field(default_factory=utcnow)
+    expiresAt: datetime | None = None
+    traceId: str | None = None
+
+    @model_validator(mode="after")
+    def _compute_expiry(self) -> PendingQuestion:
+        if self.expiresAt is None:
+            self.expiresAt = self.createdAt + timedelta(seconds=self.timeout)
+        return self
+
+
+class LogEvent(Model):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    type: str = Field(min_length=1)
+    at: datetime = Field(default_factory=utcnow)
+    taskId: str | None = None
+    traceId: str | None = None

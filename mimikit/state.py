@@ -1,0 +1,498 @@
+"""The Redis state store: tasks, results, triggers, inbox, history, question, event log.
+
+Changes that must go together are written in one MULTI/EXEC, guarded by WATCH on the task
+they depend on, so a reader never sees half of a change and a finished task never moves again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from redis import Redis
+from redis.client import Pipeline
+
+from mimikit.exceptions import InvalidTransition, NotFound
+from mimikit.keys import Keys
+from mimikit.models import FINISHED, LogEvent, Message, PendingQuestion, Result, Task, utcnow
+
+log = logging.getLogger("mimikit.state")
+
+ALLOWED: dict[str, frozenset[str]] = {
+    "queued": frozenset({"running", "canceled", "deferred", "failed", "done"}),
+    "deferred": frozenset({"queued", "running", "canceled", "failed"}),
+    "running": frozenset({"done", "failed", "canceled", "queued", "deferred"}),
+    "done": frozenset(),
+    "failed": frozenset(),
+    "canceled": frozenset(),
+}
+LOG_MAXLEN = 100_000
+_APPEND_MESSAGE = """
+if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
+if ARGV[5] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[5]) end
+redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[6], '*', 'event', 'message', 'data', ARGV[3])
+return 1
+"""
+EVENTS_MAXLEN = 10_000
+CANCEL_TTL_SECONDS = 7 * 24 * 3600
+
+
+def check_transition(task: Task, to_status: str) -> None:
+    """Raise ``InvalidTransition`` unless ``task`` may move to ``to_status``."""
+    if to_status not in ALLOWED[task.status]:
+        raise InvalidTransition(
+            f"task {task.id} is {task.status}; it cannot become {to_status}"
+            + (" (finished tasks never change again)" if task.status in FINISHED else "")
+        )
+
+
+@dataclass
+class StartDecision:
+    """What ``start_task`` decided for one delivery of a task."""
+
+    outcome: Literal["started", "finished", "busy", "deferred", "missing"]
+    task: Task | None = None
+    detail: str = ""
+
+
+class StateStore:
+    """All runtime state of one instance, in Redis under ``keys.prefix``."""
+
+    def __init__(self, redis: Redis, keys: Keys, state_dir: Path) -> None:
+        self.redis = redis
+        self.keys = keys
+        self.state_dir = Path(state_dir)
+        self.log_path = self.state_dir / "log.jsonl"
+
+    # --- low level --------------------------------------------------------------------------
+
+    def _transaction(self, fn: Callable[[Pipeline], Any], *watch: str) -> Any:
+        """Run ``fn`` under WATCH ``watch``; it reads, calls ``pipe.multi()``, then writes."""
+        pending: list[str] = []
+
+        def body(pipe: Pipeline) -> Any:
+            pending.clear()
+            return fn(_LoggingPipe(pipe, pending))
+
+        value = self.redis.transaction(body, *watch, value_from_callable=True)
+        self._mirror(pending)
+        return value
+
+    def _mirror(self, lines: Iterable[str]) -> None:
+        """Append log lines to ``STATE_DIR/log.jsonl`` (a copy of the Redis stream)."""
+        lines = list(lines)
+        if not lines:
+            return
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("a", encoding="utf-8") as handle:
+            handle.write("".join(line + "\n" for line in lines))
+
+    def log(self, type_: str, **fields: Any) -> None:
+        """Append one audit or task event to the log stream and ``log.jsonl``."""
+        pending: list[str] = []
+        pipe = _LoggingPipe(self.redis.pipeline(transaction=True), pending)
+        pipe.log(self.keys, type_, **fields)
+        pipe.execute()
+        self._mirror(pending)
+
+    def publish(self, event: str, data: Any) -> None:
+        """Publish a live event (``message``, ``task``, ``question``, ``status``) for the page."""
+        _queue_event(self.redis, self.keys, event, data)
+
+    def read_events(self, last_id: str = "$", block_ms: int = 15_000) -> list[tuple[str, str, str]]:
+        """Events after ``last_id`` as ``(id, event, data_json)``; blocks up to ``block_ms``."""
+        reply = self.redis.xread({self.keys.events: last_id}, block=block_ms, count=100)
+        out = []
+        for _stream, entries in reply or []:
+            for entry_id, fields in entries:
+                out.append((_s(entry_id), _s(fields[b"event"]), _s(fields[b"data"])))
+        return out
+
+    def recent_log(self, count: int = 100) -> list[dict[str, Any]]:
+        entries = self.redis.xrevrange(self.keys.log, count=count)
+        return [json.loads(fields[b"event"]) for _id, fields in reversed(entries)]
+
+    # --- tasks ------------------------------------------------------------------------------
+
+    def get_task(self, task_id: str) -> Task | None:
+        raw = self.redis.get(self.keys.task(task_id))
+        return Task.model_validate_json(raw) if raw else None
+
+    def require_task(self, task_id: str) -> Task:
+        task = self.get_task(task_id)
+        if task is None:
+            raise NotFound(f"no task with id {task_id!r}; list tasks with `mimikit tasks`")
+        return task
+
+    def tasks_with_status(self, *statuses: str) -> list[Task]:
+        ids: set[bytes] = set()
+        for status in statuses:
+            ids |= self.redis.smembers(self.keys.status(status))
+        return self._load_tasks(sorted(_s(i) for i in ids))
+
+    def triggers(self) -> list[Task]:
+        return self._load_tasks(sorted(_s(i) for i in self.redis.smembers(self.keys.triggers)))
+
+    def _load_tasks(self, ids: list[str]) -> list[Task]:
+        if not ids:
+            return []
+        raws = self.redis.mget([self.keys.task(i) for i in ids])
+        return [Task.model_validate_json(raw) for raw in raws if raw]
+
+    def add_tasks(self, tasks: list[Task], note: str | None = None) -> list[Task]:
+        """Store new tasks (and triggers) together, in one transaction."""
+
+        def write(pipe: _LoggingPipe) -> list[Task]:
+            pipe.multi()
+            for task in tasks:
+                pipe.put_task(self.keys, task, None)
+                if task.is_trigger:
+                    pipe.sadd(self.keys.triggers, task.id)
+                pipe.log(self.keys, "task_created", taskId=task.id, traceId=task.traceId,
+                         taskType=task.type, role=task.role, note=note)
+                pipe.event(self.keys, "task", summarize(task))
+            return tasks
+
+        return self._transaction(write)
+
+    def update_task(self, task_id: str, change: Callable[[Task], Task | None],
+                    also: Callable[[_LoggingPipe, Task, Task], None] | None = None) -> Task | None:
+        """Apply ``change`` to a task atomically; ``None`` from ``change`` means no write.
+
+        ``also(pipe, before, after)`` may queue further writes in the same transaction.
+        """
+        key = self.keys.task(task_id)
+
+        def write(pipe: _LoggingPipe) -> Task | None:
+            raw = pipe.get(key)
+            if raw is None:
+                raise NotFound(f"no task with id {task_id!r}")
+            before = Task.model_validate_json(raw)
+            after = change(before.model_copy(deep=True))
+            if after is None:
+                return None
+            pipe.multi()
+            pipe.put_task(self.keys, after, before.status)
+            if also:
+                also(pipe, before, after)
+            pipe.event(self.keys, "task", summarize(after))
+            return after
+
+        return self._transaction(write, key)
+
+    def set_status(self, task_id: str, status: str, *, reason: str | None = None,
+                   **fields: Any) -> Task | None:
+        """Move a task to ``status`` if allowed; returns the new task, or None if finished."""
+
+        def change(task: Task) -> Task | None:
+            if task.finished:
+                return None
+            check_transition(task, status)
+            task.status = status  # type: ignore[assignment]
+            for name, value in fields.items():
+                setattr(task, name, value)
+            if status in FINISHED:
+                task.completedAt = utcnow()
+                task.error = reason if status != "done" else None
+            return task
+
+        def note(pipe: _LoggingPipe, before: Task, after: Task) -> None:
+            pipe.log(self.keys, f"task_{status}", taskId=after.id, traceId=after.traceId,
+                     reason=reason, attempts=after.attempts)
+            if status != "running":
+                pipe.delete(self.keys.heartbeat(after.id))
+
+        return self.update_task(task_id, change, note)
+
+    def start_task(self, task_id: str, owner: str, celery_id: str | None,
+                   is_owner_alive: Callable[[str], bool]) -> StartDecision:
+        """Claim one delivery of a task; refuse finished, deferred or live-running tasks."""
+        decision = StartDecision("missing")
+        hb_key = self.keys.heartbeat(task_id)
+
+        def change(task: Task) -> Task | None:
+            decision.task = task
+            if task.finished:
+                decision.outcome, decision.detail = "finished", task.status
+                return None
+            if task.deferUntil and task.deferUntil > utcnow():
+                decision.outcome, decision.detail = "deferred", task.deferUntil.isoformat()
+                return None
+            holder = _s(self.redis.get(hb_key) or b"")
+            if task.status == "running" and holder and holder != owner and is_owner_alive(holder):
+                decision.outcome, decision.detail = "busy", holder
+                return None
+            task.status, task.startedAt, task.celeryId = "running", utcnow(), celery_id
+            task.attempts += 1
+            decision.outcome = "started"
+            return task
+
+        def claim(pipe: _LoggingPipe, before: Task, after: Task) -> None:
+            pipe.set(hb_key, owner, px=self._heartbeat_ms)
+            pipe.log(self.keys, "task_started", taskId=after.id, traceId=after.traceId,
+                     attempts=after.attempts, celeryId=celery_id, owner=owner)
+
+        started = self.update_task(task_id, change, claim)
+        if started is not None:
+            decision.task = started
+        return decision
+
+    heartbeat_seconds: float = 10.0
+
+    @property
+    def _heartbeat_ms(self) -> int:
+        return int(self.heartbeat_seconds * 1000)
+
+    def beat(self, task_id: str, owner: str) -> bool:
+        """Renew the heartbeat of a running task; False when someone else owns it now."""
+        key = self.keys.heartbeat(task_id)
+        holder = self.redis.get(key)
+        if holder is not None and _s(holder) != owner:
+            return False
+        self.redis.set(key, owner, px=self._heartbeat_ms)
+        return True
+
+    def heartbeat_owner(self, task_id: str) -> str | None:
+        raw = self.redis.get(self.keys.heartbeat(task_id))
+        return _s(raw) if raw else None
+
+    def complete_task(self, result: Result, *, notify_teller: bool = True,
+                      also: Callable[[_LoggingPipe, Task], None] | None = None) -> Task | None:
+        """Write ``result`` and finish its task in one transaction.
+
+        Returns the finished task, or None when the task had already finished (a second
+        delivery), in which case nothing is written.
+        """
+        status = "done" if result.status in ("done", "needs_input") else "failed"
+
+        def change(task: Task) -> Task | None:
+            if task.finished:
+                return None
+            task.status, task.completedAt = status, result.completedAt  # type: ignore[assignment]
+            task.error = result.error if status == "failed" else None
+            return task
+
+        def write(pipe: _LoggingPipe, before: Task, after: Task) -> None:
+            pipe.set(self.keys.result(after.id), result.model_dump_json(exclude_none=True))
+            pipe.delete(self.keys.heartbeat(after.id))
+            pipe.log(self.keys, f"task_{result.status}", taskId=after.id, traceId=after.traceId,
+                     attempts=after.attempts, error=result.error)
+            if notify_teller:
+                item = {"kind": "result", "taskId": after.id, "role": after.role,
+                        "status": result.status, "traceId": after.traceId}
+                pipe.rpush(self.keys.inbox, json.dumps(item))
+            if also:
+                also(pipe, after)
+
+        return self.update_task(result.id, change, write)
+
+    def request_cancel(self, task_id: str, reason: str = "canceled") -> Task | None:
+        """Cancel a task: queued tasks and triggers at once, running ones at their next check.
+
+        The request is recorded in Redis, so it survives worker restarts. Returns the task as
+        it is now, or None when it had already finished.
+        """
+        task = self.require_task(task_id)
+        if task.finished:
+            return None
+        self.redis.set(self.keys.cancel_requested(task_id), reason, ex=CANCEL_TTL_SECONDS)
+        if task.status == "running":
+            self.log("task_cancel_requested", taskId=task_id, traceId=task.traceId)
+            return task
+        return self.set_status(task_id, "canceled", reason=reason) or self.get_task(task_id)
+
+    def cancel_requested(self, task_id: str) -> bool:
+        return bool(self.redis.exists(self.keys.cancel_requested(task_id)))
+
+    def finish_canceled(self, task_id: str) -> Task | None:
+        """Record that a running task stopped because it was canceled."""
+        return self.set_status(task_id, "canceled", reason="canceled while running")
+
+    def get_result(self, task_id: str) -> Result | None:
+        raw = self.redis.get(self.keys.result(task_id))
+        return Result.model_validate_json(raw) if raw else None
+
+    def task_log(self, task_id: str) -> list[dict[str, Any]]:
+        return [json.loads(raw) for raw in self.redis.lrange(self.keys.task_log(task_id), 0, -1)]
+
+    def add_run(self, owner_id: str, run: dict[str, Any]) -> None:
+        """Keep a run transcript (LLM messages, tool calls, usage) under its task or trace."""
+        self.redis.rpush(self.keys.runs(owner_id), json.dumps(run, default=str))
+
+    def runs(self, owner_id: str) -> list[dict[str, Any]]:
+        return [json.loads(raw) for raw in self.redis.lrange(self.keys.runs(owner_id), 0, -1)]
+
+    # --- conversation -----------------------------------------------------------------------
+
+    def append_message(self, message: Message, *, to_inbox: bool = False) -> bool:
+        """Add a message to history (de-duplicated by createdAt + text); maybe to the inbox.
+
+        Returns False, writing nothing, when the same createdAt + text is already there.
+        """
+        body = message.model_dump_json(exclude_none=True)
+        inbox_item = json.dumps({"kind": "input", "message": json.loads(body)}) if to_inbox else ""
+        keys = [self.keys.history_seen, self.keys.messages, self.keys.history,
+                self.keys.inbox, self.keys.events]
+        args = [message_key(message), message.id, body, message.createdAt.timestamp(),
+                inbox_item, EVENTS_MAXLEN]
+        return bool(self.redis.eval(_APPEND_MESSAGE, len(keys), *keys, *args))
+
+    def system_message(self, text: str, **fields: Any) -> Message:
+        message = Message(role="system", text=text, **fields)
+        self.append_message(message)
+        return message
+
+    def history_count(self) -> int:
+        return int(self.redis.zcard(self.keys.history))
+
+    def recent_messages(self, count: int, offset: int = 0) -> list[Message]:
+        """The ``count`` newest messages after skipping ``offset``, oldest first."""
+        if count <= 0:
+            return []
+        ids = self.redis.zrevrange(self.keys.history, offset, offset + count - 1)
+        return list(reversed(self._load_messages(ids)))
+
+    def messages_between(self, after: datetime | None, before: datetime | None,
+                         limit: int | None = None) -> list[Message]:
+        """Messages with ``after <= createdAt <= before`` (inclusive), oldest first."""
+        low = after.timestamp() if after else "-inf"
+        high = before.timestamp() if before else "+inf"
+        ids = self.redis.zrangebyscore(self.keys.history, low, high)
+        if limit is not None:
+            ids = ids[-limit:]
+        return self._load_messages(ids)
+
+    def _load_messages(self, ids: list[bytes]) -> list[Message]:
+        if not ids:
+            return []
+        raws = self.redis.hmget(self.keys.messages, ids)
+        return [Message.model_validate_json(raw) for raw in raws if raw]
+
+    def push_inbox(self, item: dict[str, Any]) -> None:
+        """Queue an item for the next Teller run (input, result, answer or notice)."""
+        self.redis.rpush(self.keys.inbox, json.dumps(item, default=str))
+
+    def read_inbox(self) -> list[dict[str, Any]]:
+        return [json.loads(raw) for raw in self.redis.lrange(self.keys.inbox, 0, -1)]
+
+    def ack_inbox(self, count: int) -> None:
+        """Drop the first ``count`` inbox items (those a Teller run has handled)."""
+        if count > 0:
+            self.redis.ltrim(self.keys.inbox, count, -1)
+
+    # --- pending question ---------------------------------------------------------------------
+
+    def get_question(self) -> PendingQuestion | None:
+        raw = self.redis.get(self.keys.question)
+        return PendingQuestion.model_validate_json(raw) if raw else None
+
+    def set_question(self, question: PendingQuestion) -> None:
+        body = question.model_dump_json(exclude_none=True)
+        pending: list[str] = []
+        pipe = _LoggingPipe(self.redis.pipeline(transaction=True), pending)
+        pipe.set(self.keys.question, body)
+        pipe.log(self.keys, "question_asked", traceId=question.traceId, questionId=question.id)
+        pipe.event(self.keys, "question", {"question": json.loads(body)})
+        pipe.execute()
+        self._mirror(pending)
+
+    def resolve_question(self, answer: str, source: str, question_id: str | None = None) -> bool:
+        """Clear the pending question and queue the answer for the Teller, atomically.
+
+        Returns False when no question (or not that one) is pending.
+        """
+
+        def write(pipe: _LoggingPipe) -> bool:
+            raw = pipe.get(self.keys.question)
+            if raw is None:
+                return False
+            question = PendingQuestion.model_validate_json(raw)
+            if question_id and question.id != question_id:
+                return False
+            pipe.multi()
+            pipe.delete(self.keys.question)
+            item = {"kind": "answer", "question": question.question, "answer": answer,
+                    "source": source, "traceId": question.traceId}
+            pipe.rpush(self.keys.inbox, json.dumps(item))
+            pipe.log(self.keys, "question_answered", traceId=question.traceId, source=source)
+            pipe.event(self.keys, "question", {"question": None})
+            return True
+
+        return bool(self._transaction(write, self.keys.question))
+
+    # --- misc ---------------------------------------------------------------------------------
+
+    def claim(self, name: str, ttl_seconds: int | None = None) -> bool:
+        """True the first time ``name`` is claimed cluster-wide (SET NX)."""
+        return bool(self.redis.set(self.keys.claim(name), "1", nx=True, ex=ttl_seconds))
+
+
+class _LoggingPipe:
+    """A pipeline that can also queue log and live events, remembering lines to mirror."""
+
+    def __init__(self, pipe: Pipeline, pending: list[str]) -> None:
+        self._pipe = pipe
+        self._pending = pending
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pipe, name)
+
+    def put_task(self, keys: Keys, task: Task, previous_status: str | None) -> None:
+        self._pipe.set(keys.task(task.id), task.model_dump_json(exclude_none=True))
+        if previous_status and previous_status != task.status:
+            self._pipe.srem(keys.status(previous_status), task.id)
+        self._pipe.sadd(keys.status(task.status), task.id)
+        if task.is_trigger and task.status in FINISHED:
+            self._pipe.srem(keys.triggers, task.id)
+
+    def log(self, keys: Keys, type_: str, **fields: Any) -> None:
+        event = LogEvent(type=type_, **{k: v for k, v in fields.items() if v is not None})
+        line = event.model_dump_json(exclude_none=True)
+        self._pipe.xadd(keys.log, {"event": line}, maxlen=LOG_MAXLEN, approximate=True)
+        if event.taskId:
+            self._pipe.rpush(keys.task_log(event.taskId), line)
+        self._pending.append(line)
+
+    def event(self, keys: Keys, event: str, data: Any) -> None:
+        _queue_event(self._pipe, keys, event, data)
+
+
+def _queue_event(target: Any, keys: Keys, event: str, data: Any) -> None:
+    payload = json.dumps(data, default=str)
+    target.xadd(keys.events, {"event": event, "data": payload},
+                maxlen=EVENTS_MAXLEN, approximate=True)
+
+
+def summarize(task: Task) -> dict[str, Any]:
+    """The TaskSummary of the API and ``list_tasks`` (prompt cut to 100 characters)."""
+    status = "trigger" if task.is_trigger and not task.finished else task.status
+    summary: dict[str, Any] = {
+        "id": task.id, "type": task.type, "role": task.role, "title": task.title,
+        "prompt": task.prompt[:100], "priority": task.priority, "status": status,
+        "createdAt": task.createdAt.isoformat(), "attempts": task.attempts,
+    }
+    schedule = task.schedule
+    next_run = getattr(schedule, "nextRunAt", None) or getattr(schedule, "runAt", None)
+    if next_run:
+        summary["nextRunAt"] = next_run.isoformat()
+    if task.catchUp:
+        summary["catchUp"] = True
+    return {k: v for k, v in summary.items() if v is not None}
+
+
+def message_key(message: Message) -> str:
+    """The natural de-duplication key of a message: createdAt + text."""
+    raw = f"{message.createdAt.isoformat()}\n{message.text}".encode()
+    return hashlib.sha1(raw).hexdigest()
+
+
+def _s(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

@@ -1,0 +1,59 @@
+"""One Teller at a time, cluster-wide, with wakes coalesced and none lost.
+
+A wake sets a flag and enqueues a Teller run unless one is already queued. A run holds a lease
+while it loops over the flag; after releasing the lease it looks at the flag once more, so a wake
+that raced with its end starts the next run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mimikit.models import utcnow
+from mimikit.runtime import Runtime
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def wake_teller(runtime: Runtime, send: Callable[[], None]) -> bool:
+    """Ask for a Teller run; returns True when this call enqueued one."""
+    keys, redis = runtime.keys, runtime.redis
+    redis.set(keys.teller_wake, utcnow().isoformat())
+    lease = runtime.settings.teller_timeout + 60
+    if redis.set(keys.teller_queued, utcnow().isoformat(), nx=True, ex=lease):
+        send()
+        return True
+    return False
+
+
+def acquire(runtime: Runtime, owner: str) -> bool:
+    """Take the Teller lease (at most one holder cluster-wide)."""
+    runtime.redis.delete(runtime.keys.teller_queued)
+    lease = runtime.settings.teller_timeout + 30
+    return bool(runtime.redis.set(runtime.keys.teller_lock, owner, nx=True, ex=lease))
+
+
+def take_wake(runtime: Runtime) -> bool:
+    """Consume the wake flag; True when a wake was pending."""
+    return runtime.redis.getdel(runtime.keys.teller_wake) is not None
+
+
+def release(runtime: Runtime, owner: str) -> bool:
+    """Give the lease back; returns True when a wake arrived meanwhile (run again)."""
+    runtime.redis.eval(_RELEASE, 1, runtime.keys.teller_lock, owner)
+    return bool(runtime.redis.exists(runtime.keys.teller_wake))
+
+
+def teller_state(runtime: Runtime) -> dict[str, Any]:
+    """``idle``, ``queued`` or ``running``, for the status report."""
+    redis, keys = runtime.redis, runtime.keys
+    holder, queued = redis.mget([keys.teller_lock, keys.teller_queued])
+    if holder:
+        return {"state": "running", "owner": holder.decode()}
+    if queued:
+        return {"state": "queued", "since": queued.decode()}
+    return {"state": "idle"}

@@ -1,0 +1,244 @@
+"""Tools defined once: name, description, pydantic arguments, allowed roles and handler.
+
+A ``Registry`` offers each role only its tools (as OpenAI function-calling schemas) and runs a
+call, turning every failure into an error text the model can act on (never an exception).
+The same name may be registered twice for disjoint roles (``delegate`` and ``submit_result``
+take different arguments for the Teller, the Planner and the Worker).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from mimikit.exceptions import LLMUnavailable, MimikitError
+
+logger = logging.getLogger("mimikit.tools")
+
+ROLES: frozenset[str] = frozenset({"teller", "planner", "worker", "llm_eval"})
+ROLE_NAMES = {"teller": "Teller", "planner": "Planner", "worker": "Worker", "llm_eval": "llm_eval"}
+
+Handler = Callable[[Any, Any], Any]
+
+
+@dataclass(frozen=True)
+class StopRun:
+    """Returned by a handler to end the run after this call; ``value`` becomes ``stopValue``."""
+
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool: what the model sees (name, description, args schema) and what runs."""
+
+    name: str
+    description: str
+    args: type[BaseModel]
+    roles: frozenset[str]
+    handler: Handler
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """The result of one call: ``content`` is what the model reads in the tool message."""
+
+    ok: bool
+    content: str
+    value: Any = None
+    stop: bool = False
+
+
+class Registry:
+    """The tools of every role, with the permission matrix enforced on each call.
+
+    Args:
+        propagate: Exception types a handler may raise through ``call`` unchanged (e.g. a
+            caller's cancellation or Celery's ``SoftTimeLimitExceeded``).
+    """
+
+    def __init__(self, propagate: tuple[type[BaseException], ...] = ()) -> None:
+        self._tools: dict[tuple[str, str], Tool] = {}
+        self.propagate = propagate
+
+    def register(self, tool: Tool) -> Tool:
+        """Add a tool; its roles must be known and not already have a tool of that name."""
+        unknown = sorted(tool.roles - ROLES)
+        if unknown or not tool.roles:
+            raise ValueError(
+                f"tool {tool.name!r} has unknown roles {unknown or '(none)'}; "
+                f"use some of {sorted(ROLES)}"
+            )
+        for role in tool.roles:
+            if (role, tool.name) in self._tools:
+                raise ValueError(f"tool {tool.name!r} is already registered for the {role}")
+        for role in tool.roles:
+            self._tools[(role, tool.name)] = tool
+        return tool
+
+    def tool(
+        self, name: str, *, roles: Iterable[str], description: str | None = None
+    ) -> Callable[[Handler], Handler]:
+        """Decorator: register ``handler(ctx, args)``; the args model is its annotation.
+
+        The description defaults to the handler's docstring.
+        """
+
+        def decorate(handler: Handler) -> Handler:
+            self.register(
+                Tool(
+                    name=name,
+                    description=description or inspect.getdoc(handler) or name,
+                    args=_args_model(handler),
+                    roles=frozenset(roles),
+                    handler=handler,
+                )
+            )
+            return handler
+
+        return decorate
+
+    def get(self, role: str, name: str) -> Tool | None:
+        """The tool ``name`` as the role sees it, or None."""
+        return self._tools.get((role, name))
+
+    def names_for(self, role: str) -> list[str]:
+        """The tool names a role may call, sorted."""
+        return sorted(name for (owner, name) in self._tools if owner == role)
+
+    def schemas_for(self, role: str) -> list[dict[str, Any]]:
+        """The OpenAI function-calling schemas of the role's tools."""
+        return [_schema(self._tools[(role, name)]) for name in self.names_for(role)]
+
+    def call(self, role: str, name: str, arguments_json: str, ctx: Any) -> ToolOutcome:
+        """Validate and run one call; every failure becomes an error text for the model."""
+        tool = self._tools.get((role, name))
+        if tool is None:
+            return _error(self._refusal(role, name))
+        args = _parse_args(tool, arguments_json)
+        if isinstance(args, ToolOutcome):
+            return args
+        return self._run(tool, args, ctx)
+
+    def _refusal(self, role: str, name: str) -> str:
+        available = ", ".join(self.names_for(role)) or "none"
+        if any(tool_name == name for (_, tool_name) in self._tools):
+            return (
+                f"tool {name!r} is not available to the {ROLE_NAMES.get(role, role)}; "
+                f"available: {available}"
+            )
+        return f"unknown tool {name!r}; available: {available}"
+
+    def _run(self, tool: Tool, args: BaseModel, ctx: Any) -> ToolOutcome:
+        try:
+            value = tool.handler(ctx, args)
+        except self.propagate:
+            raise
+        except LLMUnavailable:
+            raise
+        except MimikitError as error:
+            # Deliberate failures (ToolError, NotFound...) already say what went wrong.
+            return _error(str(error) or f"{tool.name} failed")
+        except Exception as error:
+            logger.exception("tool %r raised", tool.name)
+            return _error(f"tool {tool.name!r} failed: {type(error).__name__}: {error}")
+        if isinstance(value, StopRun):
+            return ToolOutcome(ok=True, content=render(value.value), value=value.value, stop=True)
+        return ToolOutcome(ok=True, content=render(value), value=value)
+
+
+def render(value: Any) -> str:
+    """The tool message text of a handler's value: strings as-is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return '{"ok": true}'
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json", exclude_none=True)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _error(text: str) -> ToolOutcome:
+    return ToolOutcome(ok=False, content=f"error: {text}")
+
+
+def _args_model(handler: Handler) -> type[BaseModel]:
+    params = list(inspect.signature(handler).parameters.values())
+    model = params[1].annotation if len(params) == 2 else None
+    if isinstance(model, str):  # postponed annotations: resolve in the handler's module
+        model = typing.get_type_hints(handler).get(params[1].name)
+    if not (inspect.isclass(model) and issubclass(model, BaseModel)):
+        raise TypeError(
+            f"handler {handler.__name__!r} must be (ctx, args: SomeModel) with a pydantic "
+            "BaseModel annotation on args"
+        )
+    return model
+
+
+def _parse_args(tool: Tool, arguments_json: str) -> BaseModel | ToolOutcome:
+    text = (arguments_json or "").strip() or "{}"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        near = text[max(error.pos - 20, 0) : error.pos + 20]
+        return _error(
+            f"the arguments of {tool.name!r} are not valid JSON: {error.msg} at line "
+            f"{error.lineno} column {error.colno} (near {near!r}); send one JSON object"
+        )
+    if not isinstance(data, dict):
+        return _error(
+            f"the arguments of {tool.name!r} must be a JSON object, not {type(data).__name__}"
+        )
+    try:
+        return tool.args.model_validate(data)
+    except ValidationError as error:
+        return _error(f"invalid arguments for {tool.name!r}: {_problems(error)}")
+
+
+def _problems(error: ValidationError) -> str:
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"]) or "arguments"
+        text = f"{where}: {item['msg']}"
+        if item["type"] not in ("missing", "extra_forbidden"):
+            text += f" (got {json.dumps(item.get('input'), default=str)[:80]})"
+        problems.append(text)
+    return "; ".join(problems)
+
+
+def _schema(tool: Tool) -> dict[str, Any]:
+    parameters = _clean(tool.args.model_json_schema())
+    parameters.setdefault("properties", {})
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": parameters},
+    }
+
+
+def _clean(node: Any) -> Any:
+    """Make pydantic's schema plain JSON Schema that every OpenAI-compatible server accepts.
+
+    Drops ``title`` noise (but keeps a property named ``title``) and the OpenAPI-only
+    ``discriminator``; a discriminated ``oneOf`` becomes ``anyOf`` (same meaning, since each
+    branch pins its ``type`` with ``const``, and the form strict servers require).
+    """
+    if isinstance(node, list):
+        return [_clean(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    cleaned: dict[str, Any] = {}
+    for key, value in node.items():
+        if (key == "title" and isinstance(value, str)) or key == "discriminator":
+            continue
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            cleaned[key] = {name: _clean(schema) for name, schema in value.items()}
+        else:
+            cleaned["anyOf" if key == "oneOf" else key] = _clean(value)
+    return cleaned

@@ -1,0 +1,320 @@
+"""A scripted OpenAI-compatible LLM server on loopback: the one fake of the test suite.
+
+Usage::
+
+    server = ScriptedLLM().start()
+    server.script("gpt-test", tool_call("reply", text="hi"), text("done"))
+    client = LLMClient(server.url, None)          # http://127.0.0.1:PORT/v1
+    ...
+    server.requests[1]["messages"][-1]            # what the model was sent
+    server.shutdown()
+
+A response is a plain dict built by the helpers below (``text``, ``tool_call``, ``tool_calls``,
+``raw_arguments``, ``error``, ``delay``, ``with_usage``), or a callable ``fn(request_body) -> response``.
+When a model's script is exhausted the server answers its default (``server.default``), else
+HTTP 500 "script exhausted for model X", so a test that under-scripts fails loudly.
+
+Run as a process: ``python tests/llm_server.py --port 8700 [--script script.json]`` where the
+JSON file maps a model name to a list of responses in their dict form (e.g.
+``{"m": [{"content": "hello"}]}``); a key ``"*"`` gives the default for every model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Response = dict[str, Any] | Callable[[dict[str, Any]], Any]
+
+
+# --- response helpers ---------------------------------------------------------------------------
+
+
+def text(content: str) -> dict[str, Any]:
+    """A plain assistant answer without tool calls."""
+    return {"content": content, "tool_calls": []}
+
+
+def raw_arguments(name: str, arguments: str, content: str | None = None) -> dict[str, Any]:
+    """One tool call whose arguments are sent verbatim (e.g. broken JSON)."""
+    return {"content": content, "tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+def tool_call(name: str, **args: Any) -> dict[str, Any]:
+    """One tool call with JSON-encoded keyword arguments."""
+    return raw_arguments(name, json.dumps(args, ensure_ascii=False))
+
+
+def tool_calls(calls: list[Any], content: str | None = None) -> dict[str, Any]:
+    """Several tool calls in one message: items are ``(name, args_dict)`` or helper results."""
+    merged: list[dict[str, Any]] = []
+    for item in calls:
+        if isinstance(item, dict):
+            merged.extend(item["tool_calls"])
+        else:
+            name, args = item
+            merged.append({"name": name, "arguments": json.dumps(args, ensure_ascii=False)})
+    return {"content": content, "tool_calls": merged}
+
+
+def error(status: int, body: Any = None, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    """An HTTP error answer (e.g. 429 with ``{"Retry-After": "0"}``, 500, 401)."""
+    if body is None:
+        body = {"error": {"message": f"scripted HTTP {status}", "type": "scripted_error",
+                          "code": status}}
+    return {"status": status, "body": body, "headers": headers or {}}
+
+
+def with_usage(response: dict[str, Any], prompt_tokens: int, completion_tokens: int) -> dict:
+    """``response`` reporting exactly these token counts instead of the estimate."""
+    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+             "total_tokens": prompt_tokens + completion_tokens}
+    return {**response, "usage": usage}
+
+
+def delay(seconds: float, response: Response) -> dict[str, Any]:
+    """Sleep ``seconds`` before answering ``response``."""
+    return {"delay": seconds, "then": response}
+
+
+# --- the server ---------------------------------------------------------------------------------
+
+
+class ScriptedLLM:
+    """A real HTTP server on 127.0.0.1 answering chat completions from per-model scripts."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._lock = threading.Lock()
+        self._scripts: dict[str, deque[Response]] = {}
+        self._defaults: dict[str, Response] = {}
+        self._requests: list[dict[str, Any]] = []
+        self._headers: list[dict[str, str]] = []
+        self._httpd = ThreadingHTTPServer((host, port), _Handler)
+        self._httpd.daemon_threads = True
+        self._httpd.block_on_close = False
+        self._httpd.scripted = self  # type: ignore[attr-defined]
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        """The base URL to give an OpenAI client: ``http://127.0.0.1:PORT/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """A copy of every chat request body received, in order."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def request_headers(self) -> list[dict[str, str]]:
+        """The headers of each request (lower-case names), parallel to ``requests``."""
+        with self._lock:
+            return list(self._headers)
+
+    def requests_for(self, model: str) -> list[dict[str, Any]]:
+        """The chat request bodies sent for one model."""
+        return [body for body in self.requests if body.get("model") == model]
+
+    def start(self) -> ScriptedLLM:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+            name=f"scripted-llm-{self.port}", daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def script(self, model: str, *responses: Response) -> ScriptedLLM:
+        """Queue responses for ``model``; each request takes the next one."""
+        with self._lock:
+            self._scripts.setdefault(model, deque()).extend(responses)
+        return self
+
+    def default(self, model: str, response: Response | None) -> ScriptedLLM:
+        """The answer once ``model``'s script is empty (``"*"``: every model; None: remove)."""
+        with self._lock:
+            if response is None:
+                self._defaults.pop(model, None)
+            else:
+                self._defaults[model] = response
+        return self
+
+    def pending(self, model: str) -> int:
+        """How many scripted responses ``model`` has not consumed yet."""
+        with self._lock:
+            return len(self._scripts.get(model, ()))
+
+    def reset(self) -> None:
+        """Forget scripts, defaults and recorded requests."""
+        with self._lock:
+            self._scripts.clear()
+            self._defaults.clear()
+            self._requests.clear()
+            self._headers.clear()
+
+    def shutdown(self) -> None:
+        """Stop serving and close the socket."""
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> ScriptedLLM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def _next(self, body: dict[str, Any], headers: dict[str, str]) -> Response:
+        model = str(body.get("model"))
+        with self._lock:
+            self._requests.append(body)
+            self._headers.append(headers)
+            queue = self._scripts.get(model)
+            if queue:
+                return queue.popleft()
+            found = self._defaults.get(model, self._defaults.get("*"))
+        if found is not None:
+            return found
+        return error(500, {"error": {"message": f"script exhausted for model {model}",
+                                     "type": "script_exhausted"}})
+
+
+def resolve(response: Any, body: dict[str, Any]) -> dict[str, Any]:
+    """Apply delays and callables until a concrete response dict remains."""
+    while True:
+        if callable(response):
+            response = response(body)
+        elif isinstance(response, str):
+            response = text(response)
+        elif "then" in response:
+            time.sleep(response["delay"])
+            response = response["then"]
+        else:
+            return response
+
+
+def completion(model: str, response: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAI ``chat.completion`` JSON for a scripted answer."""
+    calls = [
+        {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
+         "function": {"name": call["name"], "arguments": _arguments_text(call)}}
+        for call in response.get("tool_calls") or []
+    ]
+    message: dict[str, Any] = {"role": "assistant", "content": response.get("content"),
+                               "refusal": None}
+    if calls:
+        message["tool_calls"] = calls
+    # Roughly four characters a token, as real tokenizers average on English text.
+    prompt_tokens = max(len(json.dumps(body.get("messages", []))) // 4, 1)
+    produced = (response.get("content") or "") + "".join(
+        c["function"]["arguments"] for c in calls
+    )
+    completion_tokens = max(len(produced) // 4, 1) + 3 * len(calls)
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:29]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": "fp_scripted",
+        "choices": [{"index": 0, "message": message, "logprobs": None,
+                     "finish_reason": "tool_calls" if calls else "stop"}],
+        "usage": response.get("usage") or {
+            "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens},
+    }
+
+
+def _arguments_text(call: dict[str, Any]) -> str:
+    arguments = call.get("arguments", "{}")
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        return  # keep test output clean
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        if self.path.rstrip("/") in ("/v1/models", "/models"):
+            scripted: ScriptedLLM = self.server.scripted  # type: ignore[attr-defined]
+            with scripted._lock:
+                names = sorted(set(scripted._scripts) | set(scripted._defaults) - {"*"})
+            data = [{"id": name, "object": "model", "created": 0, "owned_by": "scripted"}
+                    for name in names]
+            return self._send(200, {"object": "list", "data": data})
+        return self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
+        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            return self._send(404, {"error": {"message": f"no route {self.path}"}})
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError as exc:
+            return self._send(400, {"error": {"message": f"request body is not JSON: {exc}"}})
+        if body.get("stream"):
+            return self._send(400, {"error": {"message": "streaming is not scripted"}})
+        scripted: ScriptedLLM = self.server.scripted  # type: ignore[attr-defined]
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        response = resolve(scripted._next(body, headers), body)
+        status = response.get("status", 200)
+        if status != 200:
+            payload = response.get("body") or error(status)["body"]
+            return self._send(status, payload, response.get("headers"))
+        return self._send(200, completion(str(body.get("model")), response, body))
+
+    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the client gave up (e.g. its timeout in a test): nothing to answer
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve scripted answers from a JSON file until interrupted."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--script", help="JSON file: {model: [response, ...], '*': response}")
+    options = parser.parse_args(argv)
+    server = ScriptedLLM(port=options.port)
+    if options.script:
+        with open(options.script, encoding="utf-8") as handle:
+            spec = json.load(handle)
+        for model, responses in spec.items():
+            if model == "*":
+                server.default("*", responses)
+            else:
+                server.script(model, *responses)
+    server.start()
+    print(server.url, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""The LLM client against the scripted server over real HTTP."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import llm_fixtures
+import pytest
+from llm_server import ScriptedLLM, delay, error, text, tool_call, tool_calls, with_usage
+
+from mimikit.config import load_settings
+from mimikit.exceptions import LLMUnavailable
+from mimikit.llm import LLMClient, ToolCall
+
+llm = llm_fixtures.llm  # the scripted server fixture
+
+MODEL = "test-model"
+
+
+def client_for(server: ScriptedLLM, **options: float) -> LLMClient:
+    settings = {"timeout": 5.0, "max_retries": 3, "backoff_base": 0.01, "backoff_max": 0.05}
+    settings.update(options)
+    return LLMClient(server.url, None, **settings)  # type: ignore[arg-type]
+
+
+def dead_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_plain_text_answer_gives_content_usage_and_raw_message(llm: ScriptedLLM) -> None:
+    llm.script(MODEL, with_usage(text("hello there"), 12, 3))
+
+    completion = client_for(llm).chat(MODEL, [{"role": "user", "content": "hi"}])
+
+    assert completion.content == "hello there"
+    assert completion.tool_calls == []
+    assert (completion.usage.promptTokens, completion.usage.completionTokens) == (12, 3)
+    assert completion.usage.totalTokens == 15
+    assert completion.raw_message == {"role": "assistant", "content": "hello there"}
+    assert llm.requests[0]["messages"] == [{"role": "user", "content": "hi"}]
+
+
+def test_tool_calls_are_parsed_in_order_with_their_raw_arguments(llm: ScriptedLLM) -> None:
+    llm.script(MODEL, tool_calls([("reply", {"text": "你好"}), ("list_tasks", {})]))
+
+    completion = client_for(llm).chat(MODEL, [{"role": "user", "content": "hi"}], tools=[])
+
+    names = [call.name for call in completion.tool_calls]
+    assert names == ["reply", "list_tasks"]
+    assert completion.tool_calls[0].arguments == '{"text": "你好"}'
+    assert all(isinstance(call, ToolCall) and call.id for call in completion.tool_calls)
+    raw_calls = completion.raw_message["tool_calls"]
+    assert raw_calls[0]["type"] == "function"
+    assert raw_calls[0]["function"] == {"name": "reply", "arguments": '{"text": "你好"}'}
+    assert raw_calls[1]["id"] == completion.tool_calls[1].id
+
+
+def test_tools_are_sent_only_when_given(llm: ScriptedLLM) -> None:
+    schema = {"type": "function", "function": {"name": "reply", "parameters": {"type": "object"}}}
+    llm.script(MODEL, text("a"), text("b"))
+    client = client_for(llm)
+
+    client.chat(MODEL, [{"role": "user", "content": "x"}], tools=None)
+    client.chat(MODEL, [{"role": "user", "content": "x"}], tools=[schema])
+
+    assert "tools" not in llm.requests[0]
+    assert llm.requests[1]["tools"] == [schema]
+
+
+def test_500_then_429_then_success_succeeds_after_three_requests(llm: ScriptedLLM) -> None:
+    llm.script(MODEL, error(500), error(429), text("finally"))
+
+    completion = client_for(llm).chat(MODEL, [{"role": "user", "content": "x"}])
+
+    assert completion.content == "finally"
+    assert len(llm.requests) == 3
+
+
+def test_retry_after_header_is_waited_for(llm: ScriptedLLM) -> None:
+    llm.script(MODEL, error(429, headers={"Retry-After": "0.4"}), text("ok"))
+
+    began = time.monotonic()
+    client_for(llm).chat(MODEL, [{"role": "user", "content": "x"}])
+
+    assert time.monotonic() - began >= 0.4
+
+
+def test_persistent_503_gives_up_after_max_retries_naming_status(llm: ScriptedLLM) -> None:
+    llm.default(MODEL, error(503))
+
+    with pytest.raises(LLMUnavailable) as raised:
+        client_for(llm, max_retries=2).chat(MODEL, [{"role": "user", "content": "x"}])
+
+    assert len(llm.requests) == 3
+    assert "HTTP 503" in str(raised.value) and llm.url in str(raised.value)
+
+
+def test_401_fails_at_once_and_names_the_api_key_setting(llm: ScriptedLLM) -> None:
+    llm.script(MODEL, error(401, {"error": {"message": "Incorrect API key provided"}}))
+
+    with pytest.raises(LLMUnavailable) as raised:
+        client_for(llm).chat(MODEL, [{"role": "user", "content": "x"}])
+
+    assert len(llm.requests) == 1
+    message = str(raised.value)
+    assert "rejected the API key" in message and "MIMIKIT_LLM_API_KEY" in message
+
+
+def test_dead_port_raises_llm_unavailable_naming_the_url_quickly() -> None:
+    url = f"http://127.0.0.1:{dead_port()}/v1"
+    client = LLMClient(url, None, timeout=2.0, max_retries=2, backoff_base=0.01)
+
+    began = time.monotonic()
+    with pytest.raises(LLMUnavailable) as raised:
+        client.chat(MODEL, [{"role": "user", "content": "x"}])
+
+    assert time.monotonic() - began < 5
+    message = str(raised.value)
+    assert f"cannot reach the LLM at {url}" in message
+    assert "connection refused" in message and "MIMIKIT_LLM_BASE_URL" in message
+
+
+def test_slow_answer_times_out_and_is_retried(llm: ScriptedLLM) -> None:
+    llm.script(MODEL, delay(1.0, text("late")), delay(1.0, text("late")))
+
+    with pytest.raises(LLMUnavailable) as raised:
+        client_for(llm, timeout=0.2, max_retries=1).chat(MODEL, [{"role": "user", "content": "x"}])
+
+    assert "did not answer within 0.2 s" in str(raised.value)
+    assert len(llm.requests) == 2
+
+
+def test_no_configuration_fails_before_any_request(
+    llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Even if the SDK could find a server through its own variable, nothing is sent.
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.url)
+    client = LLMClient(None, None, timeout=1.0, max_retries=0)
+
+    with pytest.raises(LLMUnavailable, match="no LLM is configured: set MIMIKIT_LLM_BASE_URL"):
+        client.chat(MODEL, [{"role": "user", "content": "x"}])
+
+    assert llm.requests == []
+    assert not client.configured
+
+
+def test_api_key_is_sent_as_bearer_token(llm: ScriptedLLM) -> None:
+    llm.script(MODEL, text("a"), text("b"))
+
+    LLMClient(llm.url, "sk-secret", max_retries=0).chat(MODEL, [{"role": "user", "content": "x"}])
+    LLMClient(llm.url, None, max_retries=0).chat(MODEL, [{"role": "user", "content": "x"}])
+
+    auth = [headers["authorization"] for headers in llm.request_headers]
+    assert auth == ["Bearer sk-secret", "Bearer not-needed"]
+
+
+def test_from_settings_uses_the_llm_settings(
+    llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MIMIKIT_LLM_BASE_URL", llm.url)
+    monkeypatch.setenv("MIMIKIT_LLM_API_KEY", "k")
+    settings = load_settings(llm_timeout=7, llm_retries=1)
+    llm.script(MODEL, error(500), error(500))
+
+    client = LLMClient.from_settings(settings)
+    with pytest.raises(LLMUnavailable):
+        client.chat(MODEL, [{"role": "user", "content": "x"}])
+
+    assert (client.base_url, client.api_key, client.timeout) == (llm.url, "k", 7)
+    assert len(llm.requests) == 2
+
+
+def test_exhausted_script_is_a_loud_500(llm: ScriptedLLM) -> None:
+    with pytest.raises(LLMUnavailable, match="script exhausted for model test-model"):
+        client_for(llm, max_retries=0).chat(MODEL, [{"role": "user", "content": "x"}])
+
+
+def test_callable_response_sees_the_request(llm: ScriptedLLM) -> None:
+    llm.script(MODEL, lambda body: tool_call("echo", said=body["messages"][-1]["content"]))
+
+    completion = client_for(llm).chat(MODEL, [{"role": "user", "content": "task-42"}])
+
+    assert completion.tool_calls[0].arguments == '{"said": "task-42"}'

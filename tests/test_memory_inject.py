@@ -1,0 +1,172 @@
+"""Injection before a Teller run: keywords, history selection and the memory block."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+from mimikit.memory import (
+    MemoryHit,
+    estimate_tokens,
+    extract_keywords,
+    format_history,
+    format_memory,
+    select_history,
+)
+from mimikit.memory.passages import TRUNCATION_MARK
+from mimikit.models import Message
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def msg(i: int, role: str, text: str) -> Message:
+    return Message(role=role, text=text, createdAt=T0 + timedelta(minutes=i))
+
+
+def mixed_history(count: int = 1000, seed: int = 7) -> list[Message]:
+    rng = random.Random(seed)
+    history = []
+    for i in range(count):
+        role = "user" if i % 2 == 0 else "assistant"
+        kind = rng.choice(["short", "medium", "long", "cjk", "huge"])
+        text = {
+            "short": f"ok {i}",
+            "medium": f"message {i} " + "words " * rng.randint(10, 80),
+            "long": f"long {i} " + "x" * rng.randint(501, 3000),
+            "cjk": f"第{i}条" + "中文内容" * rng.randint(5, 200),
+            "huge": f"huge {i} " + "y" * 5000,
+        }[kind]
+        history.append(msg(i, role, text))
+    return history
+
+
+def is_cut_of(short: str, full: str) -> bool:
+    return short.endswith(TRUNCATION_MARK) and full.startswith(short[: -len(TRUNCATION_MARK)])
+
+
+# --- history ---------------------------------------------------------------------------------
+
+
+def test_history_of_1000_mixed_messages_respects_every_budget_and_bound():
+    history = mixed_history()
+    originals = {(m.createdAt, m.role): m.text for m in history}
+    for budget in (4096, 1500, 600):
+        chosen = select_history(history, budget_tokens=budget)
+        assert 5 <= len(chosen) <= 20
+        if len(chosen) > 5:
+            assert estimate_tokens(format_history(chosen)) <= budget
+        times = [m.createdAt for m in chosen]
+        assert times == sorted(times) and times[-1] == history[-1].createdAt  # newest kept
+        for message in chosen:
+            full = originals[(message.createdAt, message.role)]
+            assert message.text == full or is_cut_of(message.text, full)
+            if message.role == "assistant":
+                assert len(message.text) <= 500
+
+
+def test_history_fills_the_budget_before_stopping():
+    history = [msg(i, "user", "word " * 80) for i in range(100)]  # ~100 tokens each
+    chosen = select_history(history, budget_tokens=1000)
+    assert estimate_tokens(format_history(chosen)) <= 1000
+    one_more = select_history(history, budget_tokens=1000, min_count=len(chosen) + 1)
+    assert estimate_tokens(format_history(one_more)) > 1000
+    assert len(chosen) == 9
+
+
+def test_history_keeps_at_least_five_messages_even_over_budget():
+    history = [msg(i, "user", "z" * 400) for i in range(30)]
+    assert len(select_history(history, budget_tokens=50)) == 5
+
+
+def test_history_returns_at_most_twenty_messages():
+    history = [msg(i, "user", "hi") for i in range(500)]
+    chosen = select_history(history)
+    assert len(chosen) == 20 and chosen[-1].createdAt == history[-1].createdAt
+
+
+def test_duplicate_messages_with_same_time_and_text_appear_once():
+    history = []
+    for i in range(10):
+        history += [msg(i, "user", f"hello {i}"), msg(i, "user", f"hello {i}")]
+    history.append(msg(9, "assistant", "hello 9 answered"))  # same time, other text: kept
+    chosen = select_history(history)
+    keys = [(m.createdAt, m.text) for m in chosen]
+    assert len(keys) == len(set(keys)) == 11
+
+
+def test_5000_char_assistant_reply_is_cut_before_any_user_message():
+    long_user = "please look at this log: " + "error line " * 60  # ~630 chars
+    history = [msg(0, "user", long_user), msg(1, "assistant", "a" * 5000), msg(2, "user", long_user)]
+    history += [msg(3, "user", "thanks")]
+    chosen = select_history(history)
+    assistant = next(m for m in chosen if m.role == "assistant")
+    assert is_cut_of(assistant.text, "a" * 5000) and len(assistant.text) <= 500
+    assert [m.text for m in chosen if m.role == "user"] == [long_user, long_user, "thanks"]
+
+
+def test_long_user_messages_are_cut_only_when_the_budget_needs_room():
+    history = [msg(i, "user", f"{i} " + "q" * 1200) for i in range(6)]  # ~300 tokens each
+    roomy = select_history(history, budget_tokens=4096)
+    assert all(not m.text.endswith(TRUNCATION_MARK) for m in roomy)
+    tight = select_history(history, budget_tokens=900)
+    assert len(tight) == 6 and all(len(m.text) <= 500 for m in tight)
+    assert estimate_tokens(format_history(tight)) <= 900
+
+
+def test_format_history_shows_time_role_and_text():
+    text = format_history([msg(0, "user", "部署好了吗？"), msg(1, "assistant", "Yes, done.")])
+    assert text == "[2026-01-01 00:00] user: 部署好了吗？\n[2026-01-01 00:01] assistant: Yes, done."
+
+
+# --- memory block ----------------------------------------------------------------------------
+
+
+def hit(source: str, content: str, score: float) -> MemoryHit:
+    return MemoryHit(source=source, content=content, score=score)
+
+
+def test_memory_block_uses_the_seed_format_best_first():
+    block = format_memory([
+        hit("docs/dev-conventions.md", "提交信息使用 conventional commits 格式。", 0.5),
+        hit("memory.md", "用户偏好使用 pnpm 而非 npm。", 2.0),
+    ])
+    assert block == (
+        "## Memory\n[memory.md] 用户偏好使用 pnpm 而非 npm。\n"
+        "[docs/dev-conventions.md] 提交信息使用 conventional commits 格式。"
+    )
+
+
+def test_memory_block_is_empty_without_hits():
+    assert format_memory([]) == ""
+
+
+def test_memory_block_respects_token_budget_and_five_hit_cap():
+    hits = [hit(f"memory/2026-01-{i:02d}-x.md", "记忆内容" * 70, 10 - i) for i in range(1, 9)]
+    full = format_memory(hits)
+    assert full.count("\n[") == 5 and estimate_tokens(full) <= 2048
+    small = format_memory(hits, budget_tokens=700)
+    assert small.count("\n[") == 2 and estimate_tokens(small) <= 700
+    assert "[memory/2026-01-01-x.md]" in small and "[memory/2026-01-02-x.md]" in small
+    assert format_memory(hits, budget_tokens=10) == ""
+
+
+# --- keywords --------------------------------------------------------------------------------
+
+
+def test_keywords_come_from_pending_input_first_then_recent_messages():
+    recent = [msg(0, "user", "older topic: kubernetes"), msg(1, "assistant", "redis cluster redis")]
+    keywords = extract_keywords(["帮我看看部署超时的问题 on Cloudflare"], recent)
+    # "帮我", "看看", "的", "问题", "on" are stop words; redis is more frequent than the rest.
+    assert keywords == ["部署", "超时", "cloudflare", "redis", "older", "topic"]
+
+
+def test_keywords_drop_stop_words_duplicates_and_stop_at_six():
+    keywords = extract_keywords(["The deploy and THE deploy, 我们的 deploy: alpha beta gamma delta epsilon zeta"], [])
+    assert keywords == ["deploy", "alpha", "beta", "gamma", "delta", "epsilon"]
+    assert "the" not in keywords and "我们" not in keywords
+
+
+def test_keywords_read_only_the_last_five_messages():
+    recent = [msg(0, "user", "ancient_topic")] + [msg(i, "user", f"topic{i}") for i in range(1, 6)]
+    keywords = extract_keywords([], recent)
+    assert "ancient_topic" not in keywords and "topic5" in keywords

@@ -1,0 +1,140 @@
+"""The Worker's workspace: paths stay inside the work directory, commands leave no process."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from mimikit.exceptions import ToolError
+from mimikit.workspace import Workspace, live_process_groups
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    root = tmp_path / "work"
+    root.mkdir()
+    return Workspace(root, shell_timeout_default=10, output_limit_bytes=1000)
+
+
+def test_read_file_refuses_parent_escape(ws: Workspace) -> None:
+    with pytest.raises(ToolError, match=r"'\.\./\.\./etc/passwd' is outside the work directory"):
+        ws.read_file("../../etc/passwd")
+
+
+def test_read_file_refuses_absolute_path_outside_root(ws: Workspace) -> None:
+    with pytest.raises(ToolError, match="outside the work directory"):
+        ws.read_file("/etc/passwd")
+
+
+def test_absolute_path_inside_root_is_accepted(ws: Workspace) -> None:
+    ws.write_file("a.txt", "x")
+    assert ws.read_file(str(ws.root / "a.txt")) == "x"
+
+
+def test_symlink_pointing_outside_root_is_refused(ws: Workspace, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("top secret")
+    (ws.root / "link").symlink_to(tmp_path)
+    with pytest.raises(ToolError, match="symlink"):
+        ws.read_file("link/secret.txt")
+    with pytest.raises(ToolError, match="symlink"):
+        ws.write_file("link/new.txt", "x")
+    assert not (tmp_path / "new.txt").exists()
+
+
+def test_write_read_list_round_trip(ws: Workspace) -> None:
+    assert ws.write_file("src/pkg/mod.py", "print('你好')\n") == {
+        "path": "src/pkg/mod.py",
+        "bytes": len("print('你好')\n".encode()),
+    }
+    ws.write_file("README.md", "hi")
+    assert ws.read_file("src/pkg/mod.py") == "print('你好')\n"
+    assert ws.list_files() == ["README.md", "src/"]
+    assert ws.list_files("src") == ["src/pkg/"]
+
+
+def test_list_files_caps_entries_with_a_note(ws: Workspace) -> None:
+    for i in range(510):
+        (ws.root / f"f{i:03}").touch()
+    entries = ws.list_files()
+    assert len(entries) == 501
+    assert entries[-1].startswith("[10 more entries not shown")
+
+
+def test_read_file_missing_binary_and_large_are_refused(ws: Workspace) -> None:
+    with pytest.raises(ToolError, match="no such file"):
+        ws.read_file("nope.txt")
+    (ws.root / "img.bin").write_bytes(b"\x89PNG\x00\x01\x02")
+    with pytest.raises(ToolError, match="binary"):
+        ws.read_file("img.bin")
+    (ws.root / "big.txt").write_text("a" * 1_000_001)
+    with pytest.raises(ToolError, match="over the 1000000 byte limit"):
+        ws.read_file("big.txt")
+
+
+def test_shell_runs_in_work_dir_with_empty_stdin(ws: Workspace) -> None:
+    result = ws.shell("pwd; cat; echo oops >&2; exit 3")
+    assert result["stdout"].strip() == str(ws.root)
+    assert result["stderr"].strip() == "oops"
+    assert result["exitCode"] == 3
+    assert result["timedOut"] is False
+
+
+def test_shell_output_is_truncated_with_marker(ws: Workspace) -> None:
+    result = ws.shell("head -c 5000 /dev/zero | tr '\\0' a; echo END")
+    assert "[truncated 4004 bytes]" in result["stdout"]
+    assert result["stdout"].endswith("END\n")
+    assert len(result["stdout"]) < 1100
+
+
+def test_shell_timeout_kills_background_children(ws: Workspace) -> None:
+    started = time.monotonic()
+    result = ws.shell("sleep 30 & echo $! > bg.pid; sleep 30", timeout=0.5)
+    assert result["timedOut"] is True
+    assert time.monotonic() - started < 5
+    assert not alive(int((ws.root / "bg.pid").read_text()))
+    assert live_process_groups() == []
+    assert ws.live_pgids == set()
+
+
+def test_background_child_does_not_outlive_finished_command(ws: Workspace) -> None:
+    result = ws.shell("sleep 30 > /dev/null 2>&1 & echo $!")
+    assert result["exitCode"] == 0
+    assert not alive(int(result["stdout"]))
+
+
+def test_command_ignoring_sigterm_is_killed_after_grace(ws: Workspace) -> None:
+    result = ws.shell("trap '' TERM; sleep 30 & echo $! > bg.pid; wait", timeout=0.3)
+    assert result["timedOut"] is True
+    assert 2 <= result["durationMs"] / 1000 < 5
+    assert not alive(int((ws.root / "bg.pid").read_text()))
+
+
+def test_cancel_from_another_thread_kills_running_command(ws: Workspace) -> None:
+    threading.Timer(0.3, ws.cancel).start()
+    started = time.monotonic()
+    result = ws.shell("sleep 30 & echo $! > bg.pid; sleep 30")
+    assert result["canceled"] is True
+    assert time.monotonic() - started < 3
+    assert not alive(int((ws.root / "bg.pid").read_text()))
+    with pytest.raises(ToolError, match="canceled"):
+        ws.shell("echo again")
+
+
+def test_shell_timeout_is_capped_by_maximum(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path, shell_timeout_max=0.3)
+    result = ws.shell("sleep 30", timeout=100)
+    assert result["timedOut"] is True
+    assert result["durationMs"] < 3000

@@ -1,0 +1,43 @@
+"""The Flask chat page and JSON/SSE API (``create_app``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+from mimikit.config import Settings, load_settings
+from mimikit.runtime import build_runtime
+
+MAX_BODY_BYTES = 256 * 1024
+
+
+def create_app(settings: Settings | None = None) -> Flask:
+    """Build the web app for ``settings`` (read from the environment when omitted)."""
+    settings = settings or load_settings()
+    app = Flask(__name__)
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
+    app.extensions["mimikit"] = build_runtime(settings)
+
+    from web import api, chat, events
+
+    app.register_blueprint(chat.bp)
+    app.register_blueprint(api.bp)
+    app.register_blueprint(events.bp)
+    app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(Exception, _unexpected_error)
+    return app
+
+
+def _http_error(error: HTTPException) -> Any:
+    if not request.path.startswith("/api"):
+        return error
+    return jsonify(error=error.description or error.name, status=error.code), error.code
+
+
+def _unexpected_error(error: Exception) -> Any:
+    from flask import current_app
+
+    current_app.logger.exception("unexpected error on %s", request.path)
+    return jsonify(error=f"internal error: {type(error).__name__}: {error}", status=500), 500

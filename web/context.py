@@ -1,0 +1,11 @@
+"""Access to the app's runtime from request handlers."""
+
+from __future__ import annotations
+
+from flask import current_app
+
+from mimikit.runtime import Runtime
+
+
+def runtime() -> Runtime:
+    return current_app.extensions["mimikit"]  # type: ignore[no-any-return]
