@@ -556,7 +556,7 @@
     const summary = [];
     const groups = TASK_GROUPS.map((group) => {
       const tasks = sortTasks(group.key, all.filter((t) => group.statuses.includes(t.status)));
-      if (tasks.length && group.key !== 'recent') summary.push(`${tasks.length} ${group.key}`);
+      if (tasks.length && group.key !== 'recent') summary.push(`${tasks.length} ${group.key === 'triggers' && tasks.length === 1 ? 'trigger' : group.key}`);
       return h('section', { class: `task-group group-${group.key}`, 'aria-label': group.label },
         h('h3', {}, group.label, h('span', { class: 'count' }, String(tasks.length))),
         tasks.length ? h('ul', { class: 'task-list' }, tasks.map(buildTask))
@@ -826,6 +826,12 @@
       updateCounter();
     });
     $('#scroller').addEventListener('scroll', onScroll, { passive: true });
+    // The question card or a taller composer shrinks the list: keep the newest message in view.
+    const keepBottom = new ResizeObserver(() => {
+      if (state.stick) scrollToBottom();
+    });
+    keepBottom.observe($('#scroller'));
+    keepBottom.observe($('#messages'));
     $('#jump').addEventListener('click', () => {
       state.stick = true;
       scrollToBottom();

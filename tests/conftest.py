@@ -1,0 +1,82 @@
+"""Shared fixtures: a real redis-server, real Celery worker/beat processes, the scripted LLM.
+
+The environment is set before anything imports the Celery configuration, so the test process
+and every worker process it starts talk to the same session redis-server.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from llm_fixtures import llm  # noqa: F401  (fixture)
+from processes import ProcessPool, RedisServer, free_port, wait_for
+
+SESSION_DIR = Path(tempfile.mkdtemp(prefix="mimikit-tests-"))
+REDIS_PORT = free_port()
+for name in list(os.environ):
+    if name.startswith(("MIMIKIT_", "OPENAI_")):
+        del os.environ[name]
+os.environ.update({
+    "MIMIKIT_REDIS_URL": f"redis://127.0.0.1:{REDIS_PORT}/0",
+    "MIMIKIT_STATE_DIR": str(SESSION_DIR / "state"),
+    "MIMIKIT_WORK_DIR": str(SESSION_DIR / "work"),
+    "MIMIKIT_TICK_SECONDS": "0.5",
+    "MIMIKIT_HEARTBEAT_SECONDS": "3",
+    "MIMIKIT_LLM_RETRIES": "0",
+    "MIMIKIT_TELLER_MODEL": "teller",
+    "MIMIKIT_PLANNER_MODEL": "planner",
+    "MIMIKIT_WORKER_MODEL": "worker",
+    "MIMIKIT_MODEL": "default",
+})
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer(REDIS_PORT, SESSION_DIR / "redis").start()
+    yield server
+    server.stop()
+    shutil.rmtree(SESSION_DIR, ignore_errors=True)
+
+
+@pytest.fixture
+def runtime(redis_server: RedisServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A clean instance: empty Redis, its own state and work dirs."""
+    from mimikit.runtime import build_runtime, reset_runtime
+    from mimikit.config import load_settings
+
+    redis_server.client().flushall()
+    (tmp_path / "work").mkdir()
+    monkeypatch.setenv("MIMIKIT_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("MIMIKIT_WORK_DIR", str(tmp_path / "work"))
+    reset_runtime()
+    yield build_runtime(load_settings())
+    reset_runtime()
+
+
+@pytest.fixture
+def procs(runtime, tmp_path: Path) -> Iterator[ProcessPool]:
+    """Start real Celery workers and beats for one test; all are killed afterwards."""
+    pool = ProcessPool(tmp_path / "logs", runtime)
+    yield pool
+    pool.stop_all()
+
+
+@pytest.fixture
+def stack(runtime, procs: ProcessPool, llm, monkeypatch: pytest.MonkeyPatch):  # noqa: F811
+    """A running instance: the scripted LLM configured, workers on every queue."""
+    from mimikit.runtime import reset_runtime
+
+    monkeypatch.setenv("MIMIKIT_LLM_BASE_URL", llm.url)
+    reset_runtime()
+    runtime.settings = runtime.settings.model_copy(update={"llm_base_url": llm.url})
+    procs.worker(queues="teller,planner,supervisor", concurrency=2, name="agents")
+    procs.worker(queues="worker", concurrency=2, name="tasks")
+    return runtime
+
+
+__all__ = ["wait_for"]

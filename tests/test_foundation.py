@@ -1,0 +1,207 @@
+"""The runtime skeleton on real Redis and real Celery workers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+
+import pytest
+from processes import children_of, wait_for
+
+from mimikit.celery_app import app
+from mimikit.models import Result, Task
+from mimikit.priority import to_broker_priority
+
+
+def test_priority_9_starts_before_queued_priority_1(procs, runtime):
+    procs.worker(queues="worker", concurrency=1)
+    for n in range(20):
+        app.send_task("tests.record", args=[f"p1-{n}", 0.15], queue="worker",
+                      priority=to_broker_priority(1))
+    started = runtime.keys.meta("started")
+    wait_for(lambda: runtime.redis.llen(started) >= 1, message="the first task to start")
+    app.send_task("tests.record", args=["p9", 0.0], queue="worker", priority=to_broker_priority(9))
+    wait_for(lambda: runtime.redis.llen(started) == 21, timeout=30, message="all 21 tasks")
+    order = [label.decode() for label in runtime.redis.lrange(started, 0, -1)]
+    position = order.index("p9")
+    assert position <= 2, f"priority 9 started at position {position}: {order}"
+    assert len([x for x in order[position:] if x.startswith("p1")]) >= 18
+
+
+def test_priority_mapping_keeps_larger_first_and_reserves_level_0():
+    levels = [to_broker_priority(p) for p in range(11)]
+    assert levels == sorted(levels, reverse=True)
+    assert min(levels) == 1 and max(levels) == 9
+    assert to_broker_priority(9) < to_broker_priority(8) < to_broker_priority(2)
+    with pytest.raises(ValueError, match="outside 0-10"):
+        to_broker_priority(11)
+
+
+@pytest.mark.slow
+def test_task_survives_sigkill_of_its_worker_process_and_completes_exactly_once(procs, runtime):
+    main = procs.worker(queues="worker", concurrency=1)
+    task = runtime.state.add_tasks([Task(prompt="sleep a bit")])[0]
+    app.send_task("tests.slow_task", args=[task.id, 2.0], queue="worker")
+    runs_key = runtime.keys.meta(f"runs:{task.id}")
+    first_pid = int(wait_for(lambda: runtime.redis.lindex(runs_key, 0), message="first run"))
+    assert first_pid in children_of(main.pid)
+    os.kill(first_pid, signal.SIGKILL)
+
+    wait_for(lambda: (t := runtime.state.get_task(task.id)) and t.status == "done",
+             timeout=40, message="the task to finish after the kill")
+    runs = [int(p) for p in runtime.redis.lrange(runs_key, 0, -1)]
+    assert len(runs) == 2 and runs[1] != first_pid, runs
+    assert int(runtime.redis.get(runtime.keys.meta(f"completed:{task.id}"))) == 1
+    finished = runtime.state.get_task(task.id)
+    assert finished.attempts == 2
+    assert runtime.state.get_result(task.id).result == {"text": "slept"}
+
+    # A late duplicate delivery of the finished task does nothing.
+    app.send_task("tests.slow_task", args=[task.id, 2.0], queue="worker").get(timeout=20)
+    assert runtime.redis.llen(runs_key) == 2
+    assert int(runtime.redis.get(runtime.keys.meta(f"completed:{task.id}"))) == 1
+
+
+def test_result_and_done_status_are_written_together(runtime):
+    state = runtime.state
+    tasks = state.add_tasks([Task(prompt=f"t{n}") for n in range(300)])
+    torn: list[str] = []
+    stop = threading.Event()
+
+    def observe() -> None:
+        reader = runtime.redis.pipeline(transaction=True)
+        while not stop.is_set():
+            for task in tasks[::7]:
+                reader.get(runtime.keys.task(task.id))
+                reader.exists(runtime.keys.result(task.id))
+                raw, has_result = reader.execute()
+                done = json.loads(raw)["status"] == "done"
+                if done != bool(has_result):
+                    torn.append(task.id)
+
+    watcher = threading.Thread(target=observe)
+    watcher.start()
+    for task in tasks:
+        state.start_task(task.id, "me", None, lambda _h: True)
+        assert state.complete_task(Result(id=task.id, status="done", result={"text": "ok"}))
+    stop.set()
+    watcher.join()
+    assert torn == []
+    assert all(state.get_task(t.id).status == "done" for t in tasks)
+    assert state.redis.scard(runtime.keys.status("done")) == 300
+    assert state.redis.scard(runtime.keys.status("running")) == 0
+    assert state.redis.llen(runtime.keys.inbox) == 300
+
+
+def test_a_finished_task_never_runs_or_finishes_again(runtime):
+    state = runtime.state
+    task = state.add_tasks([Task(prompt="once")])[0]
+    assert state.start_task(task.id, "a", None, lambda _h: True).outcome == "started"
+    assert state.complete_task(Result(id=task.id, status="done", result={"text": "first"}))
+    again = state.start_task(task.id, "b", None, lambda _h: False)
+    assert (again.outcome, again.detail) == ("finished", "done")
+    assert state.complete_task(Result(id=task.id, status="failed", error="late")) is None
+    assert state.get_result(task.id).result == {"text": "first"}
+    assert state.set_status(task.id, "running") is None
+
+
+def test_a_live_running_task_refuses_a_second_delivery(runtime):
+    state = runtime.state
+    task = state.add_tasks([Task(prompt="busy")])[0]
+    assert state.start_task(task.id, "host:1:a", None, lambda _h: True).outcome == "started"
+    second = state.start_task(task.id, "host:2:b", None, lambda _h: True)
+    assert second.outcome == "busy" and second.detail == "host:1:a"
+    takeover = state.start_task(task.id, "host:2:b", None, lambda _h: False)
+    assert takeover.outcome == "started" and takeover.task.attempts == 2
+
+
+def test_deferred_task_does_not_start_before_defer_until(runtime):
+    from datetime import timedelta
+
+    from mimikit.models import utcnow
+
+    state = runtime.state
+    task = state.add_tasks([Task(prompt="later", deferUntil=utcnow() + timedelta(hours=1))])[0]
+    assert state.start_task(task.id, "a", None, lambda _h: True).outcome == "deferred"
+    assert state.get_task(task.id).status == "queued"
+
+
+def test_log_events_go_to_the_stream_and_log_jsonl(runtime):
+    state = runtime.state
+    task = state.add_tasks([Task(prompt="logged", traceId="trace-1")])[0]
+    state.log("audit", note="hello")
+    lines = [json.loads(x) for x in state.log_path.read_text().splitlines()]
+    assert [e["type"] for e in lines] == ["task_created", "audit"]
+    assert lines[0]["taskId"] == task.id and lines[0]["traceId"] == "trace-1"
+    assert [e["type"] for e in state.recent_log()] == ["task_created", "audit"]
+    assert state.task_log(task.id)[0]["type"] == "task_created"
+
+
+def test_history_is_deduplicated_by_created_at_and_text(runtime):
+    from mimikit.models import Message
+
+    state = runtime.state
+    first = Message(role="user", text="hello")
+    twin = Message(role="user", text="hello", createdAt=first.createdAt)
+    assert state.append_message(first, to_inbox=True)
+    assert not state.append_message(twin, to_inbox=True)
+    assert [m.id for m in state.recent_messages(10)] == [first.id]
+    assert len(state.read_inbox()) == 1
+
+
+def test_status_endpoint_reports_redis_workers_and_llm(procs, runtime):
+    from web import create_app
+
+    procs.worker(queues="worker", concurrency=1, name="status")
+    client = create_app(runtime.settings).test_client()
+    body = client.get("/api/status").get_json()
+    assert body["ok"] is True and body["redis"]["ok"] is True
+    assert [w["name"] for w in body["workers"]] == ["status-0@test"]
+    assert body["queues"]["worker"] == 0
+    assert body["llm"]["configured"] is False
+    assert "MIMIKIT_LLM_BASE_URL" in body["llm"]["error"]
+    assert body["teller"] == {"state": "idle"}
+
+
+def test_bad_setting_is_an_error_naming_the_variable(monkeypatch):
+    from mimikit.config import load_settings
+    from mimikit.exceptions import ConfigError
+
+    monkeypatch.setenv("MIMIKIT_CONCURRENCY", "zero")
+    with pytest.raises(ConfigError, match="MIMIKIT_CONCURRENCY='zero'"):
+        load_settings()
+    monkeypatch.setenv("MIMIKIT_CONCURRENCY", "2")
+    monkeypatch.setenv("MIMIKIT_REDIS_URL", "http://nope")
+    with pytest.raises(ConfigError, match="MIMIKIT_REDIS_URL"):
+        load_settings()
+
+
+def test_invalid_task_names_the_field():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="condition.task_done.params.taskId"):
+        Task(type="conditional", prompt="x", condition={"type": "task_done", "params": {}})
+    with pytest.raises(ValidationError, match="needs schedule.runAt"):
+        Task(type="scheduled", prompt="x")
+    with pytest.raises(ValidationError, match="priority"):
+        Task(prompt="x", priority=11)
+    with pytest.raises(ValidationError, match="result.findings"):
+        Result(id="r", status="done", resultType="analysis", result={"text": "x"})
+
+
+def test_celery_configuration_follows_the_design():
+    conf = app.conf
+    assert conf.task_acks_late and conf.task_reject_on_worker_lost
+    assert conf.worker_prefetch_multiplier == 1
+    assert conf.worker_send_task_events and conf.task_send_sent_event
+    assert conf.broker_transport_options["priority_steps"] == list(range(10))
+    from mimikit.config import load_settings
+
+    longest = load_settings().longest_task_seconds
+    assert conf.broker_transport_options["visibility_timeout"] > longest
+    assert conf.result_backend_transport_options["visibility_timeout"] > longest
+    assert conf.redbeat_redis_url == conf.broker_url
+    assert conf.beat_max_loop_interval <= 5 and conf.redbeat_lock_timeout >= 15

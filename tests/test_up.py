@@ -1,0 +1,79 @@
+"""``mimikit up`` on a machine with no Redis running: it starts one, serves, stops cleanly."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from processes import free_port, wait_for
+
+
+def _status(port: int) -> dict | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=2) as reply:
+            return json.loads(reply.read())
+    except OSError:
+        return None
+
+
+def _descendants(pid: int) -> set[int]:
+    found, todo = set(), [pid]
+    while todo:
+        current = todo.pop()
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            children = (task / "children").read_text().split() if (task / "children").exists() else []
+            for child in map(int, children):
+                if child not in found:
+                    found.add(child)
+                    todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.slow
+def test_up_starts_embedded_redis_serves_status_and_leaves_nothing_behind(tmp_path):
+    web_port, redis_port = free_port(), free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MIMIKIT_")}
+    env["MIMIKIT_REDIS_URL"] = f"redis://127.0.0.1:{redis_port}/0"
+    argv = [sys.executable, "-m", "mimikit", "up", "--port", str(web_port)]
+    up = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    try:
+        started = time.monotonic()
+        body = wait_for(lambda: _status(web_port), timeout=60, interval=0.2, message="status")
+        assert body["ok"] is True and body["redis"]["ok"] is True
+        assert time.monotonic() - started < 60
+        wait_for(lambda: len((_status(web_port) or {}).get("workers", [])) == 2, timeout=30,
+                 message="both workers registered")
+        children = _descendants(up.pid)
+        assert len(children) >= 5  # redis, two workers (+ pool), beat, web
+
+        second = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True,
+                                timeout=30)
+        assert second.returncode == 1 and "already running" in second.stderr
+
+        up.send_signal(signal.SIGINT)
+        output, _ = up.communicate(timeout=60)
+    finally:
+        if up.poll() is None:
+            up.kill()
+    assert up.returncode == 0, output
+    assert "ready at http://127.0.0.1:" in output and "stopped" in output
+    wait_for(lambda: not [p for p in children if _alive(p)], timeout=10,
+             message="every child to exit")
+    assert (tmp_path / ".mimikit" / "redis" / "appendonly.aof").exists() or any(
+        (tmp_path / ".mimikit" / "redis").glob("appendonly*"))
