@@ -31,7 +31,7 @@ worker_send_task_events = True
 worker_prefetch_multiplier = 1
 worker_cancel_long_running_tasks_on_connection_loss = False
 worker_hijack_root_logger = False
-include = ["mimikit.tasks"]
+include = ["mimikit.tasks", "mimikit.scheduling_tasks"]
 
 timezone = "UTC"
 enable_utc = True

@@ -1,0 +1,1 @@
+"""Celery tasks of the scheduler (trigger firing, llm_eval batches)."""
