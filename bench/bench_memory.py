@@ -1,7 +1,8 @@
 """Memory search benchmark (SPEC section 9, item 4).
 
 Builds 10,000 memory files (half Chinese, half English, ~500 chars each) in a temporary
-state dir and prints: index build time, warm query p50/p95 over 200 queries, and the cost
+state dir -- Chinese drawn from jieba's word frequencies, English from a Zipf-weighted
+pseudo-word vocabulary, each file with 4 topic words the queries use -- and prints: index build time, warm query p50/p95 over 200 queries, and the cost
 of adding one file (the time of the next query).
 
     python bench/bench_memory.py [--files 10000] [--queries 200]
@@ -10,6 +11,7 @@ of adding one file (the time of the next query).
 from __future__ import annotations
 
 import argparse
+import logging
 import random
 import statistics
 import tempfile
@@ -17,10 +19,15 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import jieba
+
 from mimikit.memory import MemoryIndex
 
 FILE_CHARS = 500
-EN_WORDS = (
+TOPIC_WORDS_PER_FILE = 4
+EN_VOCABULARY = 5_000
+ZH_VOCABULARY = 20_000
+EN_TOPICS = (
     "deploy timeout redis queue worker cluster cache memory search index token budget "
     "release rollback database migration schema backup restore latency throughput "
     "incident alert dashboard metric config secret upload storage bucket region network "
@@ -29,40 +36,56 @@ EN_WORDS = (
     "invoice payment pricing contract python rust golang docker kubernetes terraform "
     "celery flask pydantic logging retry backoff scheduler cron trigger condition"
 ).split()
-ZH_WORDS = (
+ZH_TOPICS = (
     "部署 超时 队列 缓存 数据库 迁移 备份 恢复 延迟 吞吐 告警 监控 配置 密钥 存储 网络 代理 证书 "
     "域名 午饭 晚饭 会议 出差 航班 酒店 小说 花园 音乐 咖啡 天气 周末 项目 路线 设计 评审 反馈 "
-    "客户 发票 付款 价格 合同 日志 重试 调度 定时 触发 条件 用户 偏好 问题 方案 版本 发布 回滚 "
+    "客户 发票 付款 价格 合同 日志 重试 调度 定时 触发 条件 用户 偏好 方案 版本 发布 回滚 "
     "服务器 集群 任务 记忆 检索 索引 预算"
 ).split()
-ZH_FILLER = "我们 今天 讨论 了 关于 然后 决定 需要 继续 处理 已经 完成".split()
 
 
-def text_for(rng: random.Random, chinese: bool) -> str:
-    words: list[str] = []
-    size = 0
-    while size < FILE_CHARS:
-        pool = (ZH_WORDS + ZH_FILLER) if chinese else EN_WORDS
-        word = rng.choice(pool)
-        words.append(word)
-        size += len(word) + (0 if chinese else 1)
-        if rng.random() < 0.08:
-            words.append("。\n\n" if chinese else ".\n\n")
-    return ("" if chinese else " ").join(words)
+class Vocabulary:
+    """Zipf-like word draws: English pseudo-words by rank, Chinese words by jieba frequency."""
+
+    def __init__(self, rng: random.Random) -> None:
+        syllables = [c + v for c in "bcdfghjklmnprstvwz" for v in ("a", "e", "i", "o", "u", "ai", "ou")]
+        english = {"".join(rng.choices(syllables, k=rng.randint(1, 3))) for _ in range(EN_VOCABULARY * 2)}
+        self.english = sorted(english)[:EN_VOCABULARY]
+        rng.shuffle(self.english)
+        self.english_weights = [1 / (rank + 1) for rank in range(len(self.english))]
+        jieba.setLogLevel(logging.WARNING)
+        jieba.initialize()
+        common = sorted(((f, w) for w, f in jieba.dt.FREQ.items() if f > 0), reverse=True)
+        self.chinese = [w for _, w in common[:ZH_VOCABULARY]]
+        self.chinese_weights = [f for f, _ in common[:ZH_VOCABULARY]]
+
+    def text(self, rng: random.Random, chinese: bool) -> str:
+        if chinese:
+            words = rng.choices(self.chinese, self.chinese_weights, k=FILE_CHARS // 2)
+            topics = rng.sample(ZH_TOPICS, TOPIC_WORDS_PER_FILE)
+        else:
+            words = rng.choices(self.english, self.english_weights, k=FILE_CHARS // 6)
+            topics = rng.sample(EN_TOPICS, TOPIC_WORDS_PER_FILE)
+        for topic in topics:
+            words.insert(rng.randrange(len(words)), topic)
+        for _ in range(len(words) // 30):  # a few paragraphs per file
+            words.insert(rng.randrange(len(words)), "。\n\n" if chinese else ".\n\n")
+        text = ("" if chinese else " ").join(words)
+        return text[:FILE_CHARS]
 
 
-def build_corpus(state: Path, count: int, rng: random.Random) -> None:
+def build_corpus(state: Path, count: int, rng: random.Random, vocabulary: Vocabulary) -> None:
     folder = state / "memory"
     folder.mkdir(parents=True)
     start = datetime(2025, 1, 1, tzinfo=UTC)
     for i in range(count):
         day = start + timedelta(days=i % 365)
-        text = text_for(rng, chinese=i % 2 == 0)
+        text = vocabulary.text(rng, chinese=i % 2 == 0)
         (folder / f"{day:%Y-%m-%d}-note-{i}.md").write_text(text, encoding="utf-8")
 
 
 def query_for(rng: random.Random) -> str:
-    return " ".join(rng.sample(ZH_WORDS, rng.randint(1, 2)) + rng.sample(EN_WORDS, rng.randint(1, 2)))
+    return " ".join(rng.sample(ZH_TOPICS, rng.randint(1, 2)) + rng.sample(EN_TOPICS, rng.randint(1, 2)))
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -78,7 +101,8 @@ def main() -> None:
     rng = random.Random(42)
     with tempfile.TemporaryDirectory() as tmp:
         state, work = Path(tmp) / "state", Path(tmp) / "work"
-        build_corpus(state, args.files, rng)
+        vocabulary = Vocabulary(rng)
+        build_corpus(state, args.files, rng, vocabulary)
         index = MemoryIndex(state, work)
 
         began = time.perf_counter()
@@ -92,7 +116,7 @@ def main() -> None:
             timings.append(time.perf_counter() - began)
 
         new_file = state / "memory" / "2026-01-28-new-file.md"
-        new_file.write_text("新增的记忆：zanzibar 部署超时。" + text_for(rng, True), encoding="utf-8")
+        new_file.write_text("新增的记忆：zanzibar 部署超时。" + vocabulary.text(rng, True), encoding="utf-8")
         began = time.perf_counter()
         found = index.search("zanzibar")
         add_s = time.perf_counter() - began

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from redis.exceptions import RedisError
 
@@ -41,6 +42,9 @@ class RunControl:
     deadline: float
     cancel_event: threading.Event = field(default_factory=threading.Event)
     on_cancel: list[Callable[[], None]] = field(default_factory=list)
+    notify_teller: bool = True
+    commit_hooks: list[Callable[[Any, Task], None]] = field(default_factory=list)
+    after_hooks: list[Callable[[Task, Result], None]] = field(default_factory=list)
 
     def check(self) -> None:
         """Raise if the task was canceled or ran past its deadline (call at each step)."""
@@ -56,6 +60,14 @@ class RunControl:
 
     def remaining(self) -> float:
         return max(self.deadline - time.monotonic(), 0.0)
+
+
+_current: RunControl | None = None
+
+
+def current_control() -> RunControl | None:
+    """The control of the task this process is running now, if any."""
+    return _current
 
 
 def owner_token(celery_id: str | None) -> str:
@@ -94,16 +106,28 @@ def execute(state: StateStore, task_id: str, celery_id: str | None, default_time
     beat = threading.Thread(target=_keep_heartbeat, args=(state, control, owner, stop),
                             name=f"heartbeat-{task_id}", daemon=True)
     beat.start()
+    global _current
+    _current = control
     try:
         result = _run_body(body, control)
     finally:
+        _current = None
         stop.set()
         beat.join(timeout=5)
     if control.cancel_event.is_set():
         state.finish_canceled(task_id)
-    else:
-        state.complete_task(result, notify_teller=task.role != "llm_eval")
+        return decision
+    finished = state.complete_task(result, notify_teller=control.notify_teller,
+                                   also=lambda pipe, done: _run_hooks(control, pipe, done))
+    if finished is not None:
+        for hook in control.after_hooks:
+            hook(finished, result)
     return decision
+
+
+def _run_hooks(control: RunControl, pipe: Any, task: Task) -> None:
+    for hook in control.commit_hooks:
+        hook(pipe, task)
 
 
 def _run_body(body: Callable[[RunControl], Result], control: RunControl) -> Result:
@@ -123,7 +147,7 @@ def _run_body(body: Callable[[RunControl], Result], control: RunControl) -> Resu
 def _keep_heartbeat(state: StateStore, control: RunControl, owner: str,
                     stop: threading.Event) -> None:
     """Renew the heartbeat; on cancel or past the deadline, run the cancel hooks."""
-    interval = max(state.heartbeat_seconds / 3, 0.2)
+    interval = min(max(state.heartbeat_seconds / 3, 0.2), 1.0)
     fired = False
     while not stop.wait(interval):
         try:

@@ -152,16 +152,21 @@ class StateStore:
 
         def write(pipe: _LoggingPipe) -> list[Task]:
             pipe.multi()
-            for task in tasks:
-                pipe.put_task(self.keys, task, None)
-                if task.is_trigger:
-                    pipe.sadd(self.keys.triggers, task.id)
-                pipe.log(self.keys, "task_created", taskId=task.id, traceId=task.traceId,
-                         taskType=task.type, role=task.role, note=note)
-                pipe.event(self.keys, "task", summarize(task))
+            self.queue_new_tasks(pipe, tasks, note)
             return tasks
 
         return self._transaction(write)
+
+    def queue_new_tasks(self, pipe: _LoggingPipe, tasks: list[Task], note: str | None = None
+                        ) -> None:
+        """Queue the writes that store ``tasks`` into an open transaction."""
+        for task in tasks:
+            pipe.put_task(self.keys, task, None)
+            if task.is_trigger:
+                pipe.sadd(self.keys.triggers, task.id)
+            pipe.log(self.keys, "task_created", taskId=task.id, traceId=task.traceId,
+                     taskType=task.type, role=task.role, parentId=task.parentId, note=note)
+            pipe.event(self.keys, "task", summarize(task))
 
     def update_task(self, task_id: str, change: Callable[[Task], Task | None],
                     also: Callable[[_LoggingPipe, Task, Task], None] | None = None) -> Task | None:

@@ -75,4 +75,4 @@ def cancel_task(runtime: Runtime, task_id: str, *, stop_running: bool,
 def _revoke(celery_id: str) -> None:
     from mimikit.celery_app import app
 
-    app.control.revoke(celery_id, terminate=True, signal="SIGTERM")
+    app.control.revoke(celery_id, terminate=True, signal="SIGUSR1")

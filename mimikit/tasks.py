@@ -3,13 +3,42 @@
 from __future__ import annotations
 
 import logging
+import signal
 from typing import Any
+
+from celery.signals import worker_process_init
 
 from mimikit import cluster  # noqa: F401  (connects the worker registration signals)
 from mimikit.celery_app import app
+from mimikit.execution import TaskCanceled, current_control, owner_token
 from mimikit.runtime import get_runtime
 
 log = logging.getLogger("mimikit.tasks")
+CANCEL_SIGNAL = signal.SIGUSR1
+
+
+@app.task(name="mimikit.teller", bind=True, ignore_result=True)
+def teller(self: Any) -> str:
+    """One Teller run: answers everything pending in the inbox."""
+    from mimikit.agents.teller import run_teller
+
+    return run_teller(get_runtime(), owner_token(self.request.id))
+
+
+@app.task(name="mimikit.planner", bind=True)
+def planner(self: Any, task_id: str) -> str:
+    """One Planner task: plans a request into Worker tasks and triggers."""
+    from mimikit.agents.planner import run_planner
+
+    return run_planner(get_runtime(), task_id, self.request.id)
+
+
+@app.task(name="mimikit.worker", bind=True)
+def worker(self: Any, task_id: str) -> str:
+    """One Worker task (``llm`` or ``codex`` backend)."""
+    from mimikit.agents.worker import run_worker
+
+    return run_worker(get_runtime(), task_id, self.request.id)
 
 
 @app.task(name="mimikit.supervisor.tick", ignore_result=True, acks_late=False)
@@ -18,3 +47,19 @@ def supervisor_tick() -> dict[str, Any]:
     from mimikit.supervisor import tick
 
     return tick(get_runtime())
+
+
+def _on_cancel_signal(_signum: int, _frame: Any) -> None:
+    """Revoke-with-terminate lands here: stop the running task's subprocesses and its run."""
+    from mimikit.workspace import kill_live_process_groups
+
+    control = current_control()
+    kill_live_process_groups()
+    if control is not None and not control.cancel_event.is_set():
+        control.cancel_event.set()
+        raise TaskCanceled(f"task {control.task.id} was canceled")
+
+
+@worker_process_init.connect
+def _install_cancel_handler(**_: Any) -> None:
+    signal.signal(CANCEL_SIGNAL, _on_cancel_signal)

@@ -156,7 +156,7 @@ def test_limit_caps_the_number_of_hits_best_first(tmp_path):
 class BrokenBM25Index(MemoryIndex):
     """An index whose BM25 step fails, as it would on a corrupt model."""
 
-    def _bm25_scores(self, terms, span):
+    def _bm25_scores(self, terms, span, limit):
         raise RuntimeError("corrupt model")
 
 

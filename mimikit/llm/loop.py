@@ -121,14 +121,20 @@ def _loop(
         if not completion.tool_calls:
             record.status, record.finalText = "done", completion.content
             return None
+        finish: ToolOutcome | None = None
         for index, call in enumerate(completion.tool_calls):
             outcome = _execute(registry, record, call, ctx)
             if not outcome.ok:
                 last_error = outcome.content
-            if outcome.stop:
+            if outcome.stop and outcome.after_batch:
+                finish = finish or outcome
+            elif outcome.stop:
                 _skip_rest(record, completion.tool_calls[index + 1 :], call.name)
                 record.status, record.stopValue = "stopped", outcome.value
                 return None
+        if finish is not None:
+            record.status, record.stopValue = "stopped", finish.value
+            return None
     record.status = "failed"
     record.error = f"step limit of {max_steps} reached without finishing; last tool error: " + (
         last_error or "none (the model kept calling tools)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import logging
 import math
 import os
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 from rank_bm25 import BM25Okapi
 
 from mimikit.memory.files import LONG_TERM_FILE, RECENT_DIR, SUMMARY_DIR, as_utc, file_period
@@ -55,16 +57,30 @@ class _PositiveBM25(BM25Okapi):
     ) -> _PositiveBM25:
         model = cls.__new__(cls)
         model.k1, model.b, model.epsilon, model.tokenizer = 1.5, 0.75, 0.25, None
-        model.doc_freqs, model.doc_len = doc_freqs, doc_len
+        # An array, so get_batch_scores does not convert the whole list on every query.
+        model.doc_freqs, model.doc_len = doc_freqs, np.asarray(doc_len, dtype=float)
         model.corpus_size = len(doc_freqs)
-        model.avgdl = sum(doc_len) / max(len(doc_len), 1) or 1.0
-        model.idf = {}
+        # Passages without a single term (e.g. only punctuation) must not zero the divisor.
+        model.avgdl = (float(model.doc_len.mean()) if doc_len else 0.0) or 1.0
         model._calc_idf(nd)
         return model
 
     def _calc_idf(self, nd: dict[str, int]) -> None:
-        n = self.corpus_size
-        self.idf = {word: math.log(1 + (n - f + 0.5) / (f + 0.5)) for word, f in nd.items()}
+        self.idf = _LazyIdf(nd, self.corpus_size)
+
+
+class _LazyIdf:
+    """Idf of a term computed when scoring asks for it: a full table would cost
+    O(vocabulary) on every file update, while a query needs only a few terms."""
+
+    def __init__(self, nd: dict[str, int], corpus_size: int) -> None:
+        self._nd, self._n = nd, corpus_size
+
+    def get(self, term: str, default: float | None = None) -> float | None:
+        f = self._nd.get(term)
+        if not f:
+            return default
+        return math.log(1 + (self._n - f + 0.5) / (f + 0.5))
 
 
 @dataclass
@@ -94,11 +110,7 @@ class MemoryIndex:
         self.rebuild_count = 0
         self.update_count = 0
         self._lock = threading.Lock()
-        self._files: dict[Path, _File] = {}
-        self._doc_count: Counter[str] = Counter()  # term -> passages containing it
-        self._postings: dict[str, set[Path]] = {}  # term -> files containing it
-        self._offsets: dict[Path, int] = {}
-        self._model: _PositiveBM25 | None = None
+        self._reset()
 
     def search(
         self,
@@ -125,57 +137,46 @@ class MemoryIndex:
             try:
                 terms = list(dict.fromkeys(tokenize(query)))
                 self._refresh()
-                scored = self._bm25_scores(terms, span)
+                scored = self._bm25_scores(terms, span, limit)
             except Exception as error:  # search must degrade, never fail the agent's run
                 self._reset()  # a half-applied update must not survive: rebuild next time
                 scored = self._fallback_scores(query, span, error)
-        scored.sort(key=lambda item: (-item[0], item[1]))
+        best = heapq.nsmallest(limit, scored, key=lambda item: (-item[0], item[1]))
         return [
             MemoryHit(source=source, content=truncate(text, PASSAGE_MAX_CHARS), score=score)
-            for score, source, text in scored[:limit]
+            for score, source, text in best
         ]
 
     # --- keeping the index current ------------------------------------------------------
 
     def _reset(self) -> None:
-        self._files, self._doc_count, self._postings = {}, Counter(), {}
-        self._offsets, self._model = {}, None
+        self._files: dict[str, _File] = {}  # by absolute path
+        self._doc_count: Counter[str] = Counter()  # term -> passages containing it
+        self._postings: dict[str, dict[str, list[int]]] = {}  # term -> path -> passage nos.
+        self._offsets: dict[str, int] = {}  # path -> id of its first passage in the model
+        self._owners: list[str] = []  # passage id -> path
+        self._model: _PositiveBM25 | None = None
 
-    def _scan(self) -> dict[Path, tuple[str, tuple[int, int]]]:
+    def _scan(self) -> dict[str, tuple[str, tuple[int, int]]]:
         """Every corpus file with its source name and (mtime_ns, size) signature."""
-        found: dict[Path, tuple[str, tuple[int, int]]] = {}
+        found: dict[str, tuple[str, tuple[int, int]]] = {}
         long_term = self.state_dir / LONG_TERM_FILE
         if long_term.is_file():
             stat = long_term.stat()
-            found[long_term] = (LONG_TERM_FILE, (stat.st_mtime_ns, stat.st_size))
+            found[str(long_term)] = (LONG_TERM_FILE, (stat.st_mtime_ns, stat.st_size))
         for folder in (RECENT_DIR, SUMMARY_DIR):
-            self._scan_dir(self.state_dir / folder, folder, found, recursive=False)
-        self._scan_dir(self.work_dir / DOCS_DIR, DOCS_DIR, found, recursive=True)
+            _scan_dir(str(self.state_dir / folder), folder, found, recursive=False)
+        _scan_dir(str(self.work_dir / DOCS_DIR), DOCS_DIR, found, recursive=True)
         return found
-
-    def _scan_dir(self, folder: Path, prefix: str, found: dict, recursive: bool) -> None:
-        try:
-            entries = list(os.scandir(folder))
-        except (FileNotFoundError, NotADirectoryError):
-            return
-        for entry in entries:
-            if entry.is_dir() and recursive:
-                self._scan_dir(Path(entry.path), f"{prefix}/{entry.name}", found, True)
-            elif entry.name.endswith(".md") and entry.is_file():
-                try:
-                    stat = entry.stat()
-                except FileNotFoundError:
-                    continue  # removed between listing and stat
-                found[Path(entry.path)] = (f"{prefix}/{entry.name}", (stat.st_mtime_ns, stat.st_size))
 
     def _refresh(self) -> None:
         current = self._scan()
         first = self._model is None
+        files = self._files
         changed = [
-            path for path in self._files.keys() | current.keys()
-            if path not in current or path not in self._files
-            or self._files[path].signature != current[path][1]
-        ]
+            path for path, (_, signature) in current.items()
+            if path not in files or files[path].signature != signature
+        ] + [path for path in files if path not in current]
         for path in changed:
             self._drop(path)
             if path in current:
@@ -187,22 +188,22 @@ class MemoryIndex:
         if first or changed:
             self._assemble()
 
-    def _load(self, path: Path, source: str, signature: tuple[int, int]) -> None:
+    def _load(self, path: str, source: str, signature: tuple[int, int]) -> None:
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-            period = file_period(path)
+            text = Path(path).read_text(encoding="utf-8", errors="replace")
+            period = file_period(Path(path))
         except FileNotFoundError:
             return  # removed since the scan; the next query sees it gone
         passages = split_passages(text)
         counts = [Counter(tokenize(p.removesuffix(TRUNCATION_MARK))) for p in passages]
         entry = _File(signature, source, period, passages, counts, [sum(c.values()) for c in counts])
         self._files[path] = entry
-        for count in counts:
+        for number, count in enumerate(counts):
             self._doc_count.update(count.keys())
             for term in count:
-                self._postings.setdefault(term, set()).add(path)
+                self._postings.setdefault(term, {}).setdefault(path, []).append(number)
 
-    def _drop(self, path: Path) -> None:
+    def _drop(self, path: str) -> None:
         entry = self._files.pop(path, None)
         if entry is None:
             return
@@ -212,7 +213,7 @@ class MemoryIndex:
                 del self._doc_count[term]
             holders = self._postings.get(term)
             if holders is not None:
-                holders.discard(path)
+                holders.pop(path, None)
                 if not holders:
                     del self._postings[term]
 
@@ -220,32 +221,40 @@ class MemoryIndex:
         """Lay the cached passages out in one list and rebuild the BM25 model from counts."""
         doc_freqs: list[dict[str, int]] = []
         doc_len: list[int] = []
-        self._offsets = {}
+        self._offsets, self._owners = {}, []
         for path, entry in self._files.items():
             self._offsets[path] = len(doc_freqs)
+            self._owners.extend([path] * len(entry.counts))
             doc_freqs.extend(entry.counts)
             doc_len.extend(entry.lengths)
         self._model = _PositiveBM25.from_counts(doc_freqs, doc_len, self._doc_count)
 
     # --- scoring ------------------------------------------------------------------------
 
-    def _bm25_scores(self, terms: list[str], span: tuple) -> list[tuple[float, str, str]]:
+    def _bm25_scores(self, terms: list[str], span: tuple, limit: int) -> list[tuple]:
+        """(score, source, passage) of the best passages containing a term, all scores > 0."""
         if not terms or self._model is None or not self._model.corpus_size:
             return []
-        files = set().union(*(self._postings.get(term, set()) for term in terms))
-        places = [
-            (path, index)
-            for path in files
-            if _in_span(self._files[path].period, span)
-            for index in range(len(self._files[path].passages))
-        ]
-        ids = [self._offsets[path] + index for path, index in places]
-        scores = self._model.get_batch_scores(terms, ids) if ids else []
-        return [
-            (float(score), self._files[path].source, self._files[path].passages[index])
-            for (path, index), score in zip(places, scores, strict=True)
-            if score > 0
-        ]
+        ids: set[int] = set()
+        for term in terms:
+            for path, numbers in self._postings.get(term, {}).items():
+                if span == (None, None) or _in_span(self._files[path].period, span):
+                    offset = self._offsets[path]
+                    ids.update(offset + number for number in numbers)
+        if not ids:
+            return []
+        ordered = np.fromiter(sorted(ids), dtype=int, count=len(ids))
+        scores = np.asarray(self._model.get_batch_scores(terms, ordered.tolist()))
+        keep = np.flatnonzero(scores > 0)
+        if len(keep) > limit:  # only the best few (and ties with the last) become hits
+            floor = np.partition(scores[keep], -limit)[-limit]
+            keep = keep[scores[keep] >= floor]
+        results = []
+        for passage_id, score in zip(ordered[keep].tolist(), scores[keep].tolist(), strict=True):
+            path = self._owners[passage_id]
+            entry = self._files[path]
+            results.append((score, entry.source, entry.passages[passage_id - self._offsets[path]]))
+        return results
 
     def _fallback_scores(self, query: str, span: tuple, error: Exception) -> list:
         """Substring search when BM25 fails: ``rg`` picks the files if it is installed."""
@@ -262,9 +271,9 @@ class MemoryIndex:
         scored = []
         for path in paths:
             try:
-                if not _in_span(file_period(path), span):
+                if not _in_span(file_period(Path(path)), span):
                     continue
-                text = path.read_text(encoding="utf-8", errors="replace")
+                text = Path(path).read_text(encoding="utf-8", errors="replace")
             except FileNotFoundError:
                 continue
             for passage in split_passages(text):
@@ -275,6 +284,23 @@ class MemoryIndex:
         return scored
 
 
+def _scan_dir(folder: str, prefix: str, found: dict, recursive: bool) -> None:
+    """Add the ``.md`` files of ``folder`` (and below, if ``recursive``) to ``found``."""
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        if entry.is_dir() and recursive:
+            _scan_dir(entry.path, f"{prefix}/{entry.name}", found, True)
+        elif entry.name.endswith(".md") and entry.is_file():
+            try:
+                stat = entry.stat()
+            except FileNotFoundError:
+                continue  # removed between listing and stat
+            found[entry.path] = (f"{prefix}/{entry.name}", (stat.st_mtime_ns, stat.st_size))
+
+
 def _in_span(period: tuple[datetime, datetime], span: tuple) -> bool:
     start, end = period
     after, before = span
@@ -283,7 +309,7 @@ def _in_span(period: tuple[datetime, datetime], span: tuple) -> bool:
     return before is None or start <= before
 
 
-def _rg_files(rg: str, terms: list[str], roots: list[Path], corpus: dict) -> list[Path]:
+def _rg_files(rg: str, terms: list[str], roots: list[Path], corpus: dict) -> list[str]:
     """The corpus files under ``roots`` that contain any term (case-insensitive), by ripgrep."""
     existing = [str(root) for root in roots if root.exists()]
     if not existing:
@@ -295,4 +321,4 @@ def _rg_files(rg: str, terms: list[str], roots: list[Path], corpus: dict) -> lis
         [*args, "--", *existing],
         capture_output=True, text=True, timeout=RG_TIMEOUT_SECONDS, check=False,
     )
-    return [Path(line) for line in done.stdout.splitlines() if Path(line) in corpus]
+    return [line for line in done.stdout.splitlines() if line in corpus]

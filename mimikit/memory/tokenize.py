@@ -41,10 +41,17 @@ def _ensure_jieba() -> None:
             _ready = True
 
 
-def cut_chinese(run: str) -> list[str]:
-    """Split a run of Chinese characters into words with jieba."""
+def cut_chinese(run: str, hmm: bool = True) -> list[str]:
+    """Split a run of Chinese characters into words with jieba.
+
+    Args:
+        run: Chinese text.
+        hmm: Let jieba guess words missing from its dictionary (names, jargon). Search
+            terms turn it off: twice as fast, and a word is cut the same way in every
+            context, which is what matching a query against documents needs.
+    """
     _ensure_jieba()
-    return jieba.lcut(run)
+    return jieba.lcut(run, HMM=hmm)
 
 
 def is_stop_word(token: str) -> bool:
@@ -66,7 +73,7 @@ def tokenize(text: str) -> list[str]:
     for match in _TOKEN_RUNS.finditer(text):
         run = match.group(0)
         if _CJK.fullmatch(run):
-            terms.extend(word for word in cut_chinese(run) if word not in STOP_WORDS)
+            terms.extend(word for word in cut_chinese(run, hmm=False) if word not in STOP_WORDS)
         else:
             word = run.lower()
             if word not in STOP_WORDS:

@@ -30,9 +30,14 @@ Handler = Callable[[Any, Any], Any]
 
 @dataclass(frozen=True)
 class StopRun:
-    """Returned by a handler to end the run after this call; ``value`` becomes ``stopValue``."""
+    """Returned by a handler to end the run after this call; ``value`` becomes ``stopValue``.
+
+    With ``after_batch`` the other calls of the same assistant message still run first (a
+    Teller may ``reply`` and ``delegate`` in one message).
+    """
 
     value: Any = None
+    after_batch: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,7 @@ class ToolOutcome:
     content: str
     value: Any = None
     stop: bool = False
+    after_batch: bool = False
 
 
 class Registry:
@@ -150,7 +156,8 @@ class Registry:
             logger.exception("tool %r raised", tool.name)
             return _error(f"tool {tool.name!r} failed: {type(error).__name__}: {error}")
         if isinstance(value, StopRun):
-            return ToolOutcome(ok=True, content=render(value.value), value=value.value, stop=True)
+            return ToolOutcome(ok=True, content=render(value.value), value=value.value, stop=True,
+                               after_batch=value.after_batch)
         return ToolOutcome(ok=True, content=render(value), value=value)
 
 

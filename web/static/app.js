@@ -70,7 +70,7 @@
       else if (key.startsWith('on')) el.addEventListener(key.slice(2), value);
       else el.setAttribute(key, value === true ? '' : value);
     }
-    for (const child of children.flat()) {
+    for (const child of children.flat(Infinity)) {
       if (child !== null && child !== undefined && child !== false) el.append(child);
     }
     return el;
@@ -147,9 +147,10 @@
   // ---- API and token --------------------------------------------------------------------------
 
   class ApiError extends Error {
-    constructor(message, status) {
+    constructor(message, status, data = null) {
       super(message);
       this.status = status;
+      this.data = data;
     }
   }
 
@@ -222,7 +223,7 @@
       }
       if (!res.ok) {
         const reason = (data && (data.error || data.message)) || `HTTP ${res.status}`;
-        throw new ApiError(`${reason}`, res.status);
+        throw new ApiError(String(reason), res.status, data);
       }
       return data || {};
     }
@@ -251,7 +252,9 @@
       setPill('#status-llm', 'down', 'No LLM', llm.error || 'set MIMIKIT_LLM_BASE_URL');
     }
     $('#llm-banner').hidden = llm.configured !== false;
-    showText($('#llm-banner-detail'), llm.error || '');
+    // The banner already says what is missing; add the server's words only when they say more.
+    const detail = llm.error && !/no llm is configured/i.test(llm.error) ? llm.error : '';
+    showText($('#llm-banner-detail'), detail);
     const teller = status.teller || {};
     state.statusAt = Date.now();
     state.tellerBusy = BUSY_STATES.has(teller.state);
@@ -284,6 +287,10 @@
     try {
       renderStatus(await api('/api/status'));
     } catch (err) {
+      if (err.data && typeof err.data === 'object' && 'redis' in err.data) {
+        renderStatus(err.data); // an unhealthy instance still describes itself
+        return;
+      }
       setPill('#status-redis', 'unknown', 'Redis', err.message);
       if (err.status === 0) setPill('#status-conn', 'down', 'offline', err.message);
     }
@@ -341,6 +348,7 @@
   async function loadMessages() {
     const data = await api(`/api/messages?limit=${MESSAGE_LOAD_LIMIT}`);
     for (const m of data.messages || []) addMessage(m, { live: false });
+    notice('');
     $('#empty').hidden = state.messages.size > 0;
   }
 
@@ -409,6 +417,8 @@
     }
     setSending(true);
     showText($('#input-error'), '');
+    // Wait for the reply from now on: a fast reply may arrive before the POST returns.
+    startAwaiting();
     try {
       const data = await api('/api/input', { method: 'POST', body: { text } });
       input.value = '';
@@ -416,12 +426,13 @@
       updateCounter();
       state.stick = true;
       scrollToBottom();
-      startAwaiting();
       // Without live updates the new message would not show: fetch it if SSE did not bring it.
       setTimeout(() => {
         if (data.id && !state.messages.has(data.id)) loadMessages().catch((err) => notice(err.message));
       }, 1500);
     } catch (err) {
+      state.awaiting = null;
+      updateThinking();
       showText($('#input-error'), err.message);
     } finally {
       setSending(false);
@@ -542,10 +553,13 @@
 
   function sortTasks(key, tasks) {
     const time = (v) => parseDate(v)?.getTime() ?? 0;
-    if (key === 'queued') return tasks.sort((a, b) => (b.priority ?? 5) - (a.priority ?? 5) || time(a.createdAt) - time(b.createdAt));
+    const oldestFirst = (a, b) => time(a.createdAt) - time(b.createdAt);
+    if (key === 'queued') {
+      return tasks.sort((a, b) => (b.priority ?? 5) - (a.priority ?? 5) || oldestFirst(a, b));
+    }
     if (key === 'triggers') return tasks.sort((a, b) => time(a.nextRunAt) - time(b.nextRunAt));
-    if (key === 'recent') return tasks.sort((a, b) => time(b.createdAt) - time(a.createdAt)).slice(0, RECENT_TASKS_SHOWN);
-    return tasks.sort((a, b) => time(a.createdAt) - time(b.createdAt));
+    if (key === 'recent') return tasks.sort((a, b) => oldestFirst(b, a)).slice(0, RECENT_TASKS_SHOWN);
+    return tasks.sort(oldestFirst);
   }
 
   function renderTasks() {
@@ -556,7 +570,10 @@
     const summary = [];
     const groups = TASK_GROUPS.map((group) => {
       const tasks = sortTasks(group.key, all.filter((t) => group.statuses.includes(t.status)));
-      if (tasks.length && group.key !== 'recent') summary.push(`${tasks.length} ${group.key === 'triggers' && tasks.length === 1 ? 'trigger' : group.key}`);
+      if (tasks.length && group.key !== 'recent') {
+        const noun = group.key === 'triggers' && tasks.length === 1 ? 'trigger' : group.key;
+        summary.push(`${tasks.length} ${noun}`);
+      }
       return h('section', { class: `task-group group-${group.key}`, 'aria-label': group.label },
         h('h3', {}, group.label, h('span', { class: 'count' }, String(tasks.length))),
         tasks.length ? h('ul', { class: 'task-list' }, tasks.map(buildTask))
@@ -601,7 +618,9 @@
     button.textContent = 'Canceling…';
     try {
       const data = await api(`/api/tasks/${encodeURIComponent(id)}/cancel`, { method: 'POST' });
-      if (!data.success) showText($('#tasks-error'), `Task ${id} could not be canceled (it may have finished).`);
+      if (!data.success) {
+        showText($('#tasks-error'), data.message || `Task ${id} could not be canceled (it may have finished).`);
+      }
     } catch (err) {
       showText($('#tasks-error'), `Cancel failed: ${err.message}`);
     }
@@ -679,13 +698,22 @@
       }));
   }
 
+  function toolRecordView(call) {
+    return h('div', { class: 'turn turn-tool' },
+      h('div', { class: 'turn-role' }, `tool · ${call.name || 'tool'}${call.ok === false ? ' · failed' : ''}`),
+      pre(pretty(call.arguments ?? {})), call.content ? pre(contentText(call.content)) : null);
+  }
+
   function runsView(runs) {
     return runs.map((run, i) => {
       const stats = usageText(run.usage, run.durationMs);
-      const title = [`Run ${i + 1}`, run.role || run.agent, run.model].filter(Boolean).join(' · ');
+      const title = [`Run ${i + 1}`, run.role || run.agent, run.model, run.status].filter(Boolean).join(' · ');
+      const messages = run.messages || [];
+      // Older or partial records may hold the tool calls only in their own list.
+      const turns = messages.length ? messages.map(turnView) : (run.toolCalls || []).map(toolRecordView);
       return h('details', { class: 'run', open: i === runs.length - 1 },
         h('summary', {}, h('span', {}, title), stats ? h('span', { class: 'muted' }, stats) : null),
-        (run.messages || []).map(turnView));
+        run.error ? pre(run.error, 'error-block run-error') : null, turns);
     });
   }
 

@@ -1,0 +1,1 @@
+"""The three agent roles: Teller, Planner, Worker."""

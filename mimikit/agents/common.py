@@ -1,0 +1,46 @@
+"""What every agent run needs: the LLM client, the run record kept in the state store."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from mimikit.llm import LLMClient, run_agent
+from mimikit.llm.loop import RunRecord
+from mimikit.runtime import Runtime
+from mimikit.tools import registry
+from mimikit.tools.context import MeteredClient, ToolContext
+
+log = logging.getLogger("mimikit.agents")
+
+
+def client_for(runtime: Runtime) -> LLMClient:
+    settings = runtime.settings
+    return LLMClient(settings.llm_base_url, settings.llm_api_key, timeout=settings.llm_timeout,
+                     max_retries=settings.llm_retries)
+
+
+def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: str, user_prompt: str,
+             timeout: float, on_step: Any = None, owners: tuple[str, ...] = ()) -> RunRecord:
+    """Run one agent of ``ctx.role`` and keep its transcript under each of ``owners``."""
+    settings = runtime.settings
+    record = run_agent(
+        MeteredClient(client_for(runtime), ctx), settings.model_for(ctx.role), ctx.role,
+        system_prompt, user_prompt, registry(), ctx, settings.max_steps,
+        deadline=time.monotonic() + timeout, on_step=on_step,
+    )
+    record.traceId = ctx.trace_id
+    keep_run(runtime, record, owners)
+    return record
+
+
+def keep_run(runtime: Runtime, record: RunRecord, owners: tuple[str, ...]) -> None:
+    body = record.model_dump(mode="json", exclude_none=True)
+    for owner in owners:
+        if owner:
+            runtime.state.add_run(owner, body)
+    runtime.state.log("run_finished", runId=record.id, role=record.role, status=record.status,
+                      traceId=record.traceId, steps=record.steps,
+                      tokens=record.usage.totalTokens, durationMs=record.durationMs,
+                      taskId=owners[0] if owners and owners[0].startswith("task-") else None)

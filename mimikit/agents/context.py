@@ -1,0 +1,30 @@
+"""The dynamic context of a Teller or Planner run: history and memory within their budgets."""
+
+from __future__ import annotations
+
+import logging
+
+from mimikit.memory.inject import extract_keywords, format_history, format_memory, select_history
+from mimikit.memory_service import index_for
+from mimikit.runtime import Runtime
+
+log = logging.getLogger("mimikit.agents")
+HISTORY_WINDOW = 60
+
+
+def context_sections(runtime: Runtime, pending_texts: list[str],
+                     exclude_ids: set[str] | None = None) -> list[str]:
+    """``## Memory`` and ``## History`` blocks (either may be absent when empty)."""
+    recent = runtime.state.recent_messages(HISTORY_WINDOW)
+    shown = [m for m in recent if m.id not in (exclude_ids or set())]
+    sections = []
+    keywords = extract_keywords(pending_texts, recent)
+    if keywords:
+        hits = index_for(runtime.settings).search(" ".join(keywords), limit=5)
+        memory = format_memory(hits)
+        if memory:
+            sections.append(memory)
+    history = select_history(shown)
+    if history:
+        sections.append("## History\n" + format_history(history))
+    return sections

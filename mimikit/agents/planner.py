@@ -1,0 +1,79 @@
+"""The Planner: splits a request into Worker tasks and triggers, committed when it is done."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mimikit import dispatch
+from mimikit.agents.common import run_role
+from mimikit.agents.context import context_sections
+from mimikit.execution import RunControl, execute
+from mimikit.llm.loop import RunRecord
+from mimikit.models import Result, Task, utcnow
+from mimikit.prompts import build_system_prompt, choose_mode
+from mimikit.runtime import Runtime
+from mimikit.tools import fingerprint
+from mimikit.tools.context import ToolContext
+
+log = logging.getLogger("mimikit.planner")
+
+
+def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
+    """One delivery of a Planner task."""
+
+    def body(control: RunControl) -> Result:
+        task = control.task
+        ctx = ToolContext(runtime=runtime, role="planner", trace_id=task.traceId, task=task)
+        sections = context_sections(runtime, [task.prompt])
+        system = build_system_prompt("planner", choose_mode("planner", bool(sections)), sections)
+        user = (f"Current time (UTC): {utcnow().isoformat(timespec='seconds')}\n\n"
+                f"## User request\n{task.prompt}")
+        record = run_role(runtime, ctx, system, user, control.remaining(),
+                          on_step=lambda _r: control.check(), owners=(task.id,))
+        result = planner_result(task, record, bool(ctx.staged))
+        if result.status == "done" and ctx.staged:
+            staged = list(ctx.staged)
+            control.commit_hooks.append(lambda pipe, _t: commit(runtime, pipe, staged))
+            control.after_hooks.append(lambda _t, _r: after_commit(runtime, staged))
+        control.notify_teller = result.status != "done"
+        return result
+
+    decision = execute(runtime.state, task_id, celery_id, runtime.settings.planner_timeout, body)
+    if decision.outcome == "started":
+        dispatch.wake(runtime)
+    return decision.outcome
+
+
+def planner_result(task: Task, record: RunRecord, staged: bool) -> Result:
+    """The Planner's Result from how its run ended."""
+    if record.status == "stopped" and isinstance(record.stopValue, dict):
+        value: dict[str, Any] = record.stopValue
+        return Result(id=task.id, attempts=task.attempts, traceId=task.traceId, **value)
+    if record.status == "done" and staged:
+        return Result(id=task.id, status="done", result={"text": record.finalText or "planned"},
+                      attempts=task.attempts, traceId=task.traceId)
+    error = record.error or "the Planner ended without calling submit_result"
+    return Result(id=task.id, status="failed", error=error, attempts=task.attempts,
+                  traceId=task.traceId)
+
+
+def commit(runtime: Runtime, pipe: Any, staged: list[Task]) -> None:
+    """Store the staged tasks in the transaction that finishes the Planner task."""
+    runtime.state.queue_new_tasks(pipe, staged, note="planned")
+    for task in staged:
+        fingerprint.remember(runtime, task, pipe)
+
+
+def after_commit(runtime: Runtime, staged: list[Task]) -> None:
+    """Enqueue the committed oneshots, install the triggers, tell the user."""
+    from mimikit import triggers
+
+    for task in staged:
+        if task.is_trigger:
+            triggers.install(runtime, task)
+        else:
+            task.celeryId = dispatch.enqueue(runtime, task)
+        kind = "" if task.type == "oneshot" else f" ({task.type})"
+        runtime.state.system_message(f"Task created{kind}: {task.title or task.prompt[:80]}",
+                                     taskId=task.id, traceId=task.traceId)

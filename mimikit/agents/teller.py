@@ -1,0 +1,107 @@
+"""The Teller: answers the user at once and hands real work to the Planner.
+
+One run at a time cluster-wide (``teller_gate``); each pass handles everything in the inbox
+(inputs, task results, answers, notices) and acknowledges it only after the run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from mimikit import dispatch, teller_gate
+from mimikit.agents.common import run_role
+from mimikit.agents.context import context_sections
+from mimikit.exceptions import LLMUnavailable
+from mimikit.prompts import build_system_prompt, choose_mode
+from mimikit.runtime import Runtime
+from mimikit.tools.context import ToolContext
+from mimikit.tools.teller_tools import post_reply
+
+log = logging.getLogger("mimikit.teller")
+MAX_PASSES = 10
+
+
+def run_teller(runtime: Runtime, owner: str) -> str:
+    """One Teller delivery: take the lease, handle the inbox until no wake is pending."""
+    if not teller_gate.acquire(runtime, owner):
+        return "busy"
+    try:
+        for _ in range(MAX_PASSES):
+            if not teller_gate.take_wake(runtime):
+                break
+            items = runtime.state.read_inbox()
+            if items:
+                teller_pass(runtime, items)
+                runtime.state.ack_inbox(len(items))
+    finally:
+        again = teller_gate.release(runtime, owner)
+    if again:
+        dispatch.wake(runtime)
+    return "ran"
+
+
+def teller_pass(runtime: Runtime, items: list[dict[str, Any]]) -> None:
+    """One Teller run over ``items``."""
+    trace_id = next((i.get("traceId") for i in items if i.get("traceId")), None)
+    ctx = ToolContext(runtime=runtime, role="teller", trace_id=trace_id)
+    pending_texts = [i["message"]["text"] for i in items if i["kind"] == "input"]
+    input_ids = {i["message"]["id"] for i in items if i["kind"] == "input"}
+    sections = context_sections(runtime, pending_texts, exclude_ids=input_ids)
+    system = build_system_prompt("teller", choose_mode("teller", bool(sections)), sections)
+    try:
+        record = run_role(runtime, ctx, system, render_inbox(runtime, items),
+                          runtime.settings.teller_timeout,
+                          owners=("teller", *(t for t in {trace_id} if t)))
+    except LLMUnavailable as error:
+        runtime.state.system_message(f"The assistant cannot answer right now: {error}",
+                                     traceId=trace_id)
+        runtime.state.log("llm_unavailable", role="teller", error=str(error), traceId=trace_id)
+        return
+    if record.status == "done" and record.finalText and not ctx.replies:
+        post_reply(ctx, record.finalText.strip())
+    elif record.status == "failed":
+        runtime.state.system_message(f"The assistant's run failed: {record.error}",
+                                     traceId=trace_id)
+
+
+def render_inbox(runtime: Runtime, items: list[dict[str, Any]]) -> str:
+    """The Teller's user prompt: pending inputs, answers, task results, notices."""
+    inputs, results, notices = [], [], []
+    for item in items:
+        kind = item["kind"]
+        if kind == "input":
+            message = item["message"]
+            inputs.append(f"- [{message['createdAt']}] user: {message['text']}")
+        elif kind == "answer":
+            inputs.append(f"- Answer to your question {item['question']!r}: "
+                          f"{json.dumps({'answer': item['answer'], 'source': item['source']})}")
+        elif kind == "result":
+            results.append(_render_result(runtime, item["taskId"]))
+        else:
+            notices.append(f"- {item.get('text', json.dumps(item))}")
+    blocks = []
+    for title, lines in (("Pending inputs", inputs), ("Task results", results),
+                         ("Notices", notices)):
+        if lines:
+            blocks.append(f"## {title}\n" + "\n".join(lines))
+    return "\n\n".join(blocks) or "## Pending inputs\n(none)"
+
+
+def _render_result(runtime: Runtime, task_id: str) -> str:
+    task = runtime.state.get_task(task_id)
+    result = runtime.state.get_result(task_id)
+    if task is None or result is None:
+        return f"### {task_id}\n(result not found)"
+    label = task.title or task.prompt[:120]
+    lines = [f"### {task_id} ({task.role}: {label}) — {result.status}, resultType "
+             f"{result.resultType}", "```json", json.dumps(result.result, ensure_ascii=False,
+                                                          indent=1)[:6000], "```"]
+    if result.error:
+        lines.append(f"error: {result.error}")
+    if result.question:
+        lines.append(f"question for the user: {result.question}")
+    if task.role == "planner":
+        lines.append(f"original request: {task.prompt[:2000]}")
+    return "\n".join(lines)

@@ -1,0 +1,118 @@
+"""The Worker: runs one oneshot task with the ``llm`` or the ``codex`` backend."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from mimikit import dispatch
+from mimikit.agents.common import run_role
+from mimikit.codex import run_codex
+from mimikit.execution import RunControl, execute
+from mimikit.models import Result, Task
+from mimikit.prompts import build_system_prompt
+from mimikit.runtime import Runtime
+from mimikit.tools.context import ToolContext
+from mimikit.workspace import Workspace
+
+log = logging.getLogger("mimikit.worker")
+
+
+def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
+    """One delivery of a Worker task."""
+
+    def body(control: RunControl) -> Result:
+        task = control.task
+        prompt = worker_prompt(runtime, task)
+        if runtime.settings.worker_backend == "codex":
+            result = _run_codex(runtime, task, prompt, control)
+        else:
+            result = _run_llm(runtime, task, prompt, control)
+        control.commit_hooks.append(lambda pipe, done: _alias_trigger_result(runtime, pipe,
+                                                                             done, result))
+        control.after_hooks.append(lambda done, res: after_worker(runtime, done, res))
+        return result
+
+    return execute(runtime.state, task_id, celery_id, runtime.settings.worker_timeout,
+                   body).outcome
+
+
+def _run_llm(runtime: Runtime, task: Task, prompt: str, control: RunControl) -> Result:
+    workspace = Workspace(runtime.settings.work_dir.resolve())
+    control.on_cancel.append(workspace.cancel)
+    ctx = ToolContext(runtime=runtime, role="worker", trace_id=task.traceId, task=task,
+                      workspace=workspace)
+    system = build_system_prompt("worker", "minimal")
+    record = run_role(runtime, ctx, system, prompt, control.remaining(),
+                      on_step=lambda _r: control.check(), owners=(task.id,))
+    base: dict[str, Any] = {"id": task.id, "attempts": task.attempts, "traceId": task.traceId}
+    if record.status == "stopped" and isinstance(record.stopValue, dict):
+        return Result(**base, **record.stopValue)
+    if record.status == "done" and record.finalText:
+        return Result(**base, status="done", result={"text": record.finalText})
+    return Result(**base, status="failed", error=record.error or "the Worker ended without a result")
+
+
+def _run_codex(runtime: Runtime, task: Task, prompt: str, control: RunControl) -> Result:
+    settings = runtime.settings
+    outcome = run_codex(prompt, settings.work_dir.resolve(), timeout=control.remaining(),
+                        model=settings.worker_model, cancel_event=control.cancel_event)
+    control.check()
+    return Result(id=task.id, status=outcome.status, resultType=outcome.resultType,
+                  result=outcome.result or {}, error=outcome.error, attempts=task.attempts,
+                  traceId=task.traceId)
+
+
+def worker_prompt(runtime: Runtime, task: Task) -> str:
+    """The task's prompt, plus the results of the tasks it depends on."""
+    parts = [f"## Task {task.id}" + (f": {task.title}" if task.title else ""), task.prompt]
+    upstream = _upstream_ids(runtime, task)
+    for ref in upstream:
+        result = runtime.state.get_result(ref)
+        if result is None:
+            continue
+        parts.append(f"## Result of {ref} ({result.status}, {result.resultType})\n```json\n"
+                     + json.dumps(result.result, ensure_ascii=False, indent=1)[:8000] + "\n```")
+    if task.catchUp:
+        parts.append("(This run catches up on runs missed while the scheduler was down.)")
+    return "\n\n".join(parts)
+
+
+def _upstream_ids(runtime: Runtime, task: Task) -> list[str]:
+    if not task.triggerId:
+        return []
+    trigger = runtime.state.get_task(task.triggerId)
+    if trigger is None or trigger.condition is None:
+        return []
+    found: list[str] = []
+    _collect_refs(trigger.model_dump(mode="json")["condition"], found)
+    return found
+
+
+def _collect_refs(condition: dict[str, Any], found: list[str]) -> None:
+    if condition["type"] in ("task_done", "task_failed"):
+        found.append(condition["params"]["taskId"])
+    for child in condition.get("conditions", []):
+        _collect_refs(child, found)
+
+
+def _alias_trigger_result(runtime: Runtime, pipe: Any, task: Task, result: Result) -> None:
+    # A fired task's result is also its trigger's latest result, so a chain on the trigger id
+    # (task_done of B, where B is a conditional trigger) sees it.
+    if task.triggerId:
+        pipe.set(runtime.keys.result(task.triggerId), result.model_dump_json(exclude_none=True))
+
+
+def after_worker(runtime: Runtime, task: Task, result: Result) -> None:
+    """Tell the user, route the result to dependent triggers, wake the Teller."""
+    from mimikit import triggers
+
+    label = task.title or task.prompt[:80]
+    if result.status == "failed":
+        text = f"Task failed: {label} — {result.error}"
+    else:
+        text = f"Task completed: {label}"
+    runtime.state.system_message(text, taskId=task.id, traceId=task.traceId)
+    triggers.on_result(runtime, task, result)
+    dispatch.wake(runtime)

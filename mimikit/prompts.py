@@ -1,0 +1,56 @@
+"""Prompt assembly from ``prompts/agents/{role}/*.md`` with PromptMode full / minimal / none.
+
+- full: the role's files, then the dynamic context (history, memory) when there is any.
+- minimal: the role's files only.
+- none: nothing but the inputs / request / task (for tests).
+Only the Teller has the fixed first line and ``voice.md``.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from typing import Literal
+
+PromptMode = Literal["full", "minimal", "none"]
+TELLER_FIRST_LINE = "You are the Mimikit runtime teller."
+ROLE_FILES = {
+    "teller": ("identity", "voice", "tools", "rules", "output"),
+    "planner": ("identity", "tools", "rules", "output"),
+    "worker": ("identity", "tools", "rules", "output"),
+}
+
+
+@cache
+def load(relative: str) -> str:
+    """The text of one prompt file, e.g. ``agents/teller/identity.md``."""
+    path = resources.files("prompts").joinpath(relative)
+    return path.read_text(encoding="utf-8").strip()
+
+
+def role_text(role: str) -> str:
+    """The static part of a role's system prompt (its files, in order)."""
+    if role == "llm_eval":
+        return load("llm-eval-batch.md")
+    parts = [load(f"agents/{role}/{name}.md") for name in ROLE_FILES[role]]
+    if role == "teller":
+        parts.insert(0, TELLER_FIRST_LINE)
+    return "\n\n".join(parts)
+
+
+def choose_mode(role: str, has_context: bool) -> PromptMode:
+    """The runtime policy: Teller/Planner full when there is history/memory, else minimal."""
+    if role in ("teller", "planner") and has_context:
+        return "full"
+    return "minimal"
+
+
+def build_system_prompt(role: str, mode: PromptMode = "minimal",
+                        context_sections: list[str] | None = None) -> str:
+    """The system prompt of a role; ``context_sections`` are used in full mode only."""
+    if mode == "none":
+        return TELLER_FIRST_LINE if role == "teller" else ""
+    text = role_text(role)
+    if mode == "full" and context_sections:
+        text += "\n\n" + "\n\n".join(s for s in context_sections if s)
+    return text

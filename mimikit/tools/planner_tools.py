@@ -1,0 +1,154 @@
+"""The Planner's tools: delegate, schedule, history and memory look-ups, submit_result.
+
+Delegations are staged in the run's context and committed only when the run ends ``done``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+
+from mimikit.exceptions import ToolError
+from mimikit.models import Condition, ResultType, Task, check_result
+from mimikit.tools import fingerprint
+from mimikit.tools.context import ToolContext
+from mimikit.tools.registry import Registry, StopRun
+from mimikit.tools.shared import Args
+
+
+class PlannerDelegateArgs(Args):
+    prompt: str = Field(min_length=1, max_length=50_000,
+                        description="self-contained instructions for one Worker")
+    type: Literal["oneshot", "conditional"] = "oneshot"
+    condition: Condition | None = Field(None, description="required when type is conditional")
+    priority: int = Field(5, ge=0, le=10, description="0-10, larger runs first")
+    timeout: float | None = Field(None, gt=0, description="seconds; null = role default")
+    title: str | None = Field(None, max_length=200)
+
+
+class ScheduleArgs(Args):
+    prompt: str = Field(min_length=1, max_length=50_000)
+    type: Literal["recurring", "scheduled", "conditional"]
+    interval: float | None = Field(None, gt=0, description="seconds (recurring)")
+    cron: str | None = Field(None, description="five-field cron expression (recurring)")
+    runAt: datetime | None = Field(None, description="ISO 8601 time (scheduled)")
+    condition: Condition | None = None
+    cooldown: float = Field(0, ge=0, description="seconds between firings (conditional)")
+    timeout: float | None = Field(None, gt=0)
+    priority: int = Field(5, ge=0, le=10)
+    title: str | None = Field(None, max_length=200)
+    misfire: Literal["skip", "once"] = "once"
+
+
+class RecentHistoryArgs(Args):
+    count: int = Field(ge=1, le=200)
+    offset: int = Field(0, ge=0)
+
+
+class HistoryByTimeArgs(Args):
+    after: datetime
+    before: datetime | None = None
+
+
+class SearchMemoryArgs(Args):
+    query: str = Field(min_length=1, max_length=1000)
+    after: datetime | None = None
+    before: datetime | None = None
+    limit: int = Field(5, ge=1, le=50)
+
+
+class PlannerResultArgs(Args):
+    status: Literal["done", "needs_input", "failed"]
+    resultType: ResultType = "text"
+    result: dict[str, Any] = Field(default_factory=dict)
+    question: str | None = None
+    error: str | None = None
+
+
+def _stage(ctx: ToolContext, task: Task) -> dict[str, Any]:
+    existing = fingerprint.active_duplicate(ctx.runtime, task, ctx.staged)
+    if existing:
+        return {"taskId": existing, "duplicate": True,
+                "note": "an identical task is already active; use this id"}
+    ctx.staged.append(task)
+    return {"taskId": task.id}
+
+
+def _task(**fields: Any) -> Task:
+    try:
+        return Task(**fields)
+    except ValidationError as error:
+        raise ToolError("; ".join(f"{'.'.join(map(str, e['loc'])) or 'task'}: {e['msg']}"
+                                  for e in error.errors())) from None
+
+
+def _messages(found: list[Any]) -> dict[str, Any]:
+    return {"messages": [{"role": m.role, "text": m.text, "createdAt": m.createdAt.isoformat()}
+                         for m in found]}
+
+
+def register(registry: Registry) -> None:  # noqa: C901 - one nested function per tool
+    planner = {"planner"}
+
+    @registry.tool("delegate", roles=planner)
+    def delegate(ctx: ToolContext, args: PlannerDelegateArgs) -> dict[str, Any]:
+        """Create a Worker sub-task (oneshot now, or conditional); returns its taskId."""
+        task = _task(type=args.type, prompt=args.prompt, condition=args.condition,
+                     priority=args.priority, timeout=args.timeout, title=args.title,
+                     traceId=ctx.trace_id, parentId=ctx.task.id if ctx.task else None)
+        return _stage(ctx, task)
+
+    @registry.tool("schedule", roles=planner)
+    def schedule(ctx: ToolContext, args: ScheduleArgs) -> dict[str, Any]:
+        """Create a recurring (interval/cron), scheduled (runAt) or conditional trigger."""
+        shape: dict[str, Any] = {}
+        if args.type == "recurring":
+            shape["schedule"] = {"interval": args.interval, "cron": args.cron}
+        elif args.type == "scheduled":
+            if args.runAt is None:
+                raise ToolError("a scheduled task needs 'runAt' (ISO 8601 time)")
+            shape["schedule"] = {"runAt": args.runAt}
+        else:
+            shape["condition"] = args.condition
+        task = _task(type=args.type, prompt=args.prompt, cooldown=args.cooldown,
+                     timeout=args.timeout, priority=args.priority, title=args.title,
+                     misfire=args.misfire, traceId=ctx.trace_id,
+                     parentId=ctx.task.id if ctx.task else None, **shape)
+        return _stage(ctx, task)
+
+    @registry.tool("get_recent_history", roles=planner)
+    def get_recent_history(ctx: ToolContext, args: RecentHistoryArgs) -> dict[str, Any]:
+        """The newest messages (skip `offset`), oldest first."""
+        return _messages(ctx.runtime.state.recent_messages(args.count, args.offset))
+
+    @registry.tool("get_history_by_time", roles=planner)
+    def get_history_by_time(ctx: ToolContext, args: HistoryByTimeArgs) -> dict[str, Any]:
+        """Messages between two ISO 8601 times (inclusive; either order)."""
+        low, high = args.after, args.before or datetime.now(args.after.tzinfo)
+        if low > high:
+            low, high = high, low
+        return _messages(ctx.runtime.state.messages_between(low, high, limit=500))
+
+    @registry.tool("search_memory", roles=planner)
+    def search_memory(ctx: ToolContext, args: SearchMemoryArgs) -> dict[str, Any]:
+        """BM25 search over memory files and project docs."""
+        from mimikit.memory_service import search_memory as search
+
+        return {"hits": search(ctx.runtime.settings, args.query, after=args.after,
+                               before=args.before, limit=args.limit)}
+
+    @registry.tool("submit_result", roles=planner)
+    def submit_result(ctx: ToolContext, args: PlannerResultArgs) -> StopRun:
+        """Finish planning: done (commits your delegations), needs_input, or failed."""
+        if args.status == "needs_input" and not args.question:
+            raise ToolError("status needs_input requires 'question' for the user")
+        if args.status == "failed" and not args.error:
+            raise ToolError("status failed requires 'error'")
+        if args.status == "done" or args.result:
+            try:
+                check_result(args.resultType, args.result)
+            except ValueError as error:
+                raise ToolError(str(error)) from None
+        return StopRun(args.model_dump(exclude_none=True))

@@ -1,0 +1,103 @@
+"""The Teller's tools: reply, delegate (to the Planner), remember, ask_user, update_backlog."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from mimikit import backlog, dispatch
+from mimikit.exceptions import ToolError
+from mimikit.models import Message, PendingQuestion, Task
+from mimikit.tools import fingerprint
+from mimikit.tools.context import ToolContext
+from mimikit.tools.registry import Registry, StopRun
+from mimikit.tools.shared import Args
+
+
+class ReplyArgs(Args):
+    text: str = Field(min_length=1, max_length=100_000)
+
+
+class TellerDelegateArgs(Args):
+    prompt: str = Field(min_length=1, max_length=50_000,
+                        description="self-contained request for the Planner")
+    timeout: float | None = Field(None, gt=0, description="seconds; null = role default")
+
+
+class RememberArgs(Args):
+    content: str = Field(min_length=1, max_length=20_000)
+    longTerm: bool = False
+
+
+class AskUserArgs(Args):
+    question: str = Field(min_length=1, max_length=4000)
+    timeout: float = Field(3600, gt=0, le=7 * 24 * 3600, description="seconds")
+    default: str | None = Field(None, description="used when the question times out")
+    options: list[str] | None = Field(None, max_length=20)
+
+
+class BacklogArgs(Args):
+    action: Literal["add", "done", "remove"]
+    item: str = Field(min_length=1, max_length=500)
+
+
+def post_reply(ctx: ToolContext, text: str) -> Message:
+    """Write an assistant message with the run's usage and elapsed time so far."""
+    message = Message(role="assistant", text=text, usage=ctx.usage.model_copy(),
+                      elapsedMs=ctx.elapsed_ms(), traceId=ctx.trace_id)
+    ctx.runtime.state.append_message(message)
+    ctx.replies.append(text)
+    return message
+
+
+def register(registry: Registry) -> None:
+    teller = {"teller"}
+
+    @registry.tool("reply", roles=teller)
+    def reply(ctx: ToolContext, args: ReplyArgs) -> StopRun:
+        """Send a message to the user (ends the run after this message's tool calls)."""
+        post_reply(ctx, args.text)
+        return StopRun({"ok": True}, after_batch=True)
+
+    @registry.tool("delegate", roles=teller)
+    def delegate(ctx: ToolContext, args: TellerDelegateArgs) -> dict[str, Any]:
+        """Hand real work to the Planner; returns its taskId."""
+        task = Task(role="planner", prompt=args.prompt, timeout=args.timeout,
+                    traceId=ctx.trace_id, priority=7)
+        existing = fingerprint.active_duplicate(ctx.runtime, task)
+        if existing:
+            return {"taskId": existing, "duplicate": True,
+                    "note": "an identical request is already active; not delegated again"}
+        ctx.runtime.state.add_tasks([task])
+        fingerprint.remember(ctx.runtime, task)
+        dispatch.enqueue(ctx.runtime, task)
+        ctx.created.append(task.id)
+        return {"taskId": task.id}
+
+    @registry.tool("remember", roles=teller)
+    def remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
+        """Keep a fact or preference (longTerm: memory.md; else a dated memory file)."""
+        from mimikit.memory.files import remember as write_memory
+
+        path = write_memory(ctx.runtime.settings.state_dir, args.content, long_term=args.longTerm)
+        return {"path": str(path.relative_to(ctx.runtime.settings.state_dir))}
+
+    @registry.tool("ask_user", roles=teller)
+    def ask_user(ctx: ToolContext, args: AskUserArgs) -> StopRun:
+        """Ask the user a question (ends the run; the answer wakes you later)."""
+        if ctx.runtime.state.get_question() is not None:
+            raise ToolError("a question is already pending; wait for its answer")
+        if args.default is not None and args.options and args.default not in args.options:
+            raise ToolError(f"default {args.default!r} is not one of the options {args.options}")
+        question = PendingQuestion(question=args.question, options=args.options,
+                                   timeout=args.timeout, default=args.default,
+                                   traceId=ctx.trace_id)
+        ctx.runtime.state.set_question(question)
+        return StopRun({"asked": True, "expiresAt": question.expiresAt.isoformat()})
+
+    @registry.tool("update_backlog", roles=teller)
+    def update_backlog(ctx: ToolContext, args: BacklogArgs) -> dict[str, Any]:
+        """Add, check off or remove an item of the backlog (STATE_DIR/backlog.md)."""
+        items = backlog.update(ctx.runtime.settings.state_dir, args.action, args.item)
+        return {"backlog": items}

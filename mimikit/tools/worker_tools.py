@@ -1,0 +1,73 @@
+"""The Worker's tools (``llm`` backend): shell and file access confined to WORK_DIR."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from mimikit.exceptions import ToolError
+from mimikit.models import ResultType, check_result
+from mimikit.tools.context import ToolContext
+from mimikit.tools.registry import Registry, StopRun
+from mimikit.tools.shared import Args
+
+
+class ShellArgs(Args):
+    command: str = Field(min_length=1, max_length=20_000)
+    timeout: float | None = Field(None, gt=0, description="seconds (default 120)")
+
+
+class PathArgs(Args):
+    path: str = Field(min_length=1, max_length=4096, description="relative to the work dir")
+
+
+class WriteArgs(PathArgs):
+    content: str = Field(max_length=5_000_000)
+
+
+class ListArgs(Args):
+    path: str = Field(".", max_length=4096)
+
+
+class WorkerResultArgs(Args):
+    status: Literal["done", "failed"]
+    resultType: ResultType = "text"
+    result: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+
+
+def register(registry: Registry) -> None:
+    worker = {"worker"}
+
+    @registry.tool("shell", roles=worker)
+    def shell(ctx: ToolContext, args: ShellArgs) -> dict[str, Any]:
+        """Run a shell command in the work directory (no stdin; killed at its timeout)."""
+        return ctx.workspace.shell(args.command, args.timeout)  # type: ignore[no-any-return]
+
+    @registry.tool("read_file", roles=worker)
+    def read_file(ctx: ToolContext, args: PathArgs) -> str:
+        """Read a text file inside the work directory."""
+        return ctx.workspace.read_file(args.path)  # type: ignore[no-any-return]
+
+    @registry.tool("write_file", roles=worker)
+    def write_file(ctx: ToolContext, args: WriteArgs) -> dict[str, Any]:
+        """Create or overwrite a file inside the work directory."""
+        return ctx.workspace.write_file(args.path, args.content)  # type: ignore[no-any-return]
+
+    @registry.tool("list_files", roles=worker)
+    def list_files(ctx: ToolContext, args: ListArgs) -> dict[str, Any]:
+        """List a directory inside the work directory (directories end with /)."""
+        return {"entries": ctx.workspace.list_files(args.path)}
+
+    @registry.tool("submit_result", roles=worker)
+    def submit_result(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
+        """Finish the task with its structured result (must match resultType's schema)."""
+        if args.status == "failed" and not args.error:
+            raise ToolError("status failed requires 'error' saying what went wrong")
+        if args.status == "done" or args.result:
+            try:
+                check_result(args.resultType, args.result)
+            except ValueError as error:
+                raise ToolError(f"{error}. Fix the result and call submit_result again.") from None
+        return StopRun(args.model_dump(exclude_none=True))

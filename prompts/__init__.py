@@ -1,0 +1,1 @@
+"""Prompt files of the agents (markdown), installed with the package."""

@@ -1,0 +1,243 @@
+"""Teller, Planner and Worker runs over the scripted LLM, on real Redis and Celery workers."""
+
+from __future__ import annotations
+
+import json
+
+from agent_helpers import history, last_tool_result, post_input, tool_names, tool_messages, \
+    user_prompt, wait_history
+from llm_server import raw_arguments, text, tool_call, tool_calls
+from processes import wait_for
+
+TELLER_TOOLS = ["ask_user", "cancel_task", "delegate", "list_tasks", "remember", "reply",
+                "update_backlog"]
+
+
+def test_user_input_gets_a_teller_reply_and_the_llm_saw_only_teller_tools(stack, llm):
+    llm.script("teller", tool_call("reply", text="Hello! How can I help?"))
+    post_input(stack, "hi there")
+    found = wait_history(stack, lambda h: ("assistant", "Hello! How can I help?") in h)
+    assert found == [("user", "hi there"), ("assistant", "Hello! How can I help?")]
+    (request,) = llm.requests_for("teller")
+    assert tool_names(request) == TELLER_TOOLS
+    assert request["messages"][0]["content"].startswith("You are the Mimikit runtime teller.")
+    assert "hi there" in user_prompt(request)
+    reply = stack.state.recent_messages(1)[0]
+    assert reply.usage.totalTokens > 0 and reply.elapsedMs is not None
+    runs = stack.state.runs("teller")
+    assert runs and runs[0]["status"] == "stopped" and runs[0]["toolCalls"][0]["name"] == "reply"
+
+
+def test_plain_text_without_a_tool_call_counts_as_a_reply(stack, llm):
+    llm.script("teller", text("Just text."))
+    post_input(stack, "hello")
+    wait_history(stack, lambda h: ("assistant", "Just text.") in h)
+
+
+def _plan_a_then_b(body):
+    """Planner script: delegate A, then B on task_done A, then submit done."""
+    tools_seen = [m for m in body["messages"] if m["role"] == "tool"]
+    if not tools_seen:
+        return tool_call("delegate", prompt="Read src/utils.py and list its functions",
+                         title="A: read")
+    if len(tools_seen) == 1:
+        a_id = last_tool_result(body)["taskId"]
+        return tool_call("delegate", prompt="Split the functions into modules", title="B: split",
+                         type="conditional",
+                         condition={"type": "task_done", "params": {"taskId": a_id}})
+    return tool_call("submit_result", status="done", resultType="text",
+                     result={"text": "A then B"})
+
+
+def _worker(body):
+    prompt = user_prompt(body)
+    if "B: split" in prompt:
+        assert "functions: f, g" in prompt  # A's result is in B's prompt
+        return tool_call("submit_result", status="done", resultType="text",
+                         result={"text": "split into 2 modules"})
+    return tool_call("submit_result", status="done", resultType="text",
+                     result={"text": "functions: f, g"})
+
+
+def test_refactor_flow_runs_a_then_b_with_a_result_and_the_teller_reports(stack, llm):
+    llm.script("teller", tool_calls([("reply", {"text": "On it."}),
+                                     ("delegate", {"prompt": "Refactor src/utils.py"})]))
+    llm.default("planner", _plan_a_then_b)
+    llm.default("worker", _worker)
+    llm.default("teller", tool_call("reply", text="Report: done."))
+    post_input(stack, "Refactor X")
+    found = wait_history(stack, lambda h: sum(t == "Report: done." for _r, t in h) >= 2,
+                         timeout=60, message="two reports")
+    texts = [t for _r, t in found]
+    assert texts[:2] == ["Refactor X", "On it."]
+    assert texts.index("Task created: A: read") < texts.index("Task completed: A: read")
+    assert texts.index("Task completed: A: read") < texts.index("Task completed: B: split")
+    assert texts.index("Task completed: A: read") < texts.index("Report: done.")
+    worker_prompts = [user_prompt(b) for b in llm.requests_for("worker")]
+    assert any("functions: f, g" in p and "B: split" in p for p in worker_prompts)
+    # one trace id follows the input through every run and task
+    trace = stack.state.recent_messages(100)[0].traceId
+    tasks = stack.state.tasks_with_status("done")
+    assert tasks and all(t.traceId == trace for t in tasks)
+    assert {t.role for t in tasks} == {"planner", "worker"}
+    assert all(t.celeryId for t in tasks)
+
+
+def test_needs_input_asks_the_user_and_the_answer_redelegates(stack, llm):
+    llm.script("teller", tool_calls([("delegate", {"prompt": "Deploy the app"}),
+                                     ("reply", {"text": "Let me plan that."})]))
+    llm.script("planner", tool_call("submit_result", status="needs_input", resultType="text",
+                                    result={"text": "two targets"},
+                                    question="staging or production?"))
+    llm.script("teller", tool_call("ask_user", question="Deploy to staging or production?",
+                                   options=["staging", "production"]))
+    post_input(stack, "deploy it")
+    question = wait_for(stack.state.get_question, timeout=30, message="a pending question")
+    assert question.options == ["staging", "production"]
+    llm.script("teller", tool_calls([("delegate", {"prompt": "Deploy the app to staging"}),
+                                     ("reply", {"text": "Deploying to staging."})]))
+    llm.script("planner", tool_call("submit_result", status="done", resultType="text",
+                                    result={"text": "ok"}))
+    assert stack.state.resolve_question("staging", source="user")
+    from mimikit import dispatch
+
+    dispatch.wake(stack)
+    wait_for(lambda: len(llm.requests_for("planner")) == 2, timeout=30, message="re-delegation")
+    answer_prompt = user_prompt(llm.requests_for("teller")[-1])
+    assert '"answer": "staging"' in answer_prompt and '"source": "user"' in answer_prompt
+    assert "staging" in user_prompt(llm.requests_for("planner")[-1])
+
+
+def test_expired_question_uses_the_default_or_reports_a_timeout(stack, llm):
+    from mimikit.questions import expire_question
+
+    llm.default("teller", tool_call("reply", text="noted"))
+    llm.script("teller", tool_call("ask_user", question="Which one?", timeout=0.5,
+                                   default="first"))
+    post_input(stack, "pick one")
+    wait_for(stack.state.get_question, timeout=20, message="question")
+    wait_for(lambda: expire_question(stack), timeout=5, message="expiry")
+    wait_for(lambda: any('"source": "default"' in user_prompt(b)
+                         for b in llm.requests_for("teller")), timeout=20, message="default")
+    assert any('"answer": "first"' in user_prompt(b) for b in llm.requests_for("teller"))
+
+    llm.script("teller", tool_call("ask_user", question="Really?", timeout=0.5))
+    post_input(stack, "again")
+    wait_for(stack.state.get_question, timeout=20, message="second question")
+    wait_for(lambda: expire_question(stack), timeout=5, message="second expiry")
+    wait_for(lambda: any('"source": "timeout"' in user_prompt(b) and '"answer": ""' in user_prompt(b)
+                         for b in llm.requests_for("teller")), timeout=20, message="timeout")
+
+
+def test_ten_inputs_during_a_teller_run_are_all_answered_by_one_run_at_a_time(stack, llm):
+    from llm_server import delay
+
+    def answer(body):
+        count = user_prompt(body).count("] user: ")
+        return tool_call("reply", text=f"answered {count}")
+
+    llm.script("teller", delay(1.5, tool_call("reply", text="first")))
+    llm.default("teller", answer)
+    post_input(stack, "first")
+    wait_for(lambda: stack.redis.exists(stack.keys.teller_lock), message="teller running")
+    for n in range(10):
+        post_input(stack, f"more {n}")
+    wait_history(stack, lambda h: sum(int(t.split()[1]) for r, t in h
+                                      if r == "assistant" and t.startswith("answered ")) == 10,
+                 timeout=40, message="all ten answered")
+    runs = stack.state.runs("teller")
+    spans = sorted((r["startedAt"], r["durationMs"]) for r in runs)
+    from datetime import datetime, timedelta
+
+    for (start_a, dur_a), (start_b, _d) in zip(spans, spans[1:], strict=False):
+        end_a = datetime.fromisoformat(start_a) + timedelta(milliseconds=dur_a)
+        assert end_a <= datetime.fromisoformat(start_b), "two Teller runs overlapped"
+    assert stack.state.read_inbox() == []
+
+
+def test_planner_calling_reply_gets_an_error_and_continues(stack, llm):
+    llm.script("teller", tool_calls([("delegate", {"prompt": "plan something"}),
+                                     ("reply", {"text": "ok"})]))
+    llm.script("planner", tool_call("reply", text="hi"),
+               tool_call("submit_result", status="done", resultType="text", result={"text": "x"}))
+    post_input(stack, "do it")
+    wait_for(lambda: len(llm.requests_for("planner")) == 2, timeout=30, message="planner step 2")
+    second = llm.requests_for("planner")[1]
+    assert "reply" not in tool_names(second)
+    assert "not available to the Planner" in tool_messages(second)[-1]
+    wait_for(lambda: stack.state.tasks_with_status("done"), timeout=20, message="planner done")
+
+
+def test_worker_is_never_offered_teller_tools():
+    from mimikit.tools import registry
+
+    names = registry().names_for("worker")
+    assert names == ["list_files", "read_file", "shell", "submit_result", "write_file"]
+    assert registry().call("worker", "reply", '{"text": "x"}', None).content.startswith("error:")
+
+
+def _worker_task(stack, prompt="do work", **fields):
+    from mimikit.models import Task
+
+    from mimikit import dispatch
+
+    task = stack.state.add_tasks([Task(prompt=prompt, **fields)])[0]
+    dispatch.enqueue(stack, task)
+    return task
+
+
+def test_malformed_calls_are_fed_back_and_the_step_limit_fails_readably(stack, llm):
+    llm.script("worker",
+               raw_arguments("read_file", "{not json"),
+               tool_call("nope"),
+               tool_call("read_file", wrong="x"),
+               tool_call("submit_result", status="done", resultType="analysis",
+                         result={"text": "not an analysis"}))
+    llm.default("worker", tool_call("list_files"))
+    llm.default("teller", tool_call("reply", text="ok"))
+    task = _worker_task(stack)
+    wait_for(lambda: stack.state.get_task(task.id).status == "failed", timeout=40,
+             message="task to fail at the step limit")
+    contents = tool_messages(llm.requests_for("worker")[4])
+    assert "invalid JSON" in contents[0] or "JSON" in contents[0]
+    assert "unknown tool 'nope'" in contents[1]
+    assert "path" in contents[2] and "wrong" in contents[2]
+    assert "result.findings" in contents[3]
+    error = stack.state.get_result(task.id).error
+    assert "step limit" in error
+    # the worker process survived: another task still runs
+    llm.script("worker", tool_call("submit_result", status="done", resultType="text",
+                                   result={"text": "fine"}))
+    other = _worker_task(stack, prompt="second")
+    wait_for(lambda: stack.state.get_task(other.id).status == "done", timeout=20,
+             message="second task")
+
+
+def test_worker_file_tools_refuse_paths_outside_the_work_dir(stack, llm):
+    llm.script("worker", tool_call("read_file", path="../../etc/passwd"),
+               tool_call("read_file", path="/etc/passwd"),
+               tool_call("shell", command="sleep 30", timeout=1),
+               tool_call("submit_result", status="done", resultType="text",
+                         result={"text": "ok"}))
+    llm.default("teller", tool_call("reply", text="ok"))
+    task = _worker_task(stack)
+    wait_for(lambda: stack.state.get_task(task.id).status == "done", timeout=40,
+             message="task done")
+    contents = tool_messages(llm.requests_for("worker")[-1])
+    assert "outside the work directory" in contents[0]
+    assert "outside the work directory" in contents[1]
+    assert json.loads(contents[2])["timedOut"] is True
+    transcript = stack.state.runs(task.id)[0]
+    assert [c["name"] for c in transcript["toolCalls"]][:3] == ["read_file", "read_file", "shell"]
+
+
+def test_delegate_refuses_a_duplicate_of_an_active_task(stack, llm):
+    llm.script("teller", tool_calls([("delegate", {"prompt": "same"}),
+                                     ("delegate", {"prompt": "same"}),
+                                     ("reply", {"text": "ok"})]))
+    llm.default("planner", text("thinking"))  # planner never finishes in this test
+    post_input(stack, "go")
+    wait_history(stack, lambda h: ("assistant", "ok") in h)
+    run = stack.state.runs("teller")[0]
+    first, second = (json.loads(c["content"]) for c in run["toolCalls"][:2])
+    assert second["taskId"] == first["taskId"] and second["duplicate"] is True
