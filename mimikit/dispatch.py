@@ -11,6 +11,7 @@ from mimikit.teller_gate import wake_teller
 
 TASK_NAMES = {"planner": "mimikit.planner", "worker": "mimikit.worker",
               "llm_eval": "mimikit.llm_eval_batch"}
+SOFT_LIMIT_MARGIN_SECONDS = 30
 TIME_LIMIT_MARGIN_SECONDS = 120
 
 
@@ -36,6 +37,7 @@ def enqueue(runtime: Runtime, task: Task) -> str:
     priority = SYSTEM_PRIORITY if task.role == "llm_eval" else to_broker_priority(task.priority)
     result = _app().send_task(
         TASK_NAMES[task.role], args=[task.id], priority=priority,
+        soft_time_limit=timeout + SOFT_LIMIT_MARGIN_SECONDS,
         time_limit=timeout + TIME_LIMIT_MARGIN_SECONDS,
         headers={"traceId": task.traceId},
     )

@@ -15,11 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from redis.exceptions import RedisError
 
 from mimikit.exceptions import MimikitError
 from mimikit.models import Result, Task
 from mimikit.state import StartDecision, StateStore
+from mimikit.workspace import kill_live_process_groups
 
 log = logging.getLogger("mimikit.execution")
 HOSTNAME = socket.gethostname()
@@ -137,6 +139,15 @@ def _run_body(body: Callable[[RunControl], Result], control: RunControl) -> Resu
     except TaskCanceled:
         control.cancel_event.set()
         return Result(id=task.id, status="failed", error="canceled", attempts=task.attempts)
+    except SoftTimeLimitExceeded:
+        # Celery's revoke(terminate, SIGUSR1) or its soft time limit: stop child processes,
+        # then tell a cancel from a timeout by what the state store says.
+        kill_live_process_groups()
+        if control.state.cancel_requested(task.id):
+            control.cancel_event.set()
+            return Result(id=task.id, status="failed", error="canceled", attempts=task.attempts)
+        return Result(id=task.id, status="failed", attempts=task.attempts,
+                      error=f"timed out after {control.timeout:.0f} s")
     except TaskTimedOut as error:
         return Result(id=task.id, status="failed", error=str(error), attempts=task.attempts)
     except MimikitError as error:

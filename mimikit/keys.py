@@ -55,6 +55,31 @@ class Keys:
     def file_seen(self, trigger_id: str) -> str:
         return self._k("fileseen", trigger_id)
 
+    @property
+    def file_triggers(self) -> str:
+        """Set of trigger ids whose condition has a file atom (evaluated by the tick)."""
+        return self._k("triggers", "files")
+
+    @property
+    def llm_triggers(self) -> str:
+        """Set of trigger ids whose condition has an ``llm_eval`` atom."""
+        return self._k("triggers", "llm")
+
+    @property
+    def cooling(self) -> str:
+        """Sorted set: trigger id -> end of a cooldown that held back a firing."""
+        return self._k("triggers", "cooling")
+
+    @property
+    def verdicts(self) -> str:
+        """Hash: llm_eval condition id -> its latest verdict (JSON)."""
+        return self._k("llmeval", "verdicts")
+
+    @property
+    def evaluating(self) -> str:
+        """Hash: trigger id -> until when a batch evaluation holds it (epoch seconds)."""
+        return self._k("llmeval", "evaluating")
+
     # conversation
     @property
     def inbox(self) -> str:

@@ -75,4 +75,6 @@ def cancel_task(runtime: Runtime, task_id: str, *, stop_running: bool,
 def _revoke(celery_id: str) -> None:
     from mimikit.celery_app import app
 
+    # SIGUSR1 raises SoftTimeLimitExceeded inside the task, which stops its subprocesses and
+    # records the cancel; the flag in Redis covers a task between two deliveries.
     app.control.revoke(celery_id, terminate=True, signal="SIGUSR1")

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import logging
-import signal
 from typing import Any
-
-from celery.signals import worker_process_init
 
 from mimikit import cluster  # noqa: F401  (connects the worker registration signals)
 from mimikit.celery_app import app
-from mimikit.execution import TaskCanceled, current_control, owner_token
+from mimikit.execution import owner_token
 from mimikit.runtime import get_runtime
 
 log = logging.getLogger("mimikit.tasks")
-CANCEL_SIGNAL = signal.SIGUSR1
 
 
 @app.task(name="mimikit.teller", bind=True, ignore_result=True)
@@ -47,19 +43,3 @@ def supervisor_tick() -> dict[str, Any]:
     from mimikit.supervisor import tick
 
     return tick(get_runtime())
-
-
-def _on_cancel_signal(_signum: int, _frame: Any) -> None:
-    """Revoke-with-terminate lands here: stop the running task's subprocesses and its run."""
-    from mimikit.workspace import kill_live_process_groups
-
-    control = current_control()
-    kill_live_process_groups()
-    if control is not None and not control.cancel_event.is_set():
-        control.cancel_event.set()
-        raise TaskCanceled(f"task {control.task.id} was canceled")
-
-
-@worker_process_init.connect
-def _install_cancel_handler(**_: Any) -> None:
-    signal.signal(CANCEL_SIGNAL, _on_cancel_signal)

@@ -46,8 +46,8 @@ def redis_server() -> Iterator[RedisServer]:
 @pytest.fixture
 def runtime(redis_server: RedisServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A clean instance: empty Redis, its own state and work dirs."""
-    from mimikit.runtime import build_runtime, reset_runtime
     from mimikit.config import load_settings
+    from mimikit.runtime import build_runtime, reset_runtime
 
     redis_server.client().flushall()
     (tmp_path / "work").mkdir()

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import json
 
-from agent_helpers import history, last_tool_result, post_input, tool_names, tool_messages, \
-    user_prompt, wait_history
+from agent_helpers import (
+    last_tool_result,
+    post_input,
+    tool_messages,
+    tool_names,
+    user_prompt,
+    wait_history,
+)
 from llm_server import raw_arguments, text, tool_call, tool_calls
 from processes import wait_for
 
@@ -177,9 +183,8 @@ def test_worker_is_never_offered_teller_tools():
 
 
 def _worker_task(stack, prompt="do work", **fields):
-    from mimikit.models import Task
-
     from mimikit import dispatch
+    from mimikit.models import Task
 
     task = stack.state.add_tasks([Task(prompt=prompt, **fields)])[0]
     dispatch.enqueue(stack, task)

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import threading
-import time
 
 import pytest
 from processes import children_of, wait_for

@@ -7,6 +7,8 @@ import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from mimikit.memory import MemoryIndex
 from mimikit.memory.passages import TRUNCATION_MARK
 
@@ -23,6 +25,15 @@ def make_index(tmp_path: Path, files: dict[str, str]) -> MemoryIndex:
         root = work if name.startswith("docs/") else state
         write(root / name, text)
     return MemoryIndex(state, work)
+
+
+@pytest.fixture(autouse=True)
+def bm25_is_used(request, caplog):
+    """Every test but the fallback one must be answered by BM25, never by the fallback."""
+    caplog.set_level(logging.WARNING, logger="mimikit.memory")
+    yield
+    if "falls_back" not in request.node.name:
+        assert "falling back" not in caplog.text
 
 
 CORPUS = {
@@ -71,6 +82,10 @@ def test_time_filters_exclude_files_outside_the_range(tmp_path):
         "memory/2026-01-10-deploy.md", "memory/summary/2026-02.md"}
     window = index.search("deploy", after=datetime(2026, 3, 1), before=datetime(2026, 3, 31))
     assert [h.source for h in window] == ["memory/2026-03-10-deploy.md"]
+
+
+def test_missing_memory_folders_give_no_hits_rather_than_errors(tmp_path):
+    assert MemoryIndex(tmp_path / "nowhere", tmp_path / "nowork").search("deploy") == []
 
 
 def test_query_matching_nothing_returns_empty_list(tmp_path):
@@ -171,6 +186,7 @@ def test_search_falls_back_to_substring_scan_and_warns_when_bm25_fails(tmp_path,
     assert hits[0].score > 0
     assert "falling back" in caplog.text and "corrupt model" in caplog.text
     assert index.search("nothing-like-this") == []
+    assert index.search("的 the and") == []  # stop words never match, even in the fallback
 
 
 def test_concurrent_queries_and_writes_do_not_corrupt_the_index(tmp_path):

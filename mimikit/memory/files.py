@@ -111,3 +111,12 @@ def file_period(path: Path) -> tuple[datetime, datetime]:
 def file_date(path: Path) -> datetime:
     """The date of a memory file: from its name when it starts with one, else its mtime."""
     return file_period(path)[0]
+
+
+def in_span(period: tuple[datetime, datetime], span: tuple) -> bool:
+    """True when ``period`` overlaps ``span`` = (after, before); either bound may be None."""
+    start, end = period
+    after, before = span
+    if after is not None and end <= after and start < after:
+        return False
+    return before is None or start <= before

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import heapq
 import logging
-import math
 import os
-import re
-import shutil
-import subprocess
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -16,9 +12,17 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
-from rank_bm25 import BM25Okapi
 
-from mimikit.memory.files import LONG_TERM_FILE, RECENT_DIR, SUMMARY_DIR, as_utc, file_period
+from mimikit.memory.bm25 import PositiveBM25
+from mimikit.memory.fallback import substring_search
+from mimikit.memory.files import (
+    LONG_TERM_FILE,
+    RECENT_DIR,
+    SUMMARY_DIR,
+    as_utc,
+    file_period,
+    in_span,
+)
 from mimikit.memory.passages import (
     PASSAGE_MAX_CHARS,
     TRUNCATION_MARK,
@@ -31,8 +35,6 @@ from mimikit.models import Model
 logger = logging.getLogger("mimikit.memory")
 
 DOCS_DIR = "docs"
-RG_TIMEOUT_SECONDS = 10
-_RAW_TERMS = re.compile("[a-z0-9_]{2,}|[\u4e00-\u9fff]{2,}", re.IGNORECASE)
 
 
 class MemoryHit(Model):
@@ -41,46 +43,6 @@ class MemoryHit(Model):
     source: str
     content: str
     score: float
-
-
-class _PositiveBM25(BM25Okapi):
-    """BM25Okapi with Lucene's idf, log(1 + (N - n + 0.5) / (n + 0.5)), which is always > 0.
-
-    Okapi's own idf is 0 or negative for a term in half the passages or more (on a
-    two-passage corpus a real match would score 0), so a match could rank below nothing.
-    Built from cached term counts so that changing one file does not recount the corpus.
-    """
-
-    @classmethod
-    def from_counts(
-        cls, doc_freqs: list[dict[str, int]], doc_len: list[int], nd: dict[str, int]
-    ) -> _PositiveBM25:
-        model = cls.__new__(cls)
-        model.k1, model.b, model.epsilon, model.tokenizer = 1.5, 0.75, 0.25, None
-        # An array, so get_batch_scores does not convert the whole list on every query.
-        model.doc_freqs, model.doc_len = doc_freqs, np.asarray(doc_len, dtype=float)
-        model.corpus_size = len(doc_freqs)
-        # Passages without a single term (e.g. only punctuation) must not zero the divisor.
-        model.avgdl = (float(model.doc_len.mean()) if doc_len else 0.0) or 1.0
-        model._calc_idf(nd)
-        return model
-
-    def _calc_idf(self, nd: dict[str, int]) -> None:
-        self.idf = _LazyIdf(nd, self.corpus_size)
-
-
-class _LazyIdf:
-    """Idf of a term computed when scoring asks for it: a full table would cost
-    O(vocabulary) on every file update, while a query needs only a few terms."""
-
-    def __init__(self, nd: dict[str, int], corpus_size: int) -> None:
-        self._nd, self._n = nd, corpus_size
-
-    def get(self, term: str, default: float | None = None) -> float | None:
-        f = self._nd.get(term)
-        if not f:
-            return default
-        return math.log(1 + (self._n - f + 0.5) / (f + 0.5))
 
 
 @dataclass
@@ -140,7 +102,9 @@ class MemoryIndex:
                 scored = self._bm25_scores(terms, span, limit)
             except Exception as error:  # search must degrade, never fail the agent's run
                 self._reset()  # a half-applied update must not survive: rebuild next time
-                scored = self._fallback_scores(query, span, error)
+                roots = [self.state_dir / LONG_TERM_FILE, self.state_dir / RECENT_DIR]
+                roots.append(self.work_dir / DOCS_DIR)
+                scored = substring_search(query, self._scan(), roots, span, error)
         best = heapq.nsmallest(limit, scored, key=lambda item: (-item[0], item[1]))
         return [
             MemoryHit(source=source, content=truncate(text, PASSAGE_MAX_CHARS), score=score)
@@ -155,7 +119,7 @@ class MemoryIndex:
         self._postings: dict[str, dict[str, list[int]]] = {}  # term -> path -> passage nos.
         self._offsets: dict[str, int] = {}  # path -> id of its first passage in the model
         self._owners: list[str] = []  # passage id -> path
-        self._model: _PositiveBM25 | None = None
+        self._model: PositiveBM25 | None = None
 
     def _scan(self) -> dict[str, tuple[str, tuple[int, int]]]:
         """Every corpus file with its source name and (mtime_ns, size) signature."""
@@ -227,7 +191,7 @@ class MemoryIndex:
             self._owners.extend([path] * len(entry.counts))
             doc_freqs.extend(entry.counts)
             doc_len.extend(entry.lengths)
-        self._model = _PositiveBM25.from_counts(doc_freqs, doc_len, self._doc_count)
+        self._model = PositiveBM25.from_counts(doc_freqs, doc_len, self._doc_count)
 
     # --- scoring ------------------------------------------------------------------------
 
@@ -238,7 +202,7 @@ class MemoryIndex:
         ids: set[int] = set()
         for term in terms:
             for path, numbers in self._postings.get(term, {}).items():
-                if span == (None, None) or _in_span(self._files[path].period, span):
+                if span == (None, None) or in_span(self._files[path].period, span):
                     offset = self._offsets[path]
                     ids.update(offset + number for number in numbers)
         if not ids:
@@ -256,33 +220,6 @@ class MemoryIndex:
             results.append((score, entry.source, entry.passages[passage_id - self._offsets[path]]))
         return results
 
-    def _fallback_scores(self, query: str, span: tuple, error: Exception) -> list:
-        """Substring search when BM25 fails: ``rg`` picks the files if it is installed."""
-        rg = shutil.which("rg")
-        logger.warning(
-            "memory search: BM25 failed (%s: %s); falling back to %s",
-            type(error).__name__, error, "rg" if rg else "a plain substring scan",
-        )
-        terms = [term.lower() for term in _RAW_TERMS.findall(query)] or [query.strip().lower()]
-        files = self._scan()
-        roots = [self.state_dir / LONG_TERM_FILE, self.state_dir / RECENT_DIR]
-        roots.append(self.work_dir / DOCS_DIR)
-        paths = _rg_files(rg, terms, roots, files) if rg else list(files)
-        scored = []
-        for path in paths:
-            try:
-                if not _in_span(file_period(Path(path)), span):
-                    continue
-                text = Path(path).read_text(encoding="utf-8", errors="replace")
-            except FileNotFoundError:
-                continue
-            for passage in split_passages(text):
-                lowered = passage.lower()
-                hits = sum(1 for term in terms if term in lowered)
-                if hits:
-                    scored.append((float(hits), files[path][0], passage))
-        return scored
-
 
 def _scan_dir(folder: str, prefix: str, found: dict, recursive: bool) -> None:
     """Add the ``.md`` files of ``folder`` (and below, if ``recursive``) to ``found``."""
@@ -299,26 +236,3 @@ def _scan_dir(folder: str, prefix: str, found: dict, recursive: bool) -> None:
             except FileNotFoundError:
                 continue  # removed between listing and stat
             found[entry.path] = (f"{prefix}/{entry.name}", (stat.st_mtime_ns, stat.st_size))
-
-
-def _in_span(period: tuple[datetime, datetime], span: tuple) -> bool:
-    start, end = period
-    after, before = span
-    if after is not None and end <= after and start < after:
-        return False
-    return before is None or start <= before
-
-
-def _rg_files(rg: str, terms: list[str], roots: list[Path], corpus: dict) -> list[str]:
-    """The corpus files under ``roots`` that contain any term (case-insensitive), by ripgrep."""
-    existing = [str(root) for root in roots if root.exists()]
-    if not existing:
-        return []
-    args = [rg, "--files-with-matches", "--ignore-case", "--fixed-strings", "--glob", "*.md"]
-    for term in terms:
-        args += ["-e", term]
-    done = subprocess.run(
-        [*args, "--", *existing],
-        capture_output=True, text=True, timeout=RG_TIMEOUT_SECONDS, check=False,
-    )
-    return [line for line in done.stdout.splitlines() if line in corpus]

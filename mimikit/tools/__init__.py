@@ -10,10 +10,12 @@ from mimikit.tools.registry import Registry
 @cache
 def registry() -> Registry:
     """The process-wide registry with every role's tools."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
     from mimikit.execution import TaskCanceled, TaskTimedOut
     from mimikit.tools import planner_tools, shared, teller_tools, worker_tools
 
-    built = Registry(propagate=(TaskCanceled, TaskTimedOut))
+    built = Registry(propagate=(TaskCanceled, TaskTimedOut, SoftTimeLimitExceeded))
     for module in (shared, teller_tools, planner_tools, worker_tools):
         module.register(built)
     try:

@@ -1,0 +1,318 @@
+"""The JSON API under /api: every endpoint's happy path and its bad inputs, on a real Redis."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+
+from mimikit.models import Message, PendingQuestion, Result, Task, utcnow
+
+TOKEN = "s3cret-token"
+
+
+@pytest.fixture
+def client(runtime):
+    from web import create_app
+
+    return create_app(runtime.settings).test_client()
+
+
+@pytest.fixture
+def token_client(runtime):
+    from web import create_app
+
+    settings = runtime.settings.model_copy(update={"api_token": TOKEN})
+    return create_app(settings).test_client()
+
+
+def assert_json_error(response, status: int, *words: str) -> dict:
+    assert response.status_code == status, response.get_data(as_text=True)
+    assert response.mimetype == "application/json", response.get_data(as_text=True)[:200]
+    body = response.get_json()
+    assert body["status"] == status and body["error"]
+    for word in words:
+        assert word in body["error"], body["error"]
+    return body
+
+
+def add_message(runtime, role: str, text: str, minutes_ago: float = 0) -> Message:
+    message = Message(role=role, text=text, createdAt=utcnow() - timedelta(minutes=minutes_ago))
+    runtime.state.append_message(message)
+    return message
+
+
+# --- status -------------------------------------------------------------------------------------
+
+
+def test_status_reports_redis_teller_llm_and_pending_question(client, runtime):
+    runtime.state.set_question(PendingQuestion(question="Which one?", options=["a", "b"]))
+    body = client.get("/api/status").get_json()
+    assert set(body) >= {"ok", "redis", "workers", "queues", "teller", "llm", "pendingQuestion"}
+    assert body["ok"] is True and body["redis"]["ok"] is True
+    assert body["teller"]["state"] == "idle"
+    assert body["llm"]["configured"] is False and "MIMIKIT_LLM_BASE_URL" in body["llm"]["error"]
+    assert body["pendingQuestion"]["options"] == ["a", "b"]
+
+
+def test_status_with_redis_down_is_a_json_report_not_a_crash(runtime, redis_server):
+    from mimikit.config import load_settings
+    from processes import free_port
+    from web import create_app
+
+    settings = load_settings().model_copy(
+        update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"})
+    app_client = create_app(settings).test_client()
+    body = app_client.get("/api/status").get_json()
+    assert body["ok"] is False and body["redis"]["ok"] is False and body["redis"]["error"]
+    # an endpoint that needs Redis answers a JSON 500 naming the error, never an HTML page
+    assert_json_error(app_client.get("/api/messages"), 500, "internal error")
+
+
+def test_wrong_method_and_unknown_path_are_json_errors(client):
+    assert_json_error(client.post("/api/status"), 405)
+    assert_json_error(client.get("/api/nope"), 404)
+    assert_json_error(client.delete("/api/input"), 405)
+
+
+# --- token auth ---------------------------------------------------------------------------------
+
+API_CALLS = [
+    ("get", "/api/status"), ("post", "/api/input"), ("get", "/api/messages"),
+    ("get", "/api/messages/export"), ("get", "/api/events"), ("get", "/api/tasks"),
+    ("get", "/api/tasks/task_x"), ("post", "/api/tasks/task_x/cancel"), ("get", "/api/question"),
+    ("post", "/api/question/answer"), ("get", "/api/memory/search?q=x"),
+]
+
+
+@pytest.mark.parametrize(("method", "path"), API_CALLS)
+def test_with_a_token_set_every_api_call_needs_the_bearer_token(token_client, method, path):
+    call = getattr(token_client, method)
+    assert_json_error(call(path), 401, "Authorization: Bearer")
+    assert_json_error(call(path, headers={"Authorization": "Bearer wrong"}), 401)
+    assert_json_error(call(path, headers={"Authorization": TOKEN}), 401)  # no "Bearer "
+
+
+def test_with_the_token_api_calls_pass_and_the_page_itself_is_public(token_client):
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    assert token_client.get("/api/status", headers=auth).status_code == 200
+    response = token_client.post("/api/input", json={"text": "hi"}, headers=auth)
+    assert response.status_code == 202
+    page = token_client.get("/")
+    assert page.status_code == 200 and b'id="token-dialog"' in page.data
+    assert token_client.get("/static/app.js").status_code == 200
+
+
+def test_events_accept_the_token_as_a_query_parameter_only_there(token_client):
+    assert_json_error(token_client.get("/api/events?token=wrong"), 401)
+    assert_json_error(token_client.get(f"/api/status?token={TOKEN}"), 401)
+
+
+# --- input --------------------------------------------------------------------------------------
+
+
+def test_input_is_accepted_with_its_id_stored_and_queued_for_the_teller(client, runtime):
+    response = client.post("/api/input", json={"text": "hello **there**"})
+    assert response.status_code == 202
+    message_id = response.get_json()["id"]
+    (stored,) = runtime.state.recent_messages(10)
+    assert (stored.id, stored.role, stored.text) == (message_id, "user", "hello **there**")
+    assert runtime.state.read_inbox()[0]["message"]["id"] == message_id
+    assert runtime.redis.exists(runtime.keys.teller_queued)
+
+
+def test_input_of_exactly_the_limit_is_accepted(client):
+    assert client.post("/api/input", json={"text": "x" * 32_768}).status_code == 202
+
+
+@pytest.mark.parametrize(("body", "words"), [
+    ({"text": 123}, ["'text'", "string"]),
+    ({"text": "x" * 32_769}, ["'text'", "32768"]),
+    ({"text": ""}, ["'text'"]),
+    ({}, ["'text'", "required"]),
+    ({"text": "hi", "extra": 1}, ["'extra'"]),
+    (["hi"], ["JSON object"]),
+])
+def test_input_with_a_bad_body_is_a_400_naming_the_field(client, runtime, body, words):
+    assert_json_error(client.post("/api/input", json=body), 400, *words)
+    assert runtime.state.history_count() == 0
+
+
+def test_input_that_is_not_json_or_too_big_is_refused(client):
+    response = client.post("/api/input", data="text=hi",
+                           content_type="application/x-www-form-urlencoded")
+    assert_json_error(response, 400, "JSON")
+    assert_json_error(client.post("/api/input", data="{not json", content_type="application/json"),
+                      400, "JSON")
+    huge = json.dumps({"text": "x" * 300_000})
+    assert_json_error(client.post("/api/input", data=huge, content_type="application/json"), 413)
+
+
+# --- messages -----------------------------------------------------------------------------------
+
+
+def test_messages_are_oldest_first_limited_and_filtered_by_time(client, runtime):
+    old = add_message(runtime, "user", "old", minutes_ago=30)
+    mid = add_message(runtime, "assistant", "mid", minutes_ago=20)
+    new = add_message(runtime, "system", "new", minutes_ago=10)
+    texts = [m["text"] for m in client.get("/api/messages").get_json()["messages"]]
+    assert texts == ["old", "mid", "new"]
+    texts = [m["text"] for m in client.get("/api/messages?limit=2").get_json()["messages"]]
+    assert texts == ["mid", "new"]
+    after = mid.createdAt.isoformat()
+    found = client.get("/api/messages", query_string={"after": after}).get_json()["messages"]
+    assert [m["id"] for m in found] == [mid.id, new.id]
+    before = mid.createdAt.isoformat().replace("+00:00", "Z")
+    found = client.get("/api/messages", query_string={"before": before}).get_json()["messages"]
+    assert [m["id"] for m in found] == [old.id, mid.id]
+
+
+@pytest.mark.parametrize(("query", "words"), [
+    ("limit=abc", ["'limit'", "integer"]),
+    ("limit=0", ["'limit'", "between"]),
+    ("limit=5000", ["'limit'"]),
+    ("before=yesterday", ["'before'", "ISO 8601"]),
+    ("after=12:xx", ["'after'"]),
+])
+def test_messages_with_a_bad_query_is_a_400_naming_the_parameter(client, query, words):
+    assert_json_error(client.get(f"/api/messages?{query}"), 400, *words)
+
+
+def test_export_returns_the_whole_history(client, runtime):
+    for n in range(150):
+        add_message(runtime, "user", f"m{n}", minutes_ago=200 - n)
+    body = client.get("/api/messages/export").get_json()
+    assert body["count"] == 150 and len(body["messages"]) == 150
+    assert body["messages"][0]["text"] == "m0" and body["messages"][-1]["text"] == "m149"
+    assert len(client.get("/api/messages").get_json()["messages"]) == 100
+
+
+def test_export_refuses_other_methods_and_the_missing_token(client, token_client):
+    assert_json_error(client.post("/api/messages/export"), 405)
+    assert_json_error(token_client.get("/api/messages/export"), 401)
+
+
+# --- tasks --------------------------------------------------------------------------------------
+
+
+def make_tasks(runtime):
+    queued, running, done = runtime.state.add_tasks([
+        Task(prompt="queued work", title="Q"), Task(prompt="running work", role="planner"),
+        Task(prompt="done work"),
+    ])
+    runtime.state.start_task(running.id, "owner-1", "celery-1", lambda _owner: True)
+    runtime.state.start_task(done.id, "owner-2", "celery-2", lambda _owner: True)
+    runtime.state.complete_task(Result(id=done.id, status="done", result={"text": "all good"}),
+                                notify_teller=False)
+    runtime.state.add_run(done.id, {"role": "worker", "status": "stopped",
+                                    "messages": [{"role": "user", "content": "done work"}]})
+    return queued, running, done
+
+
+def test_tasks_are_listed_by_scope_and_role(client, runtime):
+    queued, running, done = make_tasks(runtime)
+    ids = lambda q: [t["id"] for t in client.get(f"/api/tasks{q}").get_json()["tasks"]]  # noqa: E731
+    assert ids("?scope=queue") == [queued.id]
+    assert ids("?scope=running") == [running.id]
+    assert ids("?scope=triggers") == []
+    assert set(ids("")) == {queued.id, running.id, done.id}
+    assert ids("?role=planner") == [running.id]
+    summary = client.get("/api/tasks?scope=queue").get_json()["tasks"][0]
+    assert summary["status"] == "queued" and summary["title"] == "Q" and summary["priority"] == 5
+
+
+@pytest.mark.parametrize(("query", "words"), [
+    ("scope=everything", ["'scope'", "queue, running, triggers, all"]),
+    ("role=teller", ["'role'"]),
+])
+def test_tasks_with_a_bad_scope_or_role_is_a_400(client, query, words):
+    assert_json_error(client.get(f"/api/tasks?{query}"), 400, *words)
+
+
+def test_task_detail_has_the_task_its_result_history_and_transcript(client, runtime):
+    _queued, _running, done = make_tasks(runtime)
+    body = client.get(f"/api/tasks/{done.id}").get_json()
+    assert body["task"]["prompt"] == "done work" and body["task"]["status"] == "done"
+    assert body["result"]["result"] == {"text": "all good"}
+    assert [e["type"] for e in body["events"]][-2:] == ["task_started", "task_done"]
+    assert body["runs"][0]["messages"][0]["content"] == "done work"
+
+
+def test_task_detail_of_an_unknown_or_odd_id_is_a_404(client):
+    assert_json_error(client.get("/api/tasks/task_missing"), 404, "task_missing")
+    assert_json_error(client.get("/api/tasks/%3Cscript%3E"), 404)
+
+
+def test_cancel_of_a_queued_task_succeeds_and_of_a_finished_one_says_why(client, runtime):
+    queued, _running, done = make_tasks(runtime)
+    body = client.post(f"/api/tasks/{queued.id}/cancel").get_json()
+    assert body["success"] is True
+    assert runtime.state.get_task(queued.id).status == "canceled"
+    body = client.post(f"/api/tasks/{done.id}/cancel").get_json()
+    assert body["success"] is False and "already finished" in body["message"]
+
+
+def test_cancel_of_an_unknown_task_or_with_get_is_an_error(client, runtime):
+    assert_json_error(client.post("/api/tasks/task_missing/cancel"), 404, "task_missing")
+    queued, *_ = make_tasks(runtime)
+    assert_json_error(client.get(f"/api/tasks/{queued.id}/cancel"), 405)
+    assert runtime.state.get_task(queued.id).status == "queued"
+
+
+# --- question -----------------------------------------------------------------------------------
+
+
+def test_question_is_null_then_the_pending_one(client, runtime):
+    assert client.get("/api/question").get_json() == {"question": None}
+    runtime.state.set_question(PendingQuestion(question="Staging?", options=["yes", "no"],
+                                               timeout=60))
+    question = client.get("/api/question").get_json()["question"]
+    assert question["question"] == "Staging?" and question["options"] == ["yes", "no"]
+    assert question["expiresAt"]
+
+
+def test_answer_resolves_the_question_and_queues_it_for_the_teller(client, runtime):
+    runtime.state.set_question(PendingQuestion(question="Staging?", options=["yes", "no"]))
+    response = client.post("/api/question/answer", json={"answer": "yes"})
+    assert response.status_code == 200
+    assert runtime.state.get_question() is None
+    assert runtime.state.read_inbox()[-1]["answer"] == "yes"
+    assert runtime.state.recent_messages(1)[0].text == "yes"
+    # answering again: nothing is pending any more
+    assert_json_error(client.post("/api/question/answer", json={"answer": "no"}), 409, "pending")
+
+
+@pytest.mark.parametrize(("body", "words"), [
+    ({"answer": 7}, ["'answer'"]),
+    ({"answer": "x" * 4001}, ["'answer'", "4000"]),
+    ({"text": "yes"}, ["'answer'"]),
+])
+def test_answer_with_a_bad_body_is_a_400_and_leaves_the_question(client, runtime, body, words):
+    runtime.state.set_question(PendingQuestion(question="Staging?"))
+    assert_json_error(client.post("/api/question/answer", json=body), 400, *words)
+    assert runtime.state.get_question() is not None
+
+
+# --- memory -------------------------------------------------------------------------------------
+
+
+def test_memory_search_finds_a_memory_file(client, runtime):
+    memory = runtime.settings.state_dir / "memory"
+    memory.mkdir(parents=True, exist_ok=True)
+    (memory / "2026-01-28-deploy.md").write_text("The deploy used Cloudflare Workers.\n",
+                                                 encoding="utf-8")
+    (memory / "2026-01-20-lunch.md").write_text("Lunch with Alice was great.\n", encoding="utf-8")
+    hits = client.get("/api/memory/search?q=cloudflare+deploy&limit=3").get_json()["hits"]
+    assert hits and hits[0]["source"].endswith("deploy.md") and hits[0]["score"] > 0
+    assert set(hits[0]) >= {"source", "content", "score"}
+
+
+@pytest.mark.parametrize(("query", "words"), [
+    ("", ["'q'", "required"]),
+    ("q=" + "x" * 1001, ["'q'", "1000"]),
+    ("q=deploy&limit=many", ["'limit'"]),
+    ("q=deploy&after=someday", ["'after'"]),
+])
+def test_memory_search_with_a_bad_query_is_a_400(client, query, words):
+    assert_json_error(client.get(f"/api/memory/search?{query}"), 400, *words)

@@ -1,0 +1,104 @@
+"""Worker backends end to end: the ``codex`` CLI (a fake on PATH) and cancel of running work."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from llm_server import tool_call
+from processes import wait_for
+
+from mimikit import dispatch, tasklist
+from mimikit.models import Task
+
+BIN = Path(__file__).resolve().parent / "bin"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.fixture
+def codex_stack(runtime, procs, monkeypatch):
+    monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("MIMIKIT_WORKER_BACKEND", "codex")
+    procs.worker(queues="worker", concurrency=1, name="codex")
+    return runtime
+
+
+def _run(runtime, prompt, timeout=None):
+    task = runtime.state.add_tasks([Task(prompt=prompt, timeout=timeout)])[0]
+    dispatch.enqueue(runtime, task)
+    return task
+
+
+def _finished(runtime, task):
+    return wait_for(lambda: (t := runtime.state.get_task(task.id)) and t.finished and t,
+                    timeout=40, message=f"{task.id} to finish")
+
+
+def test_codex_backend_success_is_parsed_and_validated(codex_stack):
+    task = _run(codex_stack, "Say hi. FAKE_CODEX:ok")
+    assert _finished(codex_stack, task).status == "done"
+    result = codex_stack.state.get_result(task.id)
+    assert result.resultType == "text" and result.result["text"]
+
+
+def test_codex_backend_malformed_output_fails_with_the_reason(codex_stack):
+    task = _run(codex_stack, "FAKE_CODEX:malformed")
+    assert _finished(codex_stack, task).status == "failed"
+    assert "JSON" in codex_stack.state.get_result(task.id).error
+
+
+@pytest.mark.slow
+def test_codex_timeout_kills_the_process_group_leaving_no_orphan(codex_stack):
+    task = _run(codex_stack, "FAKE_CODEX:sleep", timeout=3)
+    pid_file = Path(codex_stack.settings.work_dir) / ".fake-codex-child.pid"
+    child = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=20,
+                         message="the fake codex child"))
+    assert _finished(codex_stack, task).status == "failed"
+    assert "timed out" in codex_stack.state.get_result(task.id).error
+    wait_for(lambda: not _alive(child), timeout=5, message="the codex child to be gone")
+
+
+@pytest.mark.slow
+def test_canceling_a_running_codex_task_stops_it_within_5_seconds(codex_stack):
+    import time
+
+    task = _run(codex_stack, "FAKE_CODEX:sleep")
+    pid_file = Path(codex_stack.settings.work_dir) / ".fake-codex-child.pid"
+    child = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=20,
+                         message="the fake codex child"))
+    started = time.monotonic()
+    assert tasklist.cancel_task(codex_stack, task.id, stop_running=True)[0]
+    wait_for(lambda: codex_stack.state.get_task(task.id).status == "canceled", timeout=5,
+             message="status canceled")
+    wait_for(lambda: not _alive(child), timeout=5 - (time.monotonic() - started),
+             message="the codex child to be gone")
+
+
+@pytest.mark.slow
+def test_canceling_a_running_shell_task_stops_it_within_5_seconds(stack, llm):
+    import time
+
+    marker = Path(stack.settings.work_dir) / "sleep.pid"
+    llm.script("worker", tool_call("shell", command=f"echo $$ > {marker}; exec sleep 60",
+                                   timeout=120))
+    llm.default("teller", tool_call("reply", text="ok"))
+    task = _run(stack, "sleep for a long time")
+    pid = int(wait_for(lambda: marker.exists() and marker.read_text().strip(), timeout=20,
+                       message="the shell command to start"))
+    started = time.monotonic()
+    success, _ = tasklist.cancel_task(stack, task.id, stop_running=True)
+    assert success
+    wait_for(lambda: not _alive(pid), timeout=5, message="the sleep to be killed")
+    wait_for(lambda: stack.state.get_task(task.id).status == "canceled",
+             timeout=5 - (time.monotonic() - started) + 1, message="status canceled")
+    assert time.monotonic() - started < 5
+    texts = [m.text for m in stack.state.recent_messages(20)]
+    assert any(t.startswith("Task canceled") for t in texts)
