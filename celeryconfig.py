@@ -3,7 +3,13 @@
 from kombu import Queue
 
 from mimikit.config import load_settings
-from mimikit.priority import BROKER_PRIORITY_LEVELS, QUEUES, ROUTES, to_broker_priority
+from mimikit.priority import (
+    BROKER_PRIORITY_LEVELS,
+    QUEUES,
+    ROUTES,
+    SYSTEM_PRIORITY,
+    to_broker_priority,
+)
 
 _settings = load_settings()
 _visibility_timeout = _settings.longest_task_seconds + 600
@@ -41,10 +47,18 @@ beat_max_loop_interval = 5
 redbeat_redis_url = _settings.redis_url
 redbeat_key_prefix = f"{_settings.key_prefix}:redbeat:"
 redbeat_lock_timeout = 30
+redbeat_redis_options: dict[str, object] = {}
 beat_schedule = {
     "mimikit.supervisor.tick": {
         "task": "mimikit.supervisor.tick",
         "schedule": _settings.tick_seconds,
         "options": {"expires": max(_settings.tick_seconds * 5, 5)},
+    },
+    # One batch of every pending llm_eval condition, ahead of every worker task (level 0).
+    "mimikit.llm_eval_batch": {
+        "task": "mimikit.llm_eval_batch",
+        "schedule": _settings.llm_eval_interval,
+        "options": {"queue": "worker", "priority": SYSTEM_PRIORITY,
+                    "expires": _settings.llm_eval_interval},
     },
 }

@@ -1,13 +1,300 @@
-"""Mimikit's beat scheduler: RedBeat, keeping its entries and lock in Redis."""
+"""Mimikit's beat: RedBeat, hardened, plus the trigger entries it fires.
+
+RedBeat 2.4.2 keeps one producer for its whole life; once its broker connection breaks (a Redis
+restart), every publish fails and is only logged. This scheduler re-creates its producer on a
+publish error, survives Redis being briefly away instead of exiting, takes back the lock when it
+lost it, and takes over a lock left by a beat that died on this host (``kill -9``).
+
+Trigger entries send ``mimikit.triggers.fire`` with the slot they stand for; the entry only
+advances after the publish succeeded, so a crash re-sends the same slot, which the fire task's
+claim turns into a no-op.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from celery.beat import SchedulingError
+from celery.schedules import schedule as every
+from celery.signals import beat_init
 from redbeat import RedBeatScheduler
+from redbeat.decoder import RedBeatJSONEncoder, to_timestamp
+from redbeat.schedulers import LUA_EXTEND_TO_SCRIPT, RedBeatSchedulerEntry, get_redis
+from redis.exceptions import LockError, RedisError
+
+from mimikit import schedules
+from mimikit.execution import HOSTNAME, owner_alive
+from mimikit.models import IntervalSchedule, utcnow
 
 log = logging.getLogger("mimikit.beat")
+FIRE_TASK = "mimikit.triggers.fire"
+FIRE_OPTIONS = {"queue": "supervisor"}
+LIVENESS_SECONDS = 30
+_RELEASE_IF = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def _app() -> Any:
+    from mimikit.celery_app import app
+
+    return app
+
+
+def entry_name(trigger_id: str) -> str:
+    return f"trigger:{trigger_id}"
+
+
+def save_entry(trigger_id: str, schedule: IntervalSchedule | None, due: datetime,
+               now: datetime) -> None:
+    """Create or replace the RedBeat entry of a trigger so that it is next due at ``due``.
+
+    ``schedule`` is the recurring schedule, or None for a one-off (``runAt``) entry.
+    """
+    if schedule is None:
+        run_every = max(due - now, timedelta(milliseconds=1))
+        celery_schedule, last, kind = every(run_every), now, "at"
+    elif schedule.interval is not None:
+        step = timedelta(seconds=schedule.interval)
+        celery_schedule, last, kind = every(step), due - step, "interval"
+    else:
+        cron = schedules.parse_cron(schedule.cron or "")
+        celery_schedule, last, kind = cron, due - timedelta(seconds=1), "cron"
+    entry = RedBeatSchedulerEntry(entry_name(trigger_id), FIRE_TASK, celery_schedule,
+                                  args=[trigger_id], kwargs={"kind": kind},
+                                  options=dict(FIRE_OPTIONS), app=_app(), last_run_at=last)
+    entry.save()
+    entry.reschedule(last_run_at=last)
+
+
+def delete_entry(trigger_id: str) -> None:
+    """Remove a trigger's RedBeat entry (nothing happens when there is none)."""
+    RedBeatSchedulerEntry(entry_name(trigger_id), app=_app()).delete()
+
+
+def entry_exists(trigger_id: str) -> bool:
+    app = _app()
+    return bool(get_redis(app).exists(RedBeatSchedulerEntry.generate_key(
+        app, entry_name(trigger_id))))
+
+
+def slot_of(entry: Any, now: datetime) -> datetime:
+    """The slot a due trigger entry stands for (missed slots collapse into the latest)."""
+    last = _aware(entry.last_run_at) if entry.last_run_at else None
+    kind = (entry.kwargs or {}).get("kind")
+    if last is None:
+        return now
+    if kind == "interval":
+        step = entry.schedule.run_every.total_seconds()
+        return schedules.grid_slot(last + timedelta(seconds=step), step, now)
+    if kind == "cron":
+        return schedules.latest_cron(entry.schedule, last, now) or now
+    return last + entry.schedule.run_every
 
 
 class Scheduler(RedBeatScheduler):
-    """RedBeat with Mimikit's settings (entries under ``KEY_PREFIX:redbeat:``)."""
+    """RedBeat with its entries and lock under ``KEY_PREFIX:redbeat:``, made to self-heal."""
+
+    def __init__(self, app: Any, **kwargs: Any) -> None:
+        self._advanced: list[Any] = []
+        super().__init__(app, **kwargs)
+        try:
+            self._take_over_stale_lock()
+        except RedisError as error:
+            log.warning("beat: cannot check the lock holder: %s", error)
+
+    # --- the loop -------------------------------------------------------------------------
+
+    @property
+    def schedule(self) -> dict[str, Any]:
+        """The entries due now or next, loaded in two round trips (RedBeat: one per entry)."""
+        client, conf = get_redis(self.app), self.app.redbeat_conf
+        now = to_timestamp(self.app.now())
+        with client.pipeline() as pipe:
+            pipe.zrangebyscore(conf.schedule_key, 0, now)
+            pipe.zrangebyscore(conf.schedule_key, f"({now}", now + self.max_interval,
+                               start=0, num=1)
+            due, soon = pipe.execute()
+        keys = due + soon
+        with client.pipeline() as pipe:
+            for key in keys:
+                pipe.hmget(key, "definition", "meta")
+            rows = pipe.execute()
+        entries: dict[str, Any] = {}
+        for key, (definition, meta) in zip(keys, rows, strict=True):
+            if not definition:
+                log.warning("beat: entry %s has no definition; removing it", key)
+                client.zrem(conf.schedule_key, key)
+                continue
+            data = self.Entry.decode_definition(definition)
+            timing = self.Entry.decode_meta(meta)
+            entry = self.Entry(app=self.app, **{**data, **timing})
+            entry.last_run_at = timing["last_run_at"]
+            entries[entry.name] = entry
+        return entries
+
+    def tick(self, min: Any = min, **kwargs: Any) -> float:  # noqa: A002 - celery's signature
+        try:
+            if not self._hold_lock():
+                return self.max_interval
+            remaining = []
+            try:
+                for entry in self.schedule.values():
+                    next_time = self.maybe_due(entry, producer=self.producer)
+                    if next_time:
+                        remaining.append(next_time)
+            finally:
+                self._flush_advances()
+            self.record_holder()
+        except RedisError as error:
+            log.warning("beat: Redis unavailable (%s); trying again in 1 s", error)
+            return 1.0
+        return float(min([*remaining, self.max_interval]))
+
+    def apply_async(self, entry: Any, producer: Any = None, advance: bool = True,
+                    **kwargs: Any) -> Any:
+        if entry.task != FIRE_TASK:
+            return self._publish(entry, producer, advance)
+        now = datetime.now(UTC)
+        slot = slot_of(entry, now)
+        plain = entry.kwargs
+        entry.kwargs = {**(plain or {}), "slot": slot.isoformat(), "sentAt": now.isoformat()}
+        try:
+            result = self._publish(entry, producer, advance=False)
+        finally:
+            entry.kwargs = plain
+        # Advance only after the publish: a crash in between re-sends this slot (deduplicated).
+        if (plain or {}).get("kind") == "at":
+            entry.delete()
+        else:
+            entry.last_run_at = slot
+            self._advanced.append(entry)
+        return result
+
+    def _flush_advances(self) -> None:
+        """Store the new ``last_run_at`` of every entry fired this tick, in one round trip."""
+        if not self._advanced:
+            return
+        schedule_key = self.app.redbeat_conf.schedule_key
+        with get_redis(self.app).pipeline() as pipe:
+            for entry in self._advanced:
+                meta = json.dumps({"last_run_at": entry.last_run_at}, cls=RedBeatJSONEncoder)
+                pipe.hset(entry.key, "meta", meta)
+                pipe.zadd(schedule_key, {entry.key: _next_due(entry).timestamp()})
+            pipe.execute()
+        self._advanced.clear()
+
+    def _publish(self, entry: Any, producer: Any, advance: bool) -> Any:
+        try:
+            return super().apply_async(entry, producer=producer, advance=advance)
+        except SchedulingError as error:
+            log.warning("beat: publishing %s failed (%s); re-creating the producer",
+                        entry.name, error)
+            self._renew_producer()
+            return super().apply_async(entry, producer=self.producer, advance=False)
+
+    def _renew_producer(self) -> None:
+        self.__dict__.pop("producer", None)
+        self.__dict__.pop("_maybe_due_kwargs", None)
+        connection = self.__dict__.pop("connection", None)
+        if connection is not None:
+            try:
+                connection.release()
+            except (OSError, RedisError) as error:
+                log.info("beat: closing the broken connection: %s", error)
+
+    # --- the lock -------------------------------------------------------------------------
+
+    def _new_lock(self) -> Any:
+        client = get_redis(self.app)
+        lock = client.lock(self.lock_key, timeout=self.lock_timeout, sleep=self.max_interval)
+        lock.lua_extend = client.register_script(LUA_EXTEND_TO_SCRIPT)
+        return lock
+
+    def _hold_lock(self) -> bool:
+        """Extend the lock; re-take it when it was lost (e.g. Redis restarted without it)."""
+        if not self.lock_key:
+            return True
+        if self.lock is None:
+            self.lock = self._new_lock()
+        else:
+            try:
+                self.lock.extend(int(self.lock_timeout))
+                return True
+            except LockError as error:
+                log.warning("beat: lost the lock (%s); trying to take it back", error)
+        if self.lock.acquire(blocking=False):
+            log.info("beat: Acquired lock")
+            self.record_holder()
+            return True
+        return False
+
+    def _holder_key(self) -> str:
+        from mimikit.runtime import get_runtime
+
+        return get_runtime().keys.meta("beat")
+
+    def record_holder(self) -> None:
+        """Note who holds the lock and that it is alive (read by ``liveness``)."""
+        token = getattr(getattr(self.lock, "local", None), "token", None)
+        if isinstance(token, bytes):
+            token = token.decode()
+        holder = {"owner": f"{HOSTNAME}:{os.getpid()}", "token": token,
+                  "at": utcnow().isoformat()}
+        get_redis(self.app).set(self._holder_key(), json.dumps(holder))
+
+    def _take_over_stale_lock(self) -> None:
+        """Free the lock of a beat that died on this host, so a restart need not wait it out."""
+        client = get_redis(self.app)
+        raw, token = client.get(self._holder_key()), client.get(self.lock_key)
+        if not raw or not token:
+            return
+        holder = json.loads(raw)
+        if holder.get("token") != token or owner_alive(holder.get("owner", "")):
+            return
+        if client.eval(_RELEASE_IF, 1, self.lock_key, token):
+            log.warning("beat: took over the lock of %s, which is no longer running",
+                        holder.get("owner"))
+
+
+def liveness(runtime: Any) -> dict[str, Any]:
+    """Whether a beat holds the lock and ticked lately: ``{alive, owner, at}``."""
+    raw = runtime.redis.get(runtime.keys.meta("beat"))
+    if not raw:
+        return {"alive": False, "owner": None, "at": None}
+    holder = json.loads(raw)
+    at = datetime.fromisoformat(holder["at"])
+    alive = (utcnow() - at).total_seconds() < LIVENESS_SECONDS
+    return {"alive": alive, "owner": holder.get("owner"), "at": holder["at"]}
+
+
+@beat_init.connect
+def _after_lock(sender: Any = None, **_: Any) -> None:
+    """After RedBeat took the lock: note the holder and run the start-up recovery once."""
+    scheduler = getattr(sender, "scheduler", None)
+    if not isinstance(scheduler, Scheduler):
+        return
+    if scheduler.lock is not None:
+        scheduler.record_holder()
+    scheduler.app.send_task("mimikit.supervisor.recover", queue="supervisor")
+
+
+def _next_due(entry: Any) -> datetime:
+    """When an entry that just fired its ``last_run_at`` slot is due again.
+
+    RedBeat's own score subtracts the lateness once more, which makes late entries look due
+    early, so every tick reloads them; this is the real time.
+    """
+    last = _aware(entry.last_run_at)
+    if (entry.kwargs or {}).get("kind") == "cron":
+        return schedules.next_cron(entry.schedule, last) or last + timedelta(days=3650)
+    return last + entry.schedule.run_every
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)

@@ -12,6 +12,8 @@ from mimikit.config import Settings
 from mimikit.models import Message
 from mimikit.runtime import build_runtime
 
+QUIET_SECONDS = 1.5  # idle this long after the last reply: the answer is complete
+
 
 def print_status(settings: Settings, as_json: bool = False) -> int:
     report = cluster.status(build_runtime(settings))
@@ -41,28 +43,44 @@ def print_status(settings: Settings, as_json: bool = False) -> int:
 
 
 def send(settings: Settings, text: str, timeout: float = 120.0) -> int:
-    """Post a user message and print assistant/system messages until the Teller is idle."""
+    """Post a user message and print the replies as they come.
+
+    Returns once the Teller is idle and no task started for this message is still active,
+    or when it asks a question (answer it in the page).
+    """
     runtime = build_runtime(settings)
     state = runtime.state
-    start_id = _latest_event(runtime)
+    cursor = _latest_event(runtime)
     message = Message(role="user", text=text)
+    message.traceId = message.id
     state.append_message(message, to_inbox=True)
     dispatch.wake(runtime)
-    deadline, cursor, quiet_since = time.monotonic() + timeout, start_id, None
+    deadline, quiet_since = time.monotonic() + timeout, None
     while time.monotonic() < deadline:
-        for entry_id, event, data in state.read_events(cursor, block_ms=1000):
+        for entry_id, event, data in state.read_events(cursor, block_ms=500):
             cursor = entry_id
-            if event == "message":
-                shown = _show_message(json.loads(data), message.id)
-                quiet_since = None if shown else quiet_since
-        from mimikit.teller_gate import teller_state
-
-        if teller_state(runtime)["state"] == "idle" and not state.read_inbox():
+            if event == "message" and _show_message(json.loads(data), message.id):
+                quiet_since = None
+            elif event == "question" and _show_question(json.loads(data)):
+                return 0
+        if _busy(runtime, message.id):
+            quiet_since = None
+        else:
             quiet_since = quiet_since or time.monotonic()
-            if time.monotonic() - quiet_since > 1.5:
+            if time.monotonic() - quiet_since > QUIET_SECONDS:
                 return 0
     print("mimikit: no answer within the timeout; see `mimikit status`", file=sys.stderr)
     return 1
+
+
+def _busy(runtime: Any, trace_id: str) -> bool:
+    """The Teller is queued or running, has input waiting, or this message's tasks are active."""
+    from mimikit.teller_gate import teller_state
+
+    if teller_state(runtime)["state"] != "idle" or runtime.state.read_inbox():
+        return True
+    active = runtime.state.tasks_with_status("queued", "running", "deferred")
+    return any(t.traceId == trace_id and not t.is_trigger for t in active)
 
 
 def _latest_event(runtime: Any) -> str:
@@ -75,6 +93,17 @@ def _show_message(message: dict[str, Any], own_id: str) -> bool:
         return False
     prefix = {"assistant": "", "system": "[system] "}.get(message["role"], "")
     print(prefix + message["text"], flush=True)
+    return True
+
+
+def _show_question(data: dict[str, Any]) -> bool:
+    question = data.get("question")
+    if not question:
+        return False
+    options = question.get("options") or []
+    print(f"[question] {question['question']}"
+          + (f"  (options: {', '.join(options)})" if options else "")
+          + "\n[question] answer it in the web page", flush=True)
     return True
 
 

@@ -1,4 +1,11 @@
-"""``mimikit flower``: Flower on the same broker, loopback by default, auth when configured."""
+"""``mimikit flower``: Flower on the same broker, loopback by default, auth when configured.
+
+Flower's HTTP API answers 401 unless it has auth or ``FLOWER_UNAUTHENTICATED_API=true``. So
+``mimikit flower`` uses basic auth from ``MIMIKIT_FLOWER_BASIC_AUTH`` (``user:password``) when
+set, enables the unauthenticated API only on a loopback address without auth, and refuses a
+non-loopback address without auth. Flower lists ``mimikit.*`` tasks because the workers send
+task events (``worker_send_task_events`` and ``task_send_sent_event`` in celeryconfig.py).
+"""
 
 from __future__ import annotations
 
@@ -7,26 +14,41 @@ import os
 from mimikit.config import Settings, is_loopback
 from mimikit.exceptions import ConfigError
 
+BASIC_AUTH_VARIABLE = "MIMIKIT_FLOWER_BASIC_AUTH"
+UNAUTHENTICATED_VARIABLE = "FLOWER_UNAUTHENTICATED_API"
+
 
 def flower_argv(settings: Settings, address: str, port: int) -> list[str]:
-    """The Celery command line that starts Flower for this instance."""
-    basic_auth = os.environ.get("MIMIKIT_FLOWER_BASIC_AUTH")
-    if not is_loopback(address) and not basic_auth:
+    """The Celery command line that starts Flower for this instance.
+
+    Also sets or clears ``FLOWER_UNAUTHENTICATED_API`` in this process's environment, which
+    Flower reads on every API request.
+    """
+    basic_auth = os.environ.get(BASIC_AUTH_VARIABLE, "").strip()
+    if basic_auth and ":" not in basic_auth:
+        raise ConfigError(f"{BASIC_AUTH_VARIABLE} must be user:password (several: "
+                          "user1:pw1,user2:pw2), got a value without ':'")
+    loopback = is_loopback(address)
+    if not loopback and not basic_auth:
         raise ConfigError(
             f"refusing to serve Flower on {address} without auth: set "
-            "MIMIKIT_FLOWER_BASIC_AUTH=user:password, or bind 127.0.0.1"
+            f"{BASIC_AUTH_VARIABLE}=user:password, or bind 127.0.0.1"
         )
     argv = ["flower", f"--address={address}", f"--port={port}"]
     if basic_auth:
         argv.append(f"--basic-auth={basic_auth}")
-    elif is_loopback(address):
-        # Flower's HTTP API answers 401 without auth unless this is set; loopback only.
-        os.environ["FLOWER_UNAUTHENTICATED_API"] = "true"
+    if loopback and not basic_auth:
+        os.environ[UNAUTHENTICATED_VARIABLE] = "true"
+    else:
+        # Never inherit an open API on a public address or next to configured auth.
+        os.environ.pop(UNAUTHENTICATED_VARIABLE, None)
     return argv
 
 
 def run_flower(settings: Settings, address: str = "127.0.0.1", port: int = 5555) -> int:
+    """Run Flower in the foreground against the instance's broker."""
+    argv = flower_argv(settings, address, port)
     from mimikit.celery_app import app
 
-    app.start(flower_argv(settings, address, port))
+    app.start(argv)
     return 0

@@ -1,25 +1,71 @@
-"""The supervisor: code-only housekeeping that runs on every tick."""
+"""The supervisor: code-only housekeeping that runs on every tick.
+
+A tick re-queues tasks whose worker died, releases deferred tasks whose time came, evaluates the
+file conditions and the triggers whose cooldown ended, and wakes the Teller for pending inputs.
+Overlapping ticks skip (a short Redis lock); with nothing to do a tick costs a few Redis reads.
+"""
 
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
-from mimikit import dispatch
-from mimikit.models import utcnow
+from mimikit import dispatch, recovery, triggers
+from mimikit.conditions import FileScanner
+from mimikit.models import Task, utcnow
 from mimikit.runtime import Runtime
 from mimikit.teller_gate import teller_state
 
 log = logging.getLogger("mimikit.supervisor")
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
 
 
 def tick(runtime: Runtime) -> dict[str, Any]:
     """One supervisor pass; returns what it did (for logs and tests)."""
     now = utcnow()
-    runtime.redis.set(runtime.keys.meta("last_tick"), now.isoformat())
-    done: dict[str, Any] = {}
-    done["woke"] = wake_for_pending(runtime)
-    return done
+    redis, keys = runtime.redis, runtime.keys
+    redis.set(keys.meta("last_tick"), now.isoformat())
+    lock_key, token = keys.meta("tick_lock"), uuid.uuid4().hex
+    lease_ms = int(max(runtime.settings.tick_seconds * 10, 10) * 1000)
+    if not redis.set(lock_key, token, nx=True, px=lease_ms):
+        return {"skipped": "another tick is running"}
+    try:
+        done: dict[str, Any] = {}
+        done["recovered"] = recovery.recover_lost(runtime, now)
+        done["released"] = recovery.release_deferred(runtime, now)
+        done["fired"] = fire_watched(runtime, now)
+        done["woke"] = wake_for_pending(runtime)
+        return {k: v for k, v in done.items() if v}
+    finally:
+        redis.eval(_RELEASE, 1, lock_key, token)
+
+
+def fire_watched(runtime: Runtime, now: Any) -> list[str]:
+    """Evaluate the triggers with file conditions and those whose cooldown just ended."""
+    redis, keys = runtime.redis, runtime.keys
+    pipe = redis.pipeline(transaction=False)
+    pipe.smembers(keys.file_triggers)
+    pipe.zrangebyscore(keys.cooling, "-inf", now.timestamp())
+    file_ids, cooled = pipe.execute()
+    ids = sorted({_s(i) for i in file_ids} | {_s(i) for i in cooled})
+    if not ids:
+        return []
+    if cooled:
+        redis.zrem(keys.cooling, *cooled)
+    files = FileScanner(runtime.settings.work_dir)
+    fired = []
+    for trigger in load_tasks(runtime, ids):
+        if trigger.finished:
+            triggers.unschedule(runtime, trigger)
+            continue
+        if triggers.evaluate_and_fire(runtime, trigger.id, cause="tick", trigger=trigger,
+                                      files=files):
+            fired.append(trigger.id)
+    return fired
 
 
 def wake_for_pending(runtime: Runtime) -> bool:
@@ -29,3 +75,15 @@ def wake_for_pending(runtime: Runtime) -> bool:
     if teller_state(runtime)["state"] != "idle":
         return False
     return dispatch.wake(runtime)
+
+
+def load_tasks(runtime: Runtime, ids: list[str]) -> list[Task]:
+    """The tasks with these ids, in one round trip (missing ones left out)."""
+    if not ids:
+        return []
+    raws = runtime.redis.mget([runtime.keys.task(i) for i in ids])
+    return [Task.model_validate_json(raw) for raw in raws if raw]
+
+
+def _s(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

@@ -109,6 +109,42 @@ def test_events_accept_the_token_as_a_query_parameter_only_there(token_client):
     assert_json_error(token_client.get(f"/api/status?token={TOKEN}"), 401)
 
 
+def test_web_refuses_a_public_bind_without_a_token(runtime):
+    import os
+    import subprocess
+    import sys
+
+    from processes import ROOT, free_port
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("MIMIKIT_API_TOKEN", None)
+    done = subprocess.run([sys.executable, "-m", "mimikit", "web", "--host", "0.0.0.0",
+                           "--port", str(free_port())], capture_output=True, text=True,
+                          timeout=30, cwd=ROOT, env=env)
+    assert done.returncode == 1
+    assert "refusing to serve on 0.0.0.0 without a token" in done.stderr
+    assert "MIMIKIT_API_TOKEN" in done.stderr
+
+
+def test_web_on_a_public_bind_with_a_token_serves_and_checks_it(runtime, tmp_path):
+    import urllib.error
+
+    from web_helpers import WebServer
+
+    server = WebServer(tmp_path / "web.log", env={"MIMIKIT_HOST": "0.0.0.0",
+                                                  "MIMIKIT_API_TOKEN": TOKEN})
+    try:
+        server.start()
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            server.get_json("/api/status")
+        assert refused.value.code == 401
+        assert "Bearer" in json.loads(refused.value.read())["error"]
+        status = server.get_json("/api/status", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert status["ok"] is True
+    finally:
+        server.stop()
+
+
 # --- input --------------------------------------------------------------------------------------
 
 

@@ -37,3 +37,27 @@ def slow_task(self, task_id: str, seconds: float) -> str:  # type: ignore[no-unt
 
     decision = execute(runtime.state, task_id, self.request.id, 60, body)
     return decision.outcome
+
+
+@app.task(name="tests.stand_in_worker", bind=True, acks_late=True)
+def stand_in_worker(self, task_id: str) -> str:  # type: ignore[no-untyped-def]
+    """Stands in for ``mimikit.worker`` (same arguments): sleeps the seconds its prompt names
+    (``"sleep 2"``), through the real delivery lifecycle."""
+    runtime = get_runtime()
+    seconds = float(runtime.state.require_task(task_id).prompt.split()[-1])
+    return _stand_in(self, task_id, seconds)
+
+
+def _stand_in(task, task_id: str, seconds: float) -> str:  # type: ignore[no-untyped-def]
+    runtime = get_runtime()
+
+    def body(control: RunControl) -> Result:
+        runtime.redis.rpush(runtime.keys.meta(f"runs:{task_id}"), str(os.getpid()))
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            control.check()
+            time.sleep(0.05)
+        return Result(id=task_id, status="done", result={"text": "slept"},
+                      attempts=control.task.attempts)
+
+    return execute(runtime.state, task_id, task.request.id, 60, body).outcome

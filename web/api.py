@@ -82,6 +82,7 @@ def post_input() -> Any:
     body = parse_body(InputBody)
     rt = runtime()
     message = Message(role="user", text=body.text)
+    message.traceId = message.id  # the trace follows this input through every run and task
     rt.state.append_message(message, to_inbox=True)
     rt.state.log("input_received", messageId=message.id, traceId=message.id)
     dispatch.wake(rt)

@@ -10,6 +10,8 @@ from mimikit.config import Settings
 from mimikit.exceptions import ConfigError
 
 SSE_THREADS = 64
+# Open SSE streams never finish by themselves: do not wait long for them on shutdown.
+GRACEFUL_SECONDS = 2
 
 
 class _Gunicorn(BaseApplication):  # type: ignore[misc]
@@ -41,7 +43,7 @@ def serve(settings: Settings, debug: bool = False) -> int:
         return 0
     options = {
         "bind": f"{settings.host}:{settings.port}", "workers": 1, "worker_class": "gthread",
-        "threads": SSE_THREADS, "timeout": 0, "graceful_timeout": 5, "accesslog": None,
+        "threads": SSE_THREADS, "timeout": 0, "graceful_timeout": GRACEFUL_SECONDS, "accesslog": None,
         "errorlog": "-", "loglevel": "warning",
     }
     _Gunicorn(app, options).run()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Any
 
@@ -15,10 +16,18 @@ from mimikit.tools.context import MeteredClient, ToolContext
 log = logging.getLogger("mimikit.agents")
 
 
+_clients: dict[tuple[Any, ...], LLMClient] = {}
+
+
 def client_for(runtime: Runtime) -> LLMClient:
+    """The process's LLM client for these settings (building one costs ~30 ms of TLS setup)."""
     settings = runtime.settings
-    return LLMClient(settings.llm_base_url, settings.llm_api_key, timeout=settings.llm_timeout,
-                     max_retries=settings.llm_retries)
+    key = (os.getpid(), settings.llm_base_url, settings.llm_api_key, settings.llm_timeout,
+           settings.llm_retries)
+    client = _clients.get(key)
+    if client is None:
+        client = _clients[key] = LLMClient.from_settings(settings)
+    return client
 
 
 def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: str, user_prompt: str,

@@ -44,7 +44,9 @@ def run_teller(runtime: Runtime, owner: str) -> str:
 
 def teller_pass(runtime: Runtime, items: list[dict[str, Any]]) -> None:
     """One Teller run over ``items``."""
-    trace_id = next((i.get("traceId") for i in items if i.get("traceId")), None)
+    # An input carries its trace on the message; results and answers on the item itself.
+    traces = (i.get("traceId") or (i.get("message") or {}).get("traceId") for i in items)
+    trace_id = next((t for t in traces if t), None)
     ctx = ToolContext(runtime=runtime, role="teller", trace_id=trace_id)
     pending_texts = [i["message"]["text"] for i in items if i["kind"] == "input"]
     input_ids = {i["message"]["id"] for i in items if i["kind"] == "input"}

@@ -72,6 +72,7 @@ class Registry:
 
     def __init__(self, propagate: tuple[type[BaseException], ...] = ()) -> None:
         self._tools: dict[tuple[str, str], Tool] = {}
+        self._schemas: dict[str, list[dict[str, Any]]] = {}
         self.propagate = propagate
 
     def register(self, tool: Tool) -> Tool:
@@ -87,6 +88,7 @@ class Registry:
                 raise ValueError(f"tool {tool.name!r} is already registered for the {role}")
         for role in tool.roles:
             self._tools[(role, tool.name)] = tool
+        self._schemas.clear()
         return tool
 
     def tool(
@@ -120,8 +122,10 @@ class Registry:
         return sorted(name for (owner, name) in self._tools if owner == role)
 
     def schemas_for(self, role: str) -> list[dict[str, Any]]:
-        """The OpenAI function-calling schemas of the role's tools."""
-        return [_schema(self._tools[(role, name)]) for name in self.names_for(role)]
+        """The OpenAI function-calling schemas of the role's tools (built once per role)."""
+        if role not in self._schemas:
+            self._schemas[role] = [_schema(self._tools[(role, n)]) for n in self.names_for(role)]
+        return self._schemas[role]
 
     def call(self, role: str, name: str, arguments_json: str, ctx: Any) -> ToolOutcome:
         """Validate and run one call; every failure becomes an error text for the model."""

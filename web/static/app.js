@@ -1,5 +1,6 @@
 /*
- * Mimikit chat page: messages, composer, pending question, task panel, live updates over SSE.
+ * Mimikit chat page: status bar, messages, composer, pending question, live updates over SSE.
+ * Loaded after core.js (helpers, API client) and tasks.js (task panel and detail).
  *
  * Stable hooks for browser tests:
  *   #status                          status bar; #status-conn, #status-redis, #status-workers,
@@ -20,7 +21,10 @@
 'use strict';
 
 (() => {
-  const TOKEN_KEY = 'mimikitToken';
+  const {
+    $, h, numberFormat, parseDate, timeEl, usageText, showText, notice, getToken, api,
+  } = window.Mimikit;
+  const tasks = window.Mimikit.tasks;
   const MAX_INPUT_CHARS = 32768;
   const COUNTER_FROM_CHARS = 30000;
   const MESSAGE_LOAD_LIMIT = 100;
@@ -28,206 +32,22 @@
   const STATUS_REFRESH_MS = 15000;
   const IDLE_GRACE_MS = 8000; // an idle status this soon after sending may predate the wake-up
   const AWAIT_GIVE_UP_MS = 600000;
-  const RECENT_TASKS_SHOWN = 12;
-  const PROMPT_CUT_CHARS = 90;
   const BUSY_STATES = new Set(['queued', 'running']);
-  const CANCELABLE = new Set(['queued', 'running', 'trigger', 'deferred']);
-  const TASK_GROUPS = [
-    { key: 'running', label: 'Running', statuses: ['running'], empty: 'Nothing running' },
-    { key: 'queued', label: 'Queued', statuses: ['queued', 'deferred'], empty: 'Queue is empty' },
-    { key: 'triggers', label: 'Triggers', statuses: ['trigger'], empty: 'No triggers' },
-    { key: 'recent', label: 'Recent', statuses: ['done', 'failed', 'canceled'], empty: 'Nothing finished yet' },
-  ];
 
-  const $ = (sel) => document.querySelector(sel);
-  const numberFormat = new Intl.NumberFormat();
   const state = {
     messages: new Map(), // id -> element
     signatures: new Map(), // id -> JSON of the last rendered version
-    tasks: new Map(), // id -> TaskSummary
     question: null,
     tellerBusy: false,
     statusAt: 0, // when the last status arrived (ms)
     awaiting: null, // {since, sawBusy} after the user sent something
     stick: true,
+    autoTop: 0, // scrollTop after the last scroll to the bottom done by the page
     sending: false,
     es: null,
     sseFailed: false,
     reconnectDelay: 1000,
-    detailId: null,
-    tokenPrompt: null,
-    tokenDeclined: false,
   };
-
-  // ---- small helpers --------------------------------------------------------------------------
-
-  function h(tag, attrs, ...children) {
-    const el = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs || {})) {
-      if (value === null || value === undefined || value === false) continue;
-      if (key === 'class') el.className = value;
-      else if (key === 'text') el.textContent = value;
-      else if (key.startsWith('on')) el.addEventListener(key.slice(2), value);
-      else el.setAttribute(key, value === true ? '' : value);
-    }
-    for (const child of children.flat(Infinity)) {
-      if (child !== null && child !== undefined && child !== false) el.append(child);
-    }
-    return el;
-  }
-
-  function parseDate(value) {
-    const date = value ? new Date(value) : null;
-    return date && !Number.isNaN(date.getTime()) ? date : null;
-  }
-
-  function clock(date, seconds = false) {
-    const opts = { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' };
-    if (seconds) opts.second = '2-digit';
-    return date.toLocaleTimeString([], opts);
-  }
-
-  function timeEl(value, seconds = false) {
-    const date = parseDate(value);
-    if (!date) return null;
-    return h('time', { datetime: date.toISOString(), title: date.toLocaleString() }, clock(date, seconds));
-  }
-
-  function when(value) {
-    const date = parseDate(value);
-    if (!date) return '';
-    const sameDay = date.toDateString() === new Date().toDateString();
-    return sameDay ? clock(date) : date.toLocaleString([], {
-      month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23',
-    });
-  }
-
-  function duration(ms) {
-    if (typeof ms !== 'number' || !Number.isFinite(ms)) return '';
-    if (ms < 1000) return `${Math.round(ms)} ms`;
-    if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
-    const minutes = Math.floor(ms / 60000);
-    return `${minutes} min ${Math.round((ms % 60000) / 1000)} s`;
-  }
-
-  function usageText(usage, elapsedMs) {
-    const parts = [];
-    if (usage && typeof usage.totalTokens === 'number') {
-      parts.push(`${numberFormat.format(usage.totalTokens)} tokens`);
-    }
-    if (typeof elapsedMs === 'number') parts.push(duration(elapsedMs));
-    return parts.join(' · ');
-  }
-
-  function cut(text, max) {
-    const flat = String(text || '').replace(/\s+/g, ' ').trim();
-    return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
-  }
-
-  function pretty(value) {
-    if (typeof value === 'string') {
-      try {
-        return JSON.stringify(JSON.parse(value), null, 2);
-      } catch (err) {
-        return value; // not JSON: show as written
-      }
-    }
-    return JSON.stringify(value, null, 2);
-  }
-
-  function showText(el, text) {
-    el.textContent = text || '';
-    el.hidden = !text;
-  }
-
-  function notice(text) {
-    showText($('#notice'), text);
-  }
-
-  // ---- API and token --------------------------------------------------------------------------
-
-  class ApiError extends Error {
-    constructor(message, status, data = null) {
-      super(message);
-      this.status = status;
-      this.data = data;
-    }
-  }
-
-  function getToken() {
-    try {
-      return localStorage.getItem(TOKEN_KEY) || '';
-    } catch (err) {
-      return ''; // storage blocked: behave as if no token is set
-    }
-  }
-
-  function setToken(token) {
-    try {
-      localStorage.setItem(TOKEN_KEY, token);
-    } catch (err) {
-      notice(`Could not store the token in this browser: ${err.message}`);
-    }
-  }
-
-  function askToken(rejected) {
-    if (state.tokenDeclined) return Promise.reject(new ApiError('An API token is required.', 401));
-    if (state.tokenPrompt) return state.tokenPrompt;
-    const dialog = $('#token-dialog');
-    const input = $('#token-input');
-    state.tokenPrompt = new Promise((resolve, reject) => {
-      $('#token-error').hidden = !rejected;
-      input.value = '';
-      dialog.returnValue = '';
-      dialog.addEventListener('close', () => {
-        state.tokenPrompt = null;
-        const token = dialog.returnValue === 'ok' ? input.value.trim() : '';
-        if (!token) {
-          state.tokenDeclined = true;
-          $('#auth-button').hidden = false;
-          reject(new ApiError('An API token is required: use "Enter token" in the status bar.', 401));
-          return;
-        }
-        setToken(token);
-        $('#auth-button').hidden = true;
-        connectEvents();
-        resolve();
-      }, { once: true });
-      dialog.showModal();
-    });
-    return state.tokenPrompt;
-  }
-
-  /** fetch() a JSON API path with the stored token; on 401 ask for the token and retry. */
-  async function api(path, { method = 'GET', body } = {}) {
-    for (let attempt = 0; ; attempt += 1) {
-      const headers = { Accept: 'application/json' };
-      const token = getToken();
-      if (token) headers.Authorization = `Bearer ${token}`;
-      if (body !== undefined) headers['Content-Type'] = 'application/json';
-      let res;
-      try {
-        res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-      } catch (err) {
-        throw new ApiError(`Cannot reach the Mimikit server (${err.message}).`, 0);
-      }
-      if (res.status === 401 && attempt < 3) {
-        await askToken(attempt > 0 || Boolean(token));
-        continue;
-      }
-      let data = null;
-      try {
-        data = await res.json();
-      } catch (err) {
-        data = null; // empty or non-JSON body: the status code says enough
-      }
-      if (!res.ok) {
-        const reason = (data && (data.error || data.message)) || `HTTP ${res.status}`;
-        throw new ApiError(String(reason), res.status, data);
-      }
-      return data || {};
-    }
-  }
 
   // ---- status bar -----------------------------------------------------------------------------
 
@@ -308,7 +128,7 @@
     if (usage) meta.append(h('span', { class: 'msg-usage' }, usage));
     if (m.taskId) {
       meta.append(h('button', {
-        type: 'button', class: 'link-button msg-task', onclick: () => openTask(m.taskId),
+        type: 'button', class: 'link-button msg-task', onclick: () => tasks.open(m.taskId),
       }, 'view task'));
     }
     const el = h('article', { class: `msg ${role}`, 'data-id': m.id }, text, meta);
@@ -355,13 +175,20 @@
   function scrollToBottom() {
     const scroller = $('#scroller');
     scroller.scrollTop = scroller.scrollHeight;
+    state.autoTop = scroller.scrollTop;
     $('#jump').hidden = true;
   }
 
   function onScroll() {
     const s = $('#scroller');
-    state.stick = s.scrollHeight - s.scrollTop - s.clientHeight < 48;
-    if (state.stick) $('#jump').hidden = true;
+    if (s.scrollHeight - s.scrollTop - s.clientHeight < 48) {
+      state.stick = true;
+      $('#jump').hidden = true;
+    } else if (s.scrollTop < state.autoTop - 4) {
+      // Only a scroll up by the reader unsticks: the list growing or the question card
+      // shrinking the view also moves the bottom away, and must not stop following it.
+      state.stick = false;
+    }
   }
 
   // ---- thinking indicator ---------------------------------------------------------------------
@@ -460,6 +287,9 @@
     const changed = !state.question || state.question.key !== key;
     state.question = { ...q, key };
     if (changed) {
+      // The Teller asked instead of replying: stop waiting for a reply.
+      state.awaiting = null;
+      updateThinking();
       $('#question-text').innerHTML = window.MimikitMarkdown.render(q.question);
       const options = $('#question-options');
       options.replaceChildren(...(Array.isArray(q.options) ? q.options : []).map((option) => h('button', {
@@ -522,239 +352,6 @@
     }
   }
 
-  // ---- task panel -----------------------------------------------------------------------------
-
-  function taskLabel(task) {
-    return cut(task.title || task.prompt || task.id, PROMPT_CUT_CHARS);
-  }
-
-  function badge(status) {
-    return h('span', { class: `badge badge-${status}` }, status);
-  }
-
-  function buildTask(task) {
-    const meta = h('span', { class: 'task-meta' }, badge(task.status),
-      h('span', { title: 'priority (0-10, larger runs first)' }, `P${task.priority ?? 5}`),
-      task.role ? h('span', {}, task.role) : null,
-      task.type && task.type !== 'oneshot' ? h('span', {}, task.type) : null,
-      task.nextRunAt ? h('span', { class: 'task-next', title: parseDate(task.nextRunAt)?.toLocaleString() },
-        `next ${when(task.nextRunAt)}`) : null);
-    const li = h('li', { class: 'task', 'data-id': task.id, 'data-status': task.status },
-      h('button', { type: 'button', class: 'task-open', onclick: () => openTask(task.id) },
-        h('span', { class: 'task-title' }, taskLabel(task)), meta));
-    if (CANCELABLE.has(task.status)) {
-      li.append(h('button', {
-        type: 'button', class: 'task-cancel', 'aria-label': `Cancel task: ${taskLabel(task)}`,
-        title: 'Cancel', onclick: (event) => cancelTask(task.id, event.currentTarget),
-      }, 'Cancel'));
-    }
-    return li;
-  }
-
-  function sortTasks(key, tasks) {
-    const time = (v) => parseDate(v)?.getTime() ?? 0;
-    const oldestFirst = (a, b) => time(a.createdAt) - time(b.createdAt);
-    if (key === 'queued') {
-      return tasks.sort((a, b) => (b.priority ?? 5) - (a.priority ?? 5) || oldestFirst(a, b));
-    }
-    if (key === 'triggers') return tasks.sort((a, b) => time(a.nextRunAt) - time(b.nextRunAt));
-    if (key === 'recent') return tasks.sort((a, b) => oldestFirst(b, a)).slice(0, RECENT_TASKS_SHOWN);
-    return tasks.sort(oldestFirst);
-  }
-
-  function renderTasks() {
-    const focused = document.activeElement;
-    const focusId = focused?.closest?.('.task')?.dataset.id;
-    const focusClass = focused?.classList?.contains('task-cancel') ? '.task-cancel' : '.task-open';
-    const all = [...state.tasks.values()];
-    const summary = [];
-    const groups = TASK_GROUPS.map((group) => {
-      const tasks = sortTasks(group.key, all.filter((t) => group.statuses.includes(t.status)));
-      if (tasks.length && group.key !== 'recent') {
-        const noun = group.key === 'triggers' && tasks.length === 1 ? 'trigger' : group.key;
-        summary.push(`${tasks.length} ${noun}`);
-      }
-      return h('section', { class: `task-group group-${group.key}`, 'aria-label': group.label },
-        h('h3', {}, group.label, h('span', { class: 'count' }, String(tasks.length))),
-        tasks.length ? h('ul', { class: 'task-list' }, tasks.map(buildTask))
-          : h('p', { class: 'task-empty' }, group.empty));
-    });
-    $('#task-groups').replaceChildren(...groups);
-    $('#tasks-summary').textContent = summary.join(' · ');
-    if (focusId) {
-      const again = document.querySelector(`.task[data-id="${CSS.escape(focusId)}"] ${focusClass}`);
-      if (again) again.focus();
-    }
-  }
-
-  let taskRefreshTimer = null;
-
-  function scheduleTaskRefresh() {
-    clearTimeout(taskRefreshTimer);
-    taskRefreshTimer = setTimeout(refreshTasks, 400);
-  }
-
-  async function refreshTasks() {
-    try {
-      const data = await api('/api/tasks?scope=all');
-      state.tasks = new Map((data.tasks || []).map((t) => [t.id, t]));
-      showText($('#tasks-error'), '');
-      renderTasks();
-    } catch (err) {
-      showText($('#tasks-error'), `Could not load tasks: ${err.message}`);
-    }
-  }
-
-  function onTaskEvent(task) {
-    if (!task || !task.id) return;
-    state.tasks.set(task.id, { ...state.tasks.get(task.id), ...task });
-    renderTasks();
-    scheduleTaskRefresh();
-    if (state.detailId === task.id && $('#task-detail').open) loadTaskDetail(task.id);
-  }
-
-  async function cancelTask(id, button) {
-    button.disabled = true;
-    button.textContent = 'Canceling…';
-    try {
-      const data = await api(`/api/tasks/${encodeURIComponent(id)}/cancel`, { method: 'POST' });
-      if (!data.success) {
-        showText($('#tasks-error'), data.message || `Task ${id} could not be canceled (it may have finished).`);
-      }
-    } catch (err) {
-      showText($('#tasks-error'), `Cancel failed: ${err.message}`);
-    }
-    refreshTasks();
-  }
-
-  // ---- task detail ----------------------------------------------------------------------------
-
-  function section(title, ...children) {
-    return h('section', { class: 'detail-section' }, h('h3', {}, title), ...children);
-  }
-
-  function pre(text, cls = '') {
-    return h('pre', { class: `block ${cls}` }, text);
-  }
-
-  function detailMeta(task) {
-    const rows = [
-      ['ID', task.id], ['Type', task.type], ['Role', task.role], ['Priority', task.priority],
-      ['Attempts', task.attempts], ['Timeout', task.timeout ? `${task.timeout} s` : null],
-      ['Created', when(task.createdAt)], ['Started', when(task.startedAt)],
-      ['Completed', when(task.completedAt)], ['Deferred until', when(task.deferUntil)],
-      ['Next run', when(task.schedule?.nextRunAt || task.schedule?.runAt || task.nextRunAt)],
-      ['Trace', task.traceId],
-    ].filter(([, v]) => v !== null && v !== undefined && v !== '');
-    return h('dl', { class: 'detail-meta' }, rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, String(v))]));
-  }
-
-  function resultView(result) {
-    const body = result.result || {};
-    const head = h('p', { class: 'result-head' }, badge(result.status), ` ${result.resultType || ''}`);
-    const parts = [head];
-    if (result.error) parts.push(pre(result.error, 'error-block'));
-    if (result.question) parts.push(h('p', {}, `Question: ${result.question}`));
-    if (result.resultType === 'text' && typeof body.text === 'string') {
-      const text = h('div', { class: 'md' });
-      text.innerHTML = window.MimikitMarkdown.render(body.text);
-      parts.push(text);
-    } else if (Object.keys(body).length) {
-      parts.push(pre(pretty(body)));
-    }
-    return parts;
-  }
-
-  function eventsView(events) {
-    return h('ol', { class: 'timeline' }, events.map((event) => {
-      const rest = { ...event };
-      for (const key of ['type', 'at', 'taskId', 'traceId']) delete rest[key];
-      const extra = Object.keys(rest).length ? JSON.stringify(rest) : '';
-      return h('li', {}, timeEl(event.at, true), h('strong', {}, ` ${event.type || 'event'}`),
-        extra ? h('code', { class: 'event-extra' }, extra) : null);
-    }));
-  }
-
-  function contentText(content) {
-    if (content === null || content === undefined) return '';
-    if (typeof content === 'string') return content;
-    if (Array.isArray(content)) return content.map((part) => part.text ?? JSON.stringify(part)).join('\n');
-    return pretty(content);
-  }
-
-  function turnView(message) {
-    const role = message.role || 'message';
-    const calls = message.tool_calls || message.toolCalls || [];
-    const toolId = message.tool_call_id || message.toolCallId;
-    const label = role === 'tool' ? `tool result${message.name ? ` · ${message.name}` : ''}` : role;
-    const text = contentText(message.content);
-    return h('div', { class: `turn turn-${role}` },
-      h('div', { class: 'turn-role', title: toolId || '' }, label),
-      text ? pre(text) : null,
-      calls.map((call) => {
-        const fn = call.function || call;
-        return h('div', { class: 'tool-call' },
-          h('div', { class: 'tool-name' }, `→ ${fn.name || 'tool'}`), pre(pretty(fn.arguments ?? {})));
-      }));
-  }
-
-  function toolRecordView(call) {
-    return h('div', { class: 'turn turn-tool' },
-      h('div', { class: 'turn-role' }, `tool · ${call.name || 'tool'}${call.ok === false ? ' · failed' : ''}`),
-      pre(pretty(call.arguments ?? {})), call.content ? pre(contentText(call.content)) : null);
-  }
-
-  function runsView(runs) {
-    return runs.map((run, i) => {
-      const stats = usageText(run.usage, run.durationMs);
-      const title = [`Run ${i + 1}`, run.role || run.agent, run.model, run.status].filter(Boolean).join(' · ');
-      const messages = run.messages || [];
-      // Older or partial records may hold the tool calls only in their own list.
-      const turns = messages.length ? messages.map(turnView) : (run.toolCalls || []).map(toolRecordView);
-      return h('details', { class: 'run', open: i === runs.length - 1 },
-        h('summary', {}, h('span', {}, title), stats ? h('span', { class: 'muted' }, stats) : null),
-        run.error ? pre(run.error, 'error-block run-error') : null, turns);
-    });
-  }
-
-  function renderDetail(data) {
-    const task = data.task || {};
-    $('#task-detail-title').textContent = cut(task.title || task.prompt || task.id || 'Task', 80);
-    const body = [h('p', { class: 'detail-status' }, badge(task.status || 'unknown')), detailMeta(task),
-      section('Prompt', pre(task.prompt || ''))];
-    if (task.condition) body.push(section('Condition', pre(pretty(task.condition))));
-    if (task.schedule) body.push(section('Schedule', pre(pretty(task.schedule))));
-    if (task.error) body.push(section('Error', pre(task.error, 'error-block')));
-    if (data.result) body.push(section('Result', ...resultView(data.result)));
-    if (data.events?.length) body.push(section('History', eventsView(data.events)));
-    if (data.runs?.length) body.push(section('Runs', ...runsView(data.runs)));
-    if (CANCELABLE.has(task.status)) {
-      body.push(h('div', { class: 'dialog-actions' }, h('button', {
-        type: 'button', class: 'button danger detail-cancel',
-        onclick: (event) => cancelTask(task.id, event.currentTarget).then(() => loadTaskDetail(task.id)),
-      }, 'Cancel task')));
-    }
-    $('#task-detail-body').replaceChildren(...body);
-  }
-
-  async function loadTaskDetail(id) {
-    try {
-      const data = await api(`/api/tasks/${encodeURIComponent(id)}`);
-      if (state.detailId === id) renderDetail(data);
-    } catch (err) {
-      if (state.detailId === id) $('#task-detail-body').replaceChildren(h('p', { class: 'error' }, err.message));
-    }
-  }
-
-  function openTask(id) {
-    state.detailId = id;
-    $('#task-detail-title').textContent = 'Task';
-    $('#task-detail-body').replaceChildren(h('p', { class: 'muted' }, 'Loading…'));
-    const dialog = $('#task-detail');
-    if (!dialog.open) dialog.showModal();
-    loadTaskDetail(id);
-  }
-
   // ---- live updates ---------------------------------------------------------------------------
 
   function setConnected(on) {
@@ -797,7 +394,7 @@
     });
     // Accept both the bare object and a {message}/{task} wrapper.
     es.addEventListener('message', onJson((d) => addMessage(d && !d.id && d.message ? d.message : d)));
-    es.addEventListener('task', onJson((d) => onTaskEvent(d && !d.id && d.task ? d.task : d)));
+    es.addEventListener('task', onJson((d) => tasks.onEvent(d && !d.id && d.task ? d.task : d)));
     es.addEventListener('question', onJson((data) => setQuestion(data ? data.question : null)));
     es.addEventListener('status', onJson(renderStatus));
   }
@@ -817,30 +414,11 @@
   function resync() {
     return Promise.allSettled([
       loadMessages().catch((err) => notice(`Could not load messages: ${err.message}`)),
-      refreshStatus(), refreshTasks(), refreshQuestion(),
+      refreshStatus(), tasks.refresh(), refreshQuestion(),
     ]);
   }
 
   // ---- wiring ---------------------------------------------------------------------------------
-
-  function setupTasksToggle() {
-    const toggle = $('#tasks-toggle');
-    const wide = window.matchMedia('(min-width: 900px)');
-    const apply = () => {
-      toggle.disabled = wide.matches;
-      if (wide.matches) toggle.setAttribute('aria-expanded', 'true');
-      $('#tasks').classList.toggle('collapsed', toggle.getAttribute('aria-expanded') !== 'true');
-    };
-    toggle.addEventListener('click', () => {
-      toggle.setAttribute('aria-expanded', String(toggle.getAttribute('aria-expanded') !== 'true'));
-      apply();
-    });
-    wide.addEventListener('change', () => {
-      if (!wide.matches) toggle.setAttribute('aria-expanded', 'false');
-      apply();
-    });
-    apply();
-  }
 
   function bind() {
     $('#composer').addEventListener('submit', (event) => {
@@ -868,25 +446,18 @@
       event.preventDefault();
       answerQuestion($('#question-answer').value);
     });
-    $('#task-detail-close').addEventListener('click', () => $('#task-detail').close());
-    $('#task-detail').addEventListener('close', () => {
-      state.detailId = null;
-    });
-    $('#task-detail').addEventListener('click', (event) => {
-      if (event.target === event.currentTarget) event.currentTarget.close(); // backdrop click
-    });
     $('#auth-button').addEventListener('click', () => {
-      state.tokenDeclined = false;
-      askToken(false).then(resync, () => {});
+      window.Mimikit.promptToken().then(resync, () => {});
     });
-    setupTasksToggle();
+    window.Mimikit.onToken(connectEvents);
+    tasks.setup();
   }
 
   function boot() {
     bind();
     connectEvents();
     resync();
-    setInterval(refreshTasks, TASK_REFRESH_MS);
+    setInterval(tasks.refresh, TASK_REFRESH_MS);
     setInterval(refreshStatus, STATUS_REFRESH_MS);
     setInterval(() => {
       tickExpiry();

@@ -1,0 +1,131 @@
+"""Recovery: tasks whose worker died, deferred retries, and what to redo after a restart.
+
+A running task keeps a heartbeat key alive; when the key expired its worker is gone. The task is
+then re-queued after an exponential backoff (through ``deferUntil``, status ``deferred``) while
+``attempts < retry.maxAttempts``, else it fails with the reason, which routes like any failure.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from mimikit import dispatch
+from mimikit.models import Result, Task, utcnow
+from mimikit.runtime import Runtime
+
+log = logging.getLogger("mimikit.recovery")
+LOST_REASON = "worker lost (heartbeat expired)"
+BACKOFF_BASE_SECONDS = 1.0
+BACKOFF_MAX_SECONDS = 600.0
+
+
+def backoff_seconds(attempts: int) -> float:
+    """The wait before retry number ``attempts`` (1 s, 2 s, 4 s ... up to 10 minutes)."""
+    return float(min(BACKOFF_BASE_SECONDS * 2 ** max(attempts - 1, 0), BACKOFF_MAX_SECONDS))
+
+
+def recover_lost(runtime: Runtime, now: datetime) -> list[str]:
+    """Re-queue or fail every running task whose heartbeat expired; returns their ids."""
+    redis, keys = runtime.redis, runtime.keys
+    ids = sorted(_s(i) for i in redis.smembers(keys.status("running")))
+    if not ids:
+        return []
+    pipe = redis.pipeline(transaction=False)
+    for task_id in ids:
+        pipe.exists(keys.heartbeat(task_id))
+    lost = [task_id for task_id, alive in zip(ids, pipe.execute(), strict=True) if not alive]
+    return [task_id for task_id in lost if _handle_lost(runtime, task_id, now)]
+
+
+def _handle_lost(runtime: Runtime, task_id: str, now: datetime) -> bool:
+    task = runtime.state.get_task(task_id)
+    if task is None or task.status != "running":
+        return False
+    limit = task.retry.maxAttempts if task.retry else 1
+    if task.attempts < limit:
+        return _defer(runtime, task_id, now + timedelta(seconds=backoff_seconds(task.attempts)))
+    result = Result(id=task_id, status="failed", error=LOST_REASON, attempts=task.attempts,
+                    traceId=task.traceId)
+    finished = runtime.state.complete_task(result, notify_teller=task.role != "llm_eval")
+    if finished is None:
+        return False
+    log.warning("task %s failed: %s after %d attempts", task_id, LOST_REASON, task.attempts)
+    label = finished.title or finished.prompt[:80]
+    runtime.state.system_message(f"Task failed: {label} — {LOST_REASON}", taskId=task_id,
+                                 traceId=finished.traceId)
+    from mimikit import triggers
+
+    triggers.on_result(runtime, finished, result)
+    return True
+
+
+def _defer(runtime: Runtime, task_id: str, until: datetime) -> bool:
+    hb_key = runtime.keys.heartbeat(task_id)
+
+    def change(task: Task) -> Task | None:
+        if task.status != "running" or runtime.redis.exists(hb_key):
+            return None
+        task.status, task.deferUntil = "deferred", until  # type: ignore[assignment]
+        task.error = LOST_REASON
+        return task
+
+    def note(pipe: Any, before: Task, after: Task) -> None:
+        pipe.log(runtime.keys, "task_retry_scheduled", taskId=task_id, traceId=after.traceId,
+                 attempts=after.attempts, deferUntil=until.isoformat(), reason=LOST_REASON)
+
+    return runtime.state.update_task(task_id, change, note) is not None
+
+
+def release_deferred(runtime: Runtime, now: datetime) -> list[str]:
+    """Queue and enqueue the deferred tasks whose ``deferUntil`` has passed."""
+    ids = sorted(_s(i) for i in runtime.redis.smembers(runtime.keys.status("deferred")))
+    released = []
+    for task_id in ids:
+        task = runtime.state.get_task(task_id)
+        if task is None or (task.deferUntil and task.deferUntil > now):
+            continue
+
+        def change(current: Task) -> Task | None:
+            if current.status != "deferred":
+                return None
+            current.status = "queued"
+            return current
+
+        queued = runtime.state.update_task(task_id, change)
+        if queued is not None:
+            dispatch.enqueue(runtime, queued)
+            released.append(task_id)
+    return released
+
+
+def recover_on_startup(runtime: Runtime) -> dict[str, Any]:
+    """Redo what a crash may have left half done (run once when a beat starts).
+
+    Queued tasks are sent again (a duplicate delivery does nothing), timed triggers get their
+    beat entries back, conditional triggers their indexes, and pending inputs wake the Teller.
+    """
+    from mimikit import beat, supervisor, triggers
+
+    state = runtime.state
+    queued = [t for t in state.tasks_with_status("queued") if not t.is_trigger]
+    for task in queued:
+        if not (task.deferUntil and task.deferUntil > utcnow()):
+            dispatch.enqueue(runtime, task)
+    restored = []
+    for trigger in state.triggers():
+        if trigger.finished:
+            continue
+        if trigger.type in ("recurring", "scheduled") and not beat.entry_exists(trigger.id):
+            triggers.install(runtime, trigger)
+            restored.append(trigger.id)
+        elif trigger.type == "conditional":
+            triggers.index_conditional(runtime, trigger)
+    woke = supervisor.wake_for_pending(runtime)
+    runtime.state.log("supervisor_recovered", requeued=len(queued), restored=len(restored))
+    return {"requeued": len(queued), "restored": restored, "woke": woke}
+
+
+def _s(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

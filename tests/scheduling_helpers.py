@@ -1,0 +1,34 @@
+"""Helpers shared by the scheduling tests: building triggers, reading what they fired."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from mimikit import triggers
+from mimikit.models import Task
+
+
+def add_trigger(runtime: Any, **fields: Any) -> Task:
+    """Commit a trigger (as the Planner does) and install it."""
+    fields.setdefault("prompt", "triggered work")
+    trigger = Task(**fields)
+    runtime.state.add_tasks([trigger])
+    triggers.install(runtime, trigger)
+    return runtime.state.require_task(trigger.id)
+
+
+def fired(runtime: Any, trigger_id: str) -> list[Task]:
+    """The oneshot tasks a trigger created, oldest first."""
+    ids = [e["firedTaskId"] for e in runtime.state.task_log(trigger_id)
+           if e["type"] == "trigger_fired"]
+    return [runtime.state.require_task(i) for i in ids]
+
+
+def firing_events(runtime: Any, trigger_id: str) -> list[dict[str, Any]]:
+    return [e for e in runtime.state.task_log(trigger_id)
+            if e["type"] in ("trigger_fired", "trigger_skipped")]
+
+
+def slots(runtime: Any, trigger_id: str) -> list[datetime]:
+    return [datetime.fromisoformat(e["slot"]) for e in firing_events(runtime, trigger_id)]

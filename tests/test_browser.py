@@ -1,0 +1,205 @@
+"""The chat page in headless chromium against a real stack: ``mimikit web``, Celery workers and
+the scripted LLM."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from llm_server import delay, tool_call
+from processes import wait_for
+from web_helpers import WebServer, commands_running
+
+from mimikit import dispatch
+from mimikit.models import Task
+
+pytestmark = pytest.mark.browser
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--no-first-run", "--disable-sync"]
+SLEEP_ARG = "41.5"  # an unusual duration, so the test finds only its own sleep process
+XSS = "<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        if os.environ.get("MIMIKIT_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"{CHROMIUM} is missing and MIMIKIT_REQUIRE_BROWSER=1: "
+                        "install Debian's chromium")
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def page(stack, browser, tmp_path):
+    """The chat page of a running instance, with its dialogs and console errors recorded."""
+    server = WebServer(tmp_path / "web.log").start()
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context.set_default_timeout(20_000)
+    tab = context.new_page()
+    tab.dialogs = []
+    tab.errors = []
+    tab.on("dialog", lambda dialog: (tab.dialogs.append(dialog.message), dialog.dismiss()))
+    tab.on("pageerror", lambda error: tab.errors.append(str(error)))
+    tab.goto(server.url + "/")
+    tab.wait_for_selector("#status-conn[data-state=ok]")
+    yield tab
+    context.close()
+    server.stop()
+    assert tab.errors == [], f"script errors on the page: {tab.errors}"
+
+
+def send(page, text: str) -> None:
+    page.fill("#input", text)
+    page.press("#input", "Enter")
+
+
+def assistant_text(page, text: str):
+    return page.locator(".msg.assistant .msg-text", has_text=text)
+
+
+def test_a_typed_message_gets_the_teller_reply_without_a_reload(page, llm, tmp_path):
+    from playwright.sync_api import expect
+
+    llm.script("teller", delay(1.5, tool_call("reply", text="Hello! I can **help**.")))
+    page.evaluate("window.__sameDocument = true")
+    send(page, "hi there")
+    expect(page.locator(".msg.user .msg-text")).to_have_text("hi there")
+    expect(page.locator("#input")).to_have_value("")
+    expect(page.locator("#thinking")).to_be_visible()
+    reply = page.locator(".msg.assistant").last
+    expect(reply.locator(".msg-text strong")).to_have_text("help")
+    expect(page.locator("#thinking")).to_be_hidden()
+    usage = reply.locator(".msg-usage")
+    expect(usage).to_have_text(re.compile(r"^[\d,]+ tokens · [\d.]+ (ms|s)$"))
+    expect(reply.locator(".msg-meta time")).to_have_count(1)
+    assert page.evaluate("window.__sameDocument") is True
+    expect(page.locator("#status-llm")).to_have_attribute("data-state", "ok")
+    expect(page.locator("#status-workers")).to_contain_text("2 workers")
+    page.screenshot(path=str(tmp_path / "chat-desktop.png"), full_page=True)
+    page.set_viewport_size({"width": 375, "height": 740})
+    page.screenshot(path=str(tmp_path / "chat-phone.png"))
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    assert page.errors == []
+
+
+def test_a_pending_question_option_button_answers_it(page, llm, tmp_path):
+    from playwright.sync_api import expect
+
+    llm.script("teller", tool_call("ask_user", question="Deploy to **staging** or production?",
+                                   options=["staging", "production"], timeout=600))
+    llm.script("teller", tool_call("reply", text="Deploying to staging."))
+    send(page, "deploy it")
+    card = page.locator("#question")
+    expect(card).to_be_visible()
+    expect(page.locator("#question-text strong")).to_have_text("staging")
+    expect(page.locator("#question-expiry")).to_have_text(re.compile(r"expires in (9|10):\d\d"))
+    expect(page.locator(".question-option")).to_have_text(["staging", "production"])
+    page.screenshot(path=str(tmp_path / "question.png"))
+    page.locator(".question-option", has_text="staging").click()
+    expect(card).to_be_hidden()
+    expect(assistant_text(page, "Deploying to staging.")).to_be_visible()
+    expect(page.locator(".msg.user .msg-text")).to_have_text(["deploy it", "staging"])
+    answered = llm.requests_for("teller")[-1]["messages"][-1]["content"]
+    assert '"answer": "staging"' in answered
+
+
+def test_a_running_task_shows_in_the_panel_and_its_cancel_button_stops_it(page, stack, llm,
+                                                                           tmp_path):
+    from playwright.sync_api import expect
+
+    llm.script("worker", tool_call("shell", command=f"sleep {SLEEP_ARG}", timeout=120))
+    llm.default("teller", tool_call("reply", text="ok"))
+    task = stack.state.add_tasks([Task(prompt="wait for the build", title="Wait a while")])[0]
+    dispatch.enqueue(stack, task)
+    item = page.locator(f".group-running .task[data-id='{task.id}']")
+    expect(item).to_be_visible()
+    expect(item.locator(".task-title")).to_have_text("Wait a while")
+    wait_for(lambda: commands_running("sleep", SLEEP_ARG), timeout=20, message="sleep to run")
+    page.screenshot(path=str(tmp_path / "running-task.png"))
+    item.locator(".task-cancel").click()
+    expect(page.locator(f".group-recent .task[data-id='{task.id}']")).to_have_attribute(
+        "data-status", "canceled")
+    assert stack.state.get_task(task.id).status == "canceled"
+    wait_for(lambda: not commands_running("sleep", SLEEP_ARG), timeout=10,
+             message="the sleep to be gone")
+    expect(page.locator(".msg.system .msg-text", has_text="Task canceled: Wait a while")
+           ).to_be_visible()
+
+
+def test_a_task_opens_its_detail_with_prompt_result_history_and_transcript(page, stack, llm):
+    from playwright.sync_api import expect
+
+    llm.script("worker", tool_call("list_files", path="."),
+               tool_call("submit_result", status="done", resultType="text",
+                         result={"text": "Counted **3** files"}))
+    llm.default("teller", tool_call("reply", text="ok"))
+    task = stack.state.add_tasks([Task(prompt="Count the files in the work dir",
+                                       title="Count files")])[0]
+    dispatch.enqueue(stack, task)
+    wait_for(lambda: stack.state.get_task(task.id).status == "done", timeout=30,
+             message="the task to finish")
+    item = page.locator(f".task[data-id='{task.id}'][data-status=done]")
+    item.locator(".task-open").click()
+    detail = page.locator("#task-detail")
+    expect(detail).to_be_visible()
+    body = detail.locator("#task-detail-body")
+    section = lambda title: body.locator(".detail-section").filter(  # noqa: E731
+        has=page.get_by_role("heading", name=title, exact=True))
+    expect(section("Prompt")).to_contain_text("Count the files in the work dir")
+    expect(section("Result").locator("strong")).to_have_text("3")
+    history = section("History").locator(".timeline")
+    expect(history).to_contain_text("task_started")
+    expect(history).to_contain_text("task_done")
+    runs = body.locator(".run")
+    expect(runs.first).to_contain_text("list_files")
+    expect(runs.first).to_contain_text("submit_result")
+    expect(runs.first.locator("summary")).to_contain_text("tokens")
+
+
+def test_markup_in_messages_renders_as_text_and_no_dialog_fires(page, llm, tmp_path):
+    from playwright.sync_api import expect
+
+    llm.script("teller", tool_call("reply", text=XSS))
+    send(page, "<script>alert(2)</script> hi")
+    expect(assistant_text(page, XSS)).to_have_text(XSS)
+    expect(page.locator(".msg.user .msg-text")).to_have_text("<script>alert(2)</script> hi")
+    assert page.locator("#messages img, #messages script").count() == 0
+    page.reload()  # the history, loaded again, is rendered the same safe way
+    expect(assistant_text(page, XSS)).to_have_text(XSS)
+    page.wait_for_timeout(500)
+    assert page.locator("#messages img, #messages script").count() == 0
+    assert page.dialogs == []
+    page.screenshot(path=str(tmp_path / "xss.png"))
+
+
+def test_with_an_api_token_the_page_asks_once_and_keeps_it(runtime, browser, tmp_path):
+    from playwright.sync_api import expect
+
+    server = WebServer(tmp_path / "web.log", env={"MIMIKIT_API_TOKEN": "page-token"}).start()
+    context = browser.new_context()
+    context.set_default_timeout(20_000)
+    try:
+        tab = context.new_page()
+        tab.goto(server.url + "/")
+        expect(tab.locator("#token-dialog")).to_be_visible()
+        tab.fill("#token-input", "page-token")
+        tab.click("#token-save")
+        expect(tab.locator("#status-conn")).to_have_attribute("data-state", "ok")
+        expect(tab.locator("#status-redis")).to_have_attribute("data-state", "ok")
+        tab.reload()
+        expect(tab.locator("#status-conn")).to_have_attribute("data-state", "ok")
+        expect(tab.locator("#token-dialog")).to_be_hidden()
+    finally:
+        context.close()
+        server.stop()

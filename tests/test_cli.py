@@ -1,0 +1,122 @@
+"""``mimikit send``, ``mimikit tasks`` and ``mimikit cancel`` as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from llm_server import delay, tool_call, tool_calls
+from processes import ROOT, TESTS, wait_for
+from web_helpers import commands_running
+
+from mimikit import dispatch
+from mimikit.models import Result, Task
+
+SLEEP_ARG = "37.25"  # an unusual duration, so the test finds only its own sleep process
+
+
+def mimikit(*args: str, **kwargs) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(ROOT)])}
+    return subprocess.Popen([sys.executable, "-m", "mimikit", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env, **kwargs)
+
+
+def run(*args: str, timeout: float = 30) -> tuple[int, str, str]:
+    process = mimikit(*args)
+    out, err = process.communicate(timeout=timeout)
+    return process.returncode, out, err
+
+
+def sleep_processes() -> list[int]:
+    return commands_running("sleep", SLEEP_ARG)
+
+
+def test_send_prints_the_replies_as_they_stream_in(stack, llm):
+    llm.script("teller", tool_calls([("reply", {"text": "On it."}),
+                                     ("delegate", {"prompt": "count the files"})]))
+    llm.script("planner", tool_call("delegate", prompt="count the files", title="count files"),
+               tool_call("submit_result", status="done", resultType="text",
+                         result={"text": "planned"}))
+    llm.script("worker", delay(2.5, tool_call("submit_result", status="done", resultType="text",
+                                              result={"text": "3 files"})))
+    llm.default("teller", tool_call("reply", text="Report: 3 files."))
+    process = mimikit("send", "count the files", "--timeout", "60")
+    first = process.stdout.readline().strip()
+    still_running = process.poll() is None
+    rest, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert first == "On it."
+    assert still_running, "the first reply was printed only at the end"
+    lines = rest.strip().splitlines()
+    assert lines[0] == "[system] Task created: count files", rest
+    assert lines[-1] == "Report: 3 files.", rest
+    assert "count the files" not in first + rest  # the user's own text is not echoed
+    # the message carried its trace to the tasks it started
+    (user,) = [m for m in stack.state.messages_between(None, None) if m.role == "user"]
+    assert {t.traceId for t in stack.state.tasks_with_status("done")} == {user.id}
+
+
+def test_send_stops_at_a_question_and_says_where_to_answer(stack, llm):
+    llm.script("teller", tool_call("ask_user", question="Staging or production?",
+                                   options=["staging", "production"]))
+    code, out, _err = run("send", "deploy it", "--timeout", "30")
+    assert code == 0
+    assert "[question] Staging or production?  (options: staging, production)" in out
+    assert "answer it in the web page" in out
+
+
+def test_send_without_workers_gives_up_after_its_timeout(runtime):
+    started = time.monotonic()
+    code, _out, err = run("send", "anyone there?", "--timeout", "2")
+    assert code == 1 and "no answer within the timeout" in err
+    assert time.monotonic() - started < 20
+
+
+def test_tasks_lists_queued_running_and_finished_tasks(runtime):
+    queued, running, done = runtime.state.add_tasks([
+        Task(prompt="queued work", title="Queued one"), Task(prompt="running work"),
+        Task(prompt="finished work"),
+    ])
+    runtime.state.start_task(running.id, "o", "c", lambda _owner: True)
+    runtime.state.start_task(done.id, "o", "c", lambda _owner: True)
+    runtime.state.complete_task(Result(id=done.id, status="done", result={"text": "ok"}),
+                                notify_teller=False)
+    code, out, _err = run("tasks")
+    assert code == 0
+    rows = {line.split()[0]: line for line in out.splitlines()}
+    assert "queued" in rows[queued.id] and "Queued one" in rows[queued.id]
+    assert "running" in rows[running.id] and "done" in rows[done.id]
+    code, out, _err = run("tasks", "--scope", "queue", "--json")
+    assert code == 0 and [t["id"] for t in json.loads(out)] == [queued.id]
+
+
+def test_tasks_says_so_when_there_are_none_and_refuses_a_bad_scope(runtime):
+    assert run("tasks")[1].strip() == "no tasks"
+    code, _out, err = run("tasks", "--scope", "later")
+    assert code == 2 and "invalid choice" in err
+
+
+def test_cancel_of_a_queued_task_and_of_an_unknown_id(runtime):
+    task = runtime.state.add_tasks([Task(prompt="never mind")])[0]
+    code, out, _err = run("cancel", task.id)
+    assert code == 0 and out.strip() == "canceled"
+    assert runtime.state.get_task(task.id).status == "canceled"
+    code, out, _err = run("cancel", "task_nope")
+    assert code == 1 and "no task with id 'task_nope'" in out
+
+
+def test_cancel_stops_a_running_worker_and_its_shell_command(stack, llm):
+    llm.script("worker", tool_call("shell", command=f"sleep {SLEEP_ARG}", timeout=120))
+    llm.default("teller", tool_call("reply", text="ok"))
+    task = stack.state.add_tasks([Task(prompt="wait a while")])[0]
+    dispatch.enqueue(stack, task)
+    wait_for(sleep_processes, timeout=30, message="the sleep command to run")
+    assert stack.state.get_task(task.id).status == "running"
+    code, out, _err = run("cancel", task.id)
+    assert code == 0, out
+    wait_for(lambda: stack.state.get_task(task.id).status == "canceled", timeout=20,
+             message="the task to be canceled")
+    wait_for(lambda: not sleep_processes(), timeout=10, message="the sleep to be gone")
