@@ -43,3 +43,11 @@ def supervisor_tick() -> dict[str, Any]:
     from mimikit.supervisor import tick
 
     return tick(get_runtime())
+
+
+@app.task(name="mimikit.memory.archive", ignore_result=True)
+def memory_archive() -> dict[str, Any]:
+    """Archive and flush the conversation into memory (the 6-hourly entry)."""
+    from mimikit.memory_jobs import maybe_archive
+
+    return maybe_archive(get_runtime(), force=True)

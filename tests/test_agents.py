@@ -246,3 +246,36 @@ def test_delegate_refuses_a_duplicate_of_an_active_task(stack, llm):
     run = stack.state.runs("teller")[0]
     first, second = (json.loads(c["content"]) for c in run["toolCalls"][:2])
     assert second["taskId"] == first["taskId"] and second["duplicate"] is True
+
+
+def test_without_an_llm_the_chat_gets_a_clear_system_message(runtime, procs):
+    procs.worker(queues="teller,planner,supervisor", concurrency=1, name="agents")
+    post_input(runtime, "anyone there?")
+    found = wait_history(runtime, lambda h: any(r == "system" for r, _t in h),
+                         message="a system message")
+    system = next(t for r, t in found if r == "system")
+    assert "no LLM is configured" in system and "MIMIKIT_LLM_BASE_URL" in system
+    from mimikit.cluster import status
+
+    assert status(runtime)["llm"]["configured"] is False
+
+
+def test_task_detail_returns_the_run_transcript_with_trace_and_usage(stack, llm):
+    from web import create_app
+
+    llm.script("worker", tool_call("list_files"),
+               tool_call("submit_result", status="done", resultType="text",
+                         result={"text": "listed"}))
+    task = _worker_task(stack, prompt="list the files", traceId="trace-42")
+    wait_for(lambda: stack.state.get_task(task.id).status == "done", timeout=30,
+             message="task done")
+    body = create_app(stack.settings).test_client().get(f"/api/tasks/{task.id}").get_json()
+    assert body["task"]["traceId"] == "trace-42" and body["task"]["celeryId"]
+    assert body["result"]["result"] == {"text": "listed"}
+    (run,) = body["runs"]
+    assert [c["name"] for c in run["toolCalls"]] == ["list_files", "submit_result"]
+    assert run["usage"]["totalTokens"] > 0 and run["durationMs"] >= 0
+    assert run["messages"][0]["role"] == "system"
+    types = [e["type"] for e in body["events"]]
+    assert types[:2] == ["task_created", "task_started"] and "task_done" in types
+    assert all(e.get("traceId") == "trace-42" for e in body["events"] if e["type"] != "run_finished")

@@ -6,7 +6,7 @@ import json
 import logging
 from typing import Any
 
-from mimikit import dispatch
+from mimikit import dispatch, memory_jobs
 from mimikit.agents.common import run_role
 from mimikit.codex import run_codex
 from mimikit.execution import RunControl, execute
@@ -31,7 +31,13 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
             result = _run_llm(runtime, task, prompt, control)
         control.commit_hooks.append(lambda pipe, done: _alias_trigger_result(runtime, pipe,
                                                                              done, result))
-        control.after_hooks.append(lambda done, res: after_worker(runtime, done, res))
+        if memory_jobs.summary_target(runtime, task.id):
+            # Memory upkeep is system work: its result goes to memory/summary/, not the chat.
+            control.notify_teller = False
+            control.after_hooks.append(lambda done, res: memory_jobs.write_summary(runtime, done,
+                                                                                   res))
+        else:
+            control.after_hooks.append(lambda done, res: after_worker(runtime, done, res))
         return result
 
     return execute(runtime.state, task_id, celery_id, runtime.settings.worker_timeout,

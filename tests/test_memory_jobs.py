@@ -1,0 +1,72 @@
+"""Archival and flush wired to the state store: summary Worker tasks requested exactly once."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from mimikit import memory_jobs
+from mimikit.models import Message, Result, utcnow
+
+
+def _seed_history(runtime, days: int, per_day: int = 2) -> None:
+    now = utcnow()
+    for day in range(days):
+        for n in range(per_day):
+            at = now - timedelta(days=day, minutes=n + 1)
+            runtime.state.append_message(Message(role="user", text=f"day {day} note {n}",
+                                                 createdAt=at))
+
+
+def _summary_tasks(runtime):
+    return [t for t in runtime.state.tasks_with_status("queued")
+            if (t.title or "").startswith("Memory summary")]
+
+
+def test_archival_of_200_days_requests_each_summary_once_even_when_run_twice(runtime):
+    _seed_history(runtime, 200)
+    first = memory_jobs.maybe_archive(runtime, force=True)
+    tasks = _summary_tasks(runtime)
+    daily = sorted(t.title for t in tasks if "daily" in t.title)
+    monthly = sorted(t.title for t in tasks if "monthly" in t.title)
+    assert len(daily) == 85  # days 6..90
+    assert 3 <= len(monthly) <= 5  # the months holding days 91..199
+    assert first["requested"] == len(tasks)
+    copied = sorted((runtime.settings.state_dir / "memory").glob("*-chat.md"))
+    assert len(copied) == 6  # today and the 5 days before
+
+    second = memory_jobs.maybe_archive(runtime, force=True)
+    assert second["requested"] == 0
+    assert len(_summary_tasks(runtime)) == len(tasks)
+
+
+def test_a_summary_workers_result_is_written_to_memory_summary(runtime):
+    _seed_history(runtime, 10)
+    memory_jobs.maybe_archive(runtime, force=True)
+    task = next(t for t in _summary_tasks(runtime) if "daily" in t.title)
+    result = Result(id=task.id, status="done", resultType="summary",
+                    result={"summary": "Talked about deploys.", "keyPoints": ["staging first"]})
+    assert memory_jobs.write_summary(runtime, task, result)
+    kind, period = memory_jobs.summary_target(runtime, task.id)
+    path = runtime.settings.state_dir / "memory" / "summary" / f"{period}.md"
+    assert kind == "daily" and "staging first" in path.read_text()
+
+
+def test_archival_runs_only_past_its_thresholds(runtime):
+    _seed_history(runtime, 1, per_day=3)
+    assert memory_jobs.maybe_archive(runtime) != {}  # never ran before
+    assert memory_jobs.maybe_archive(runtime) == {}  # 3 messages, just ran
+    _seed_history(runtime, 1, per_day=120)
+    assert memory_jobs.maybe_archive(runtime) != {}  # over 100 messages
+
+
+def test_flush_happens_only_with_800_messages_and_an_hour_since_the_last(runtime):
+    now = utcnow()
+    for n in range(799):
+        runtime.state.append_message(Message(role="user", text=f"m{n}",
+                                             createdAt=now - timedelta(seconds=900 - n)))
+    assert memory_jobs.maybe_archive(runtime, force=True)["flushed"] is None
+    runtime.state.append_message(Message(role="user", text="m800"))
+    flushed = memory_jobs.maybe_archive(runtime, force=True)["flushed"]
+    assert flushed and "m800" in open(flushed).read()
+    runtime.state.append_message(Message(role="user", text="m801"))
+    assert memory_jobs.maybe_archive(runtime, force=True)["flushed"] is None  # < 1 h since
