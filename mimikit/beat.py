@@ -22,7 +22,7 @@ from celery.beat import SchedulingError
 from celery.schedules import schedule as every
 from celery.signals import beat_init
 from redbeat import RedBeatScheduler
-from redbeat.decoder import RedBeatJSONEncoder, to_timestamp
+from redbeat.decoder import RedBeatJSONEncoder
 from redbeat.schedulers import LUA_EXTEND_TO_SCRIPT, RedBeatSchedulerEntry, get_redis
 from redis.exceptions import LockError, RedisError
 
@@ -69,7 +69,12 @@ def save_entry(trigger_id: str, schedule: IntervalSchedule | None, due: datetime
                                   args=[trigger_id], kwargs={"kind": kind},
                                   options=dict(FIRE_OPTIONS), app=_app(), last_run_at=last)
     entry.save()
-    entry.reschedule(last_run_at=last)
+    # The score is the real due time (RedBeat's own estimate can put it after that time).
+    meta = json.dumps({"last_run_at": last}, cls=RedBeatJSONEncoder)
+    with get_redis(entry.app).pipeline() as pipe:
+        pipe.hset(entry.key, "meta", meta)
+        pipe.zadd(entry.app.redbeat_conf.schedule_key, {entry.key: due.timestamp()})
+        pipe.execute()
 
 
 def delete_entry(trigger_id: str) -> None:
@@ -114,7 +119,9 @@ class Scheduler(RedBeatScheduler):
     def schedule(self) -> dict[str, Any]:
         """The entries due now or next, loaded in two round trips (RedBeat: one per entry)."""
         client, conf = get_redis(self.app), self.app.redbeat_conf
-        now = to_timestamp(self.app.now())
+        # A float: RedBeat's whole-second ``to_timestamp`` leaves entries due within the
+        # current second unloaded, so they fire up to a second late, in bursts.
+        now = self.app.now().timestamp()
         with client.pipeline() as pipe:
             pipe.zrangebyscore(conf.schedule_key, 0, now)
             pipe.zrangebyscore(conf.schedule_key, f"({now}", now + self.max_interval,

@@ -34,6 +34,8 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8787, ge=1, le=65535)
     api_token: str | None = None
+    flower_basic_auth: str | None = Field(
+        None, pattern=r"^[^:\s]+:\S+$", description="user:password for `mimikit flower`")
 
     llm_base_url: str | None = Field(
         None, validation_alias=AliasChoices("MIMIKIT_LLM_BASE_URL", "OPENAI_BASE_URL")
@@ -67,7 +69,8 @@ class Settings(BaseSettings):
             raise ValueError(f"{value!r} is not a redis:// URL; use e.g. redis://127.0.0.1:6379/0")
         return value
 
-    @field_validator("llm_base_url", "api_token", "llm_api_key")
+    @field_validator("llm_base_url", "api_token", "llm_api_key", "flower_basic_auth",
+                     mode="before")
     @classmethod
     def _blank_is_none(cls, value: str | None) -> str | None:
         return value or None

@@ -24,10 +24,7 @@ def flower_argv(settings: Settings, address: str, port: int) -> list[str]:
     Also sets or clears ``FLOWER_UNAUTHENTICATED_API`` in this process's environment, which
     Flower reads on every API request.
     """
-    basic_auth = os.environ.get(BASIC_AUTH_VARIABLE, "").strip()
-    if basic_auth and ":" not in basic_auth:
-        raise ConfigError(f"{BASIC_AUTH_VARIABLE} must be user:password (several: "
-                          "user1:pw1,user2:pw2), got a value without ':'")
+    basic_auth = settings.flower_basic_auth  # validated as user:password by Settings
     loopback = is_loopback(address)
     if not loopback and not basic_auth:
         raise ConfigError(

@@ -85,9 +85,19 @@ def listening_addresses(port: int) -> set[str]:
     return found
 
 
+def event_subscriptions(redis) -> int:
+    """Pub/sub subscriptions on the broker (Flower's event receiver adds one)."""
+    return redis.pubsub_numpat() + sum(n for _c, n in redis.pubsub_numsub(
+        *redis.pubsub_channels()) or [])
+
+
 def test_flower_lists_a_completed_mimikit_worker_task_through_its_api(stack, llm, flowers):
+    before = event_subscriptions(stack.redis)
     flower = flowers()
     flower.wait_ready()
+    # Task events are not stored: run the task only once Flower listens to them.
+    wait_for(lambda: event_subscriptions(stack.redis) > before, timeout=20,
+             message="flower to subscribe to task events")
     assert listening_addresses(flower.port) == {"127.0.0.1"}
     llm.script("worker", tool_call("submit_result", status="done", resultType="text",
                                    result={"text": "counted 3 files"}))
@@ -140,9 +150,11 @@ def test_flower_argv_opens_the_api_only_on_loopback_without_auth(runtime, monkey
     monkeypatch.delenv("FLOWER_UNAUTHENTICATED_API", raising=False)  # restored afterwards
     argv = flower_argv(runtime.settings, "127.0.0.1", 5555)
     assert "--address=127.0.0.1" in argv and os.environ["FLOWER_UNAUTHENTICATED_API"] == "true"
-    monkeypatch.setenv("MIMIKIT_FLOWER_BASIC_AUTH", "u:p")
-    argv = flower_argv(runtime.settings, "0.0.0.0", 5555)
+    with_auth = runtime.settings.model_copy(update={"flower_basic_auth": "u:p"})
+    argv = flower_argv(with_auth, "0.0.0.0", 5555)
     assert "--basic-auth=u:p" in argv and "FLOWER_UNAUTHENTICATED_API" not in os.environ
     monkeypatch.setenv("MIMIKIT_FLOWER_BASIC_AUTH", "no-colon")
-    with pytest.raises(ConfigError, match="user:password"):
-        flower_argv(runtime.settings, "127.0.0.1", 5555)
+    from mimikit.config import load_settings
+
+    with pytest.raises(ConfigError, match="MIMIKIT_FLOWER_BASIC_AUTH"):
+        load_settings()

@@ -57,8 +57,9 @@ def test_status_reports_redis_teller_llm_and_pending_question(client, runtime):
 
 
 def test_status_with_redis_down_is_a_json_report_not_a_crash(runtime, redis_server):
-    from mimikit.config import load_settings
     from processes import free_port
+
+    from mimikit.config import load_settings
     from web import create_app
 
     settings = load_settings().model_copy(
