@@ -13,6 +13,10 @@ from typing import Any
 from mimikit.models import utcnow
 from mimikit.runtime import Runtime
 
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -30,11 +34,31 @@ def wake_teller(runtime: Runtime, send: Callable[[], None]) -> bool:
     return False
 
 
-def acquire(runtime: Runtime, owner: str) -> bool:
-    """Take the Teller lease (at most one holder cluster-wide)."""
-    runtime.redis.delete(runtime.keys.teller_queued)
-    lease = runtime.settings.teller_timeout + 30
-    return bool(runtime.redis.set(runtime.keys.teller_lock, owner, nx=True, ex=lease))
+def acquire(runtime: Runtime, owner: str, is_alive: Callable[[str], bool]) -> bool:
+    """Take the Teller lease (at most one holder cluster-wide).
+
+    A lease whose holder died on this host (``is_alive`` says so) is taken over at once
+    instead of blocking the Teller until it expires.
+    """
+    redis, key = runtime.redis, runtime.keys.teller_lock
+    redis.delete(runtime.keys.teller_queued)
+    if redis.set(key, owner, nx=True, ex=_lease_seconds(runtime)):
+        return True
+    holder = redis.get(key)
+    if holder is None or is_alive(holder.decode()):
+        return False
+    redis.eval(_RELEASE, 1, key, holder)
+    return bool(redis.set(key, owner, nx=True, ex=_lease_seconds(runtime)))
+
+
+def renew(runtime: Runtime, owner: str) -> bool:
+    """Extend the lease before another pass; False when it is no longer ours."""
+    return bool(runtime.redis.eval(_RENEW, 1, runtime.keys.teller_lock, owner,
+                                   _lease_seconds(runtime)))
+
+
+def _lease_seconds(runtime: Runtime) -> int:
+    return runtime.settings.teller_timeout + 30
 
 
 def take_wake(runtime: Runtime) -> bool:

@@ -14,6 +14,7 @@ from mimikit import dispatch, teller_gate
 from mimikit.agents.common import run_role
 from mimikit.agents.context import context_sections
 from mimikit.exceptions import LLMUnavailable
+from mimikit.execution import owner_alive
 from mimikit.prompts import build_system_prompt, choose_mode
 from mimikit.runtime import Runtime
 from mimikit.tools.context import ToolContext
@@ -25,11 +26,11 @@ MAX_PASSES = 10
 
 def run_teller(runtime: Runtime, owner: str) -> str:
     """One Teller delivery: take the lease, handle the inbox until no wake is pending."""
-    if not teller_gate.acquire(runtime, owner):
+    if not teller_gate.acquire(runtime, owner, owner_alive):
         return "busy"
     try:
         for _ in range(MAX_PASSES):
-            if not teller_gate.take_wake(runtime):
+            if not teller_gate.renew(runtime, owner) or not teller_gate.take_wake(runtime):
                 break
             items = runtime.state.read_inbox()
             if items:

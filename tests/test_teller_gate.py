@@ -1,0 +1,37 @@
+"""One Teller at a time: wakes coalesce, a dead holder's lease is taken over, none is lost."""
+
+from __future__ import annotations
+
+import os
+
+from mimikit import teller_gate
+from mimikit.execution import HOSTNAME, owner_alive
+
+
+def test_wakes_while_one_is_queued_send_a_single_run(runtime):
+    sent: list[int] = []
+    assert teller_gate.wake_teller(runtime, lambda: sent.append(1))
+    assert not teller_gate.wake_teller(runtime, lambda: sent.append(1))
+    assert sent == [1]
+    assert teller_gate.teller_state(runtime)["state"] == "queued"
+
+
+def test_a_wake_during_a_run_is_seen_when_the_lease_is_released(runtime):
+    me = f"{HOSTNAME}:{os.getpid()}:a"
+    assert teller_gate.acquire(runtime, me, owner_alive)
+    assert teller_gate.teller_state(runtime)["state"] == "running"
+    teller_gate.wake_teller(runtime, lambda: None)
+    other = f"{HOSTNAME}:{os.getpid()}:b"
+    assert not teller_gate.acquire(runtime, other, owner_alive)  # live holder
+    assert teller_gate.release(runtime, me) is True  # the wake is still pending: run again
+    assert teller_gate.take_wake(runtime) and not teller_gate.take_wake(runtime)
+
+
+def test_the_lease_of_a_dead_holder_is_taken_over(runtime):
+    dead = f"{HOSTNAME}:999999999:x"
+    runtime.redis.set(runtime.keys.teller_lock, dead, ex=600)
+    me = f"{HOSTNAME}:{os.getpid()}:y"
+    assert teller_gate.acquire(runtime, me, owner_alive)
+    assert runtime.redis.get(runtime.keys.teller_lock).decode() == me
+    assert teller_gate.renew(runtime, me)
+    assert not teller_gate.renew(runtime, dead)
