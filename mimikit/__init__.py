@@ -1,0 +1,11 @@
+"""Mimikit: a self-hosted LLM agent runtime on Celery and Redis."""
+
+from mimikit.config import Settings, load_settings
+from mimikit.exceptions import MimikitError
+from mimikit.models import Message, Result, Task
+from mimikit.runtime import Runtime, build_runtime
+from mimikit.state import StateStore
+
+__version__ = "0.1.0"
+__all__ = ["Message", "MimikitError", "Result", "Runtime", "Settings", "StateStore", "Task",
+           "build_runtime", "load_settings"]
