@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from mimikit.models import Model, ResultType, check_result
-from mimikit.workspace import run_process_group
+from mimikit.procgroup import run_process_group
 
 NOT_INSTALLED = "the codex CLI is not installed: install it or set MIMIKIT_WORKER_BACKEND=llm"
 QUOTE_CHARS = 200

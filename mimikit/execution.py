@@ -21,7 +21,7 @@ from redis.exceptions import RedisError
 from mimikit.exceptions import MimikitError
 from mimikit.models import Result, Task
 from mimikit.state import StartDecision, StateStore
-from mimikit.workspace import kill_live_process_groups
+from mimikit.procgroup import kill_live_process_groups
 
 log = logging.getLogger("mimikit.execution")
 HOSTNAME = socket.gethostname()

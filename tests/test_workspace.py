@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from mimikit.exceptions import ToolError
-from mimikit.workspace import Workspace, live_process_groups
+from mimikit.procgroup import live_process_groups
+from mimikit.workspace import Workspace
 
 
 def alive(pid: int) -> bool:
