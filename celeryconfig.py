@@ -61,4 +61,10 @@ beat_schedule = {
         "options": {"queue": "worker", "priority": SYSTEM_PRIORITY,
                     "expires": _settings.llm_eval_interval},
     },
+    # Memory archival and flush also run from the tick when history grows; this is the floor.
+    "mimikit.memory.archive": {
+        "task": "mimikit.memory.archive",
+        "schedule": 6 * 3600,
+        "options": {"queue": "supervisor"},
+    },
 }

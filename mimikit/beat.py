@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -157,6 +158,7 @@ class Scheduler(RedBeatScheduler):
                         remaining.append(next_time)
             finally:
                 self._flush_advances()
+            remaining.append(self._until_next_entry())
             self.record_holder()
         except RedisError as error:
             log.warning("beat: Redis unavailable (%s); trying again in 1 s", error)
@@ -182,6 +184,14 @@ class Scheduler(RedBeatScheduler):
             entry.last_run_at = slot
             self._advanced.append(entry)
         return result
+
+    def _until_next_entry(self) -> float:
+        """Seconds until the next entry is due (RedBeat only looks at the one it loaded)."""
+        now = time.time()
+        upcoming = get_redis(self.app).zrangebyscore(
+            self.app.redbeat_conf.schedule_key, f"({now}", "+inf", start=0, num=1,
+            withscores=True)
+        return max(upcoming[0][1] - now, 0.0) if upcoming else self.max_interval
 
     def _flush_advances(self) -> None:
         """Store the new ``last_run_at`` of every entry fired this tick, in one round trip."""

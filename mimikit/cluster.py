@@ -73,11 +73,11 @@ def status(runtime: Runtime) -> dict[str, Any]:
 
 
 def beat_state(runtime: Runtime) -> dict[str, Any]:
-    """Whether a beat holds the RedBeat lock and when it last ticked."""
-    lock_key = f"{runtime.settings.key_prefix}:redbeat::lock"
+    """Whether a beat holds the RedBeat lock and ticked lately, and the last supervisor tick."""
+    from mimikit.beat import liveness
+
     last_tick = runtime.redis.get(runtime.keys.meta("last_tick"))
-    return {"locked": bool(runtime.redis.exists(lock_key)),
-            "lastTick": last_tick.decode() if last_tick else None}
+    return {**liveness(runtime), "lastTick": last_tick.decode() if last_tick else None}
 
 
 def _safe_url(settings: Any) -> str:

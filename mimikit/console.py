@@ -31,8 +31,9 @@ def print_status(settings: Settings, as_json: bool = False) -> int:
     print("queues    " + "  ".join(f"{q}={n}" for q, n in report["queues"].items()))
     print(f"teller    {report['teller']['state']}")
     beat = report.get("beat", {})
-    print(f"beat      {'running' if beat.get('locked') else 'NOT RUNNING'}"
-          f"  last tick {beat.get('lastTick') or 'never'}")
+    print(f"beat      {'running' if beat.get('alive') else 'NOT RUNNING'}"
+          f"  (last seen {beat.get('at') or 'never'}; last supervisor tick "
+          f"{beat.get('lastTick') or 'never'})")
     llm = report["llm"]
     print(f"llm       {'configured' if llm['configured'] else 'NOT CONFIGURED'}  "
           f"{llm.get('baseUrl', '')} model={llm.get('model')}"

@@ -13,15 +13,16 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from redis.exceptions import RedisError
 
 from mimikit.exceptions import MimikitError
-from mimikit.models import Result, Task
-from mimikit.state import StartDecision, StateStore
+from mimikit.models import Result, Task, utcnow
 from mimikit.procgroup import kill_live_process_groups
+from mimikit.state import StartDecision, StateStore
 
 log = logging.getLogger("mimikit.execution")
 HOSTNAME = socket.gethostname()
@@ -119,12 +120,26 @@ def execute(state: StateStore, task_id: str, celery_id: str | None, default_time
     if control.cancel_event.is_set():
         state.finish_canceled(task_id)
         return decision
+    if result.status == "failed" and _retry_later(state, task, result):
+        return decision
     finished = state.complete_task(result, notify_teller=control.notify_teller,
                                    also=lambda pipe, done: _run_hooks(control, pipe, done))
     if finished is not None:
         for hook in control.after_hooks:
             hook(finished, result)
     return decision
+
+
+def _retry_later(state: StateStore, task: Task, result: Result) -> bool:
+    """Defer a failed task for another attempt when its retry policy allows one."""
+    limit = task.retry.maxAttempts if task.retry else 1
+    if task.attempts >= limit:
+        return False
+    from mimikit.recovery import backoff_seconds
+
+    until = utcnow() + timedelta(seconds=backoff_seconds(task.attempts))
+    deferred = state.set_status(task.id, "deferred", reason=result.error, deferUntil=until)
+    return deferred is not None
 
 
 def _run_hooks(control: RunControl, pipe: Any, task: Task) -> None:

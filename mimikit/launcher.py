@@ -15,13 +15,17 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
+
+from redis.exceptions import RedisError
 
 from mimikit import embedded_redis
 from mimikit.config import Settings
 from mimikit.exceptions import AlreadyRunning, MimikitError
 
 STOP_GRACE_SECONDS = 20
+BEAT_GRACE_SECONDS = 60
+BEAT_CHECK_SECONDS = 10
 MAX_BACKOFF_SECONDS = 30
 
 
@@ -81,6 +85,8 @@ class Launcher:
         self.redis: subprocess.Popen[bytes] | None = None
         self.children = children_for(settings)
         self.stopping = False
+        self._beat_checked = 0.0
+        self._runtime: Any = None
 
     def say(self, text: str) -> None:
         print(f"mimikit: {text}", file=self.out, flush=True)
@@ -129,6 +135,7 @@ class Launcher:
             self.say(f"redis-server exited ({self.redis.returncode}); restarting it")
             self._ensure_redis()
         now = time.monotonic()
+        self._check_beat(now)
         for child in self.children:
             process = child.process
             if process is None:
@@ -145,6 +152,28 @@ class Launcher:
             child.restarts += 1
             child.process = None
             child.next_start = now + delay
+
+    def _check_beat(self, now: float) -> None:
+        """Restart our beat when no beat has ticked for a while although ours is running."""
+        beat = next(c for c in self.children if c.name == "beat")
+        if beat.process is None or now - beat.started_at < BEAT_GRACE_SECONDS:
+            return
+        if now - self._beat_checked < BEAT_CHECK_SECONDS:
+            return
+        self._beat_checked = now
+        from mimikit.beat import liveness
+        from mimikit.runtime import build_runtime
+
+        self._runtime = self._runtime or build_runtime(self.settings)
+        try:
+            alive = liveness(self._runtime)["alive"]
+        except RedisError:
+            return  # Redis itself is down: the watch above deals with it
+        if not alive:
+            self.say("beat stopped scheduling (no liveness mark); restarting it")
+            _signal_group(beat.process, signal.SIGKILL)
+            beat.process.wait(timeout=10)
+            beat.process, beat.next_start = None, now
 
     def _announce(self) -> None:
         url = f"http://{self.settings.host}:{self.settings.port}"

@@ -17,6 +17,8 @@ ROUTES = {
     "mimikit.worker": {"queue": "worker"},
     "mimikit.llm_eval_batch": {"queue": "worker"},
     "mimikit.supervisor.*": {"queue": "supervisor"},
+    "mimikit.memory.*": {"queue": "supervisor"},
+    "mimikit.triggers.*": {"queue": "supervisor"},
 }
 
 

@@ -43,6 +43,8 @@ def _handle_lost(runtime: Runtime, task_id: str, now: datetime) -> bool:
     task = runtime.state.get_task(task_id)
     if task is None or task.status != "running":
         return False
+    if runtime.state.cancel_requested(task_id):
+        return runtime.state.finish_canceled(task_id) is not None
     limit = task.retry.maxAttempts if task.retry else 1
     if task.attempts < limit:
         return _defer(runtime, task_id, now + timedelta(seconds=backoff_seconds(task.attempts)))

@@ -1,7 +1,8 @@
 """The supervisor: code-only housekeeping that runs on every tick.
 
 A tick re-queues tasks whose worker died, releases deferred tasks whose time came, evaluates the
-file conditions and the triggers whose cooldown ended, and wakes the Teller for pending inputs.
+file conditions and the triggers whose cooldown ended, expires the pending question, archives
+memory when its thresholds are met, and wakes the Teller for pending inputs.
 Overlapping ticks skip (a short Redis lock); with nothing to do a tick costs a few Redis reads.
 """
 
@@ -13,7 +14,9 @@ from typing import Any
 
 from mimikit import dispatch, recovery, triggers
 from mimikit.conditions import FileScanner
+from mimikit.memory_jobs import maybe_archive
 from mimikit.models import Task, utcnow
+from mimikit.questions import expire_question
 from mimikit.runtime import Runtime
 from mimikit.teller_gate import teller_state
 
@@ -38,6 +41,8 @@ def tick(runtime: Runtime) -> dict[str, Any]:
         done["recovered"] = recovery.recover_lost(runtime, now)
         done["released"] = recovery.release_deferred(runtime, now)
         done["fired"] = fire_watched(runtime, now)
+        done["expired"] = expire_question(runtime)
+        done["memory"] = maybe_archive(runtime)
         done["woke"] = wake_for_pending(runtime)
         return {k: v for k, v in done.items() if v}
     finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
+from itertools import pairwise
 
 import pytest
 from processes import wait_for
@@ -27,7 +28,7 @@ def test_interval_trigger_fires_three_times_in_seven_seconds_with_its_times(runt
     seen = slots(runtime, trigger.id)
     assert stored.lastRunAt == seen[-1]
     assert stored.nextRunAt == seen[-1] + timedelta(seconds=2)
-    assert [round((b - a).total_seconds(), 3) for a, b in zip(seen, seen[1:])] == [2.0] * (
+    assert [round((b - a).total_seconds(), 3) for a, b in pairwise(seen)] == [2.0] * (
         len(seen) - 1)
     assert seen[0] == trigger.schedule.nextRunAt
 
