@@ -79,16 +79,6 @@ def grid_slot(anchor: datetime, interval: float, now: datetime) -> datetime:
     return anchor + timedelta(seconds=steps * interval)
 
 
-def first_run(schedule: IntervalSchedule, now: datetime) -> datetime:
-    """When a new recurring trigger first runs: one interval from now, or the next cron time."""
-    if schedule.interval is not None:
-        return now + timedelta(seconds=schedule.interval)
-    found = next_cron(parse_cron(schedule.cron or ""), now)
-    if found is None:
-        raise ValueError(f"cron {schedule.cron!r} never matches a date")
-    return found
-
-
 def next_after(schedule: IntervalSchedule, slot: datetime) -> datetime:
     """The slot following ``slot``."""
     if schedule.interval is not None:

@@ -64,7 +64,7 @@ def _install_timed(runtime: Runtime, trigger: Task) -> None:
     if isinstance(schedule, IntervalSchedule):
         if schedule.cron is not None:
             schedules.parse_cron(schedule.cron)
-        next_run = schedule.nextRunAt or schedules.first_run(schedule, now)
+        next_run = schedule.nextRunAt or schedules.next_after(schedule, now)
         if schedule.nextRunAt != next_run:
             trigger = _set_next_run(runtime, trigger.id, next_run) or trigger
         save_entry(trigger.id, schedule, next_run, now)

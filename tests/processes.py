@@ -140,6 +140,15 @@ def _signal(process: subprocess.Popen[bytes], sig: int) -> None:
         pass
 
 
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
 def children_of(pid: int) -> list[int]:
     """Direct child pids of ``pid`` (from /proc)."""
     path = Path(f"/proc/{pid}/task/{pid}/children")

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import pid_alive
 
 from mimikit.codex import NOT_INSTALLED, RESULT_JSON_SCHEMA, build_command, run_codex
 from mimikit.models import Result
@@ -16,13 +17,6 @@ from mimikit.models import Result
 FAKE_BIN = Path(__file__).parent / "bin"
 
 
-def alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 @pytest.fixture
@@ -85,7 +79,7 @@ def test_timeout_kills_codex_and_its_children(work: Path) -> None:
     assert outcome.status == "failed"
     assert outcome.error == "codex timed out after 1.5 s"
     assert time.monotonic() - started < 6
-    assert not alive(int((work / ".fake-codex-child.pid").read_text()))
+    assert not pid_alive(int((work / ".fake-codex-child.pid").read_text()))
 
 
 def test_cancel_event_kills_codex_and_its_children(work: Path) -> None:
@@ -95,7 +89,7 @@ def test_cancel_event_kills_codex_and_its_children(work: Path) -> None:
     assert outcome.status == "failed"
     assert outcome.error == "canceled"
     assert outcome.durationMs < 5000
-    assert not alive(int((work / ".fake-codex-child.pid").read_text()))
+    assert not pid_alive(int((work / ".fake-codex-child.pid").read_text()))
 
 
 def test_missing_codex_says_how_to_fix(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from processes import free_port, wait_for
+from processes import free_port, pid_alive, wait_for
 
 
 def _status(port: int) -> dict | None:
@@ -36,12 +36,6 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 @pytest.mark.slow
@@ -73,7 +67,7 @@ def test_up_starts_embedded_redis_serves_status_and_leaves_nothing_behind(tmp_pa
             up.kill()
     assert up.returncode == 0, output
     assert "ready at http://127.0.0.1:" in output and "stopped" in output
-    wait_for(lambda: not [p for p in children if _alive(p)], timeout=10,
+    wait_for(lambda: not [p for p in children if pid_alive(p)], timeout=10,
              message="every child to exit")
     assert (tmp_path / ".mimikit" / "redis" / "appendonly.aof").exists() or any(
         (tmp_path / ".mimikit" / "redis").glob("appendonly*"))

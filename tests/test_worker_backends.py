@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from llm_server import tool_call
-from processes import wait_for
+from processes import pid_alive, wait_for
 
 from mimikit import dispatch, tasklist
 from mimikit.models import Task
@@ -15,12 +15,6 @@ from mimikit.models import Task
 BIN = Path(__file__).resolve().parent / "bin"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 @pytest.fixture
@@ -63,7 +57,7 @@ def test_codex_timeout_kills_the_process_group_leaving_no_orphan(codex_stack):
                          message="the fake codex child"))
     assert _finished(codex_stack, task).status == "failed"
     assert "timed out" in codex_stack.state.get_result(task.id).error
-    wait_for(lambda: not _alive(child), timeout=5, message="the codex child to be gone")
+    wait_for(lambda: not pid_alive(child), timeout=5, message="the codex child to be gone")
 
 
 @pytest.mark.slow
@@ -78,7 +72,7 @@ def test_canceling_a_running_codex_task_stops_it_within_5_seconds(codex_stack):
     assert tasklist.cancel_task(codex_stack, task.id, stop_running=True)[0]
     wait_for(lambda: codex_stack.state.get_task(task.id).status == "canceled", timeout=5,
              message="status canceled")
-    wait_for(lambda: not _alive(child), timeout=5 - (time.monotonic() - started),
+    wait_for(lambda: not pid_alive(child), timeout=5 - (time.monotonic() - started),
              message="the codex child to be gone")
 
 
@@ -96,7 +90,7 @@ def test_canceling_a_running_shell_task_stops_it_within_5_seconds(stack, llm):
     started = time.monotonic()
     success, _ = tasklist.cancel_task(stack, task.id, stop_running=True)
     assert success
-    wait_for(lambda: not _alive(pid), timeout=5, message="the sleep to be killed")
+    wait_for(lambda: not pid_alive(pid), timeout=5, message="the sleep to be killed")
     wait_for(lambda: stack.state.get_task(task.id).status == "canceled",
              timeout=5 - (time.monotonic() - started) + 1, message="status canceled")
     assert time.monotonic() - started < 5

@@ -7,19 +7,11 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import pid_alive
 
 from mimikit.exceptions import ToolError
 from mimikit.procgroup import live_process_groups
 from mimikit.workspace import Workspace
-
-
-def alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 @pytest.fixture
@@ -105,7 +97,7 @@ def test_shell_timeout_kills_background_children(ws: Workspace) -> None:
     result = ws.shell("sleep 30 & echo $! > bg.pid; sleep 30", timeout=0.5)
     assert result["timedOut"] is True
     assert time.monotonic() - started < 5
-    assert not alive(int((ws.root / "bg.pid").read_text()))
+    assert not pid_alive(int((ws.root / "bg.pid").read_text()))
     assert live_process_groups() == []
     assert ws.live_pgids == set()
 
@@ -113,14 +105,14 @@ def test_shell_timeout_kills_background_children(ws: Workspace) -> None:
 def test_background_child_does_not_outlive_finished_command(ws: Workspace) -> None:
     result = ws.shell("sleep 30 > /dev/null 2>&1 & echo $!")
     assert result["exitCode"] == 0
-    assert not alive(int(result["stdout"]))
+    assert not pid_alive(int(result["stdout"]))
 
 
 def test_command_ignoring_sigterm_is_killed_after_grace(ws: Workspace) -> None:
     result = ws.shell("trap '' TERM; sleep 30 & echo $! > bg.pid; wait", timeout=0.3)
     assert result["timedOut"] is True
     assert 2 <= result["durationMs"] / 1000 < 5
-    assert not alive(int((ws.root / "bg.pid").read_text()))
+    assert not pid_alive(int((ws.root / "bg.pid").read_text()))
 
 
 def test_cancel_from_another_thread_kills_running_command(ws: Workspace) -> None:
@@ -129,7 +121,7 @@ def test_cancel_from_another_thread_kills_running_command(ws: Workspace) -> None
     result = ws.shell("sleep 30 & echo $! > bg.pid; sleep 30")
     assert result["canceled"] is True
     assert time.monotonic() - started < 3
-    assert not alive(int((ws.root / "bg.pid").read_text()))
+    assert not pid_alive(int((ws.root / "bg.pid").read_text()))
     with pytest.raises(ToolError, match="canceled"):
         ws.shell("echo again")
 
