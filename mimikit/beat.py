@@ -106,6 +106,8 @@ def slot_of(entry: Any, now: datetime) -> datetime:
 class Scheduler(RedBeatScheduler):
     """RedBeat with its entries and lock under ``KEY_PREFIX:redbeat:``, made to self-heal."""
 
+    lock: Any = None
+
     def __init__(self, app: Any, **kwargs: Any) -> None:
         self._advanced: list[Any] = []
         super().__init__(app, **kwargs)

@@ -160,11 +160,11 @@ def _outcome_from_message(last_message: Path, stdout_tail: str, duration_ms: int
         return CodexOutcome(
             "failed", error=str(error), stdout_tail=stdout_tail, durationMs=duration_ms
         )
-    error = reply.error
-    if reply.status == "failed" and not error:
-        error = "codex reported the task failed without saying why"
+    reason = reply.error
+    if reply.status == "failed" and not reason:
+        reason = "codex reported the task failed without saying why"
     return CodexOutcome(
-        reply.status, reply.resultType, reply.result, error, stdout_tail, duration_ms
+        reply.status, reply.resultType, reply.result, reason, stdout_tail, duration_ms
     )
 
 

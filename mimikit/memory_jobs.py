@@ -53,7 +53,7 @@ def _archive_and_flush(runtime: Runtime, now: datetime) -> dict[str, Any]:
     history = runtime.state.messages_between(None, None)
     report = archive(history, state_dir, now,
                      claim=lambda key: runtime.state.claim(key),
-                     request_summary=lambda kind, period, msgs: request_summary(
+                     request_summary=lambda kind, period, msgs: _request(
                          runtime, kind, period, msgs))
     runtime.redis.set(runtime.keys.meta("archive_last_run"), now.isoformat())
     flushed = flush(history, state_dir, now, _time(runtime, "flush_last_run"))
@@ -78,10 +78,14 @@ def request_summary(runtime: Runtime, kind: str, period: str, messages: list[Mes
     return task
 
 
+def _request(runtime: Runtime, kind: str, period: str, messages: list[Message]) -> None:
+    request_summary(runtime, kind, period, messages)
+
+
 def summary_target(runtime: Runtime, task_id: str) -> tuple[str, str] | None:
     """``(kind, period)`` when ``task_id`` writes a memory summary."""
     raw = runtime.redis.get(runtime.keys.meta(f"summary:{task_id}"))
-    return tuple(json.loads(raw)) if raw else None  # type: ignore[return-value]
+    return tuple(json.loads(raw)) if raw else None
 
 
 def write_summary(runtime: Runtime, task: Task, result: Result) -> bool:

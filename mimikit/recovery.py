@@ -69,7 +69,7 @@ def _defer(runtime: Runtime, task_id: str, until: datetime) -> bool:
     def change(task: Task) -> Task | None:
         if task.status != "running" or runtime.redis.exists(hb_key):
             return None
-        task.status, task.deferUntil = "deferred", until  # type: ignore[assignment]
+        task.status, task.deferUntil = "deferred", until
         task.error = LOST_REASON
         return task
 

@@ -215,7 +215,7 @@ def _fire_once(runtime: Runtime, trigger: Task, sent_at: datetime) -> str:
     run = not (missed and trigger.misfire == "skip")
 
     def change(task: Task) -> Task | None:
-        task.status, task.completedAt = "done", utcnow()  # type: ignore[assignment]
+        task.status, task.completedAt = "done", utcnow()
         if run:
             task.lastTriggeredAt = task.completedAt
         return task

@@ -8,4 +8,4 @@ from mimikit.runtime import Runtime
 
 
 def runtime() -> Runtime:
-    return current_app.extensions["mimikit"]  # type: ignore[no-any-return]
+    return current_app.extensions["mimikit"]

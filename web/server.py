@@ -14,7 +14,7 @@ SSE_THREADS = 64
 GRACEFUL_SECONDS = 2
 
 
-class _Gunicorn(BaseApplication):  # type: ignore[misc]
+class _Gunicorn(BaseApplication):
     def __init__(self, app: Any, options: dict[str, Any]) -> None:
         self.application = app
         self.options = options

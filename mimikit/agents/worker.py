@@ -34,8 +34,8 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         if memory_jobs.summary_target(runtime, task.id):
             # Memory upkeep is system work: its result goes to memory/summary/, not the chat.
             control.notify_teller = False
-            control.after_hooks.append(lambda done, res: memory_jobs.write_summary(runtime, done,
-                                                                                   res))
+            control.after_hooks.append(
+                lambda done, res: _write_summary(runtime, done, res))
         else:
             control.after_hooks.append(lambda done, res: after_worker(runtime, done, res))
         return result
@@ -68,6 +68,10 @@ def _run_codex(runtime: Runtime, task: Task, prompt: str, control: RunControl) -
     return Result(id=task.id, status=outcome.status, resultType=outcome.resultType,
                   result=outcome.result or {}, error=outcome.error, attempts=task.attempts,
                   traceId=task.traceId)
+
+
+def _write_summary(runtime: Runtime, task: Task, result: Result) -> None:
+    memory_jobs.write_summary(runtime, task, result)
 
 
 def worker_prompt(runtime: Runtime, task: Task) -> str:

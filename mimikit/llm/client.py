@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import openai
 
@@ -52,6 +52,14 @@ class _Retryable(Exception):
         super().__init__(reason)
         self.reason = reason
         self.delay = delay
+
+
+class ChatClient(Protocol):
+    """Anything that answers chat completions like ``LLMClient.chat``."""
+
+    def chat(self, model: str, messages: list[dict[str, Any]],
+             tools: list[dict[str, Any]] | None = None, deadline: float | None = None
+             ) -> Completion: ...
 
 
 class LLMClient:
@@ -169,7 +177,7 @@ class LLMClient:
         extra: dict[str, Any] = {"tools": tools} if tools else {}
         try:
             response = sdk.chat.completions.create(
-                model=model, messages=messages, timeout=timeout, **extra
+                model=model, messages=messages, timeout=timeout, **extra  # type: ignore[arg-type]
             )
         except openai.APITimeoutError:
             raise _Retryable(f"the LLM at {self.url} did not answer within {timeout:g} s") from None

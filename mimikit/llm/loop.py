@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from mimikit.llm.client import LLMClient, LLMDeadline, ToolCall
+from mimikit.llm.client import ChatClient, LLMDeadline, ToolCall
 from mimikit.models import Model, Usage, new_id, utcnow
 from mimikit.tools.registry import Registry, ToolOutcome
 
@@ -47,7 +47,7 @@ class RunRecord(Model):
 
 
 def run_agent(
-    client: LLMClient,
+    client: ChatClient,
     model: str,
     role: str,
     system_prompt: str,
@@ -95,7 +95,7 @@ def run_agent(
 
 
 def _loop(
-    client: LLMClient,
+    client: ChatClient,
     record: RunRecord,
     registry: Registry,
     ctx: Any,

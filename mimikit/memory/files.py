@@ -94,7 +94,8 @@ def file_period(path: Path) -> tuple[datetime, datetime]:
     """
     match = _NAME_DATE.match(path.name)
     if match:
-        year, month, day = (int(g) if g else None for g in match.groups())
+        year, month = int(match.group(1)), int(match.group(2))
+        day = int(match.group(3)) if match.group(3) else None
         try:
             if day is not None:
                 start = datetime(year, month, day, tzinfo=UTC)

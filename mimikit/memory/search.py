@@ -51,7 +51,7 @@ class _File:
     source: str
     period: tuple[datetime, datetime]
     passages: list[str]
-    counts: list[dict[str, int]]
+    counts: list[Counter[str]]
     lengths: list[int]
 
 

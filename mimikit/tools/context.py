@@ -36,7 +36,8 @@ class MeteredClient:
         self._client = client
         self._ctx = ctx
 
-    def chat(self, *args: Any, **kwargs: Any) -> Any:
-        completion = self._client.chat(*args, **kwargs)
+    def chat(self, model: str, messages: list[dict[str, Any]],
+             tools: list[dict[str, Any]] | None = None, deadline: float | None = None) -> Any:
+        completion = self._client.chat(model, messages, tools, deadline=deadline)
         self._ctx.usage = self._ctx.usage + completion.usage
         return completion

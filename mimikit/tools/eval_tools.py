@@ -52,7 +52,7 @@ def register(registry: Registry) -> None:
     @registry.tool("read_file", roles=roles)
     def read_file(ctx: ToolContext, args: PathArgs) -> str:
         """Read a text file inside the work directory."""
-        return ctx.workspace.read_file(args.path)  # type: ignore[no-any-return]
+        return ctx.workspace.read_file(args.path)
 
     @registry.tool("list_files", roles=roles)
     def list_files(ctx: ToolContext, args: ListArgs) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 from mimikit.models import Task
 from mimikit.runtime import Runtime
@@ -32,7 +33,7 @@ def active_duplicate(runtime: Runtime, task: Task, staged: list[Task] | None = N
     return other_task.id if other_task and not other_task.finished else None
 
 
-def remember(runtime: Runtime, task: Task, pipe: object | None = None) -> None:
+def remember(runtime: Runtime, task: Task, pipe: Any = None) -> None:
+    """Note ``task`` as the active holder of its fingerprint (in ``pipe`` when given)."""
     target = pipe or runtime.redis
-    target.set(runtime.keys.fingerprint(of(task)), task.id,  # type: ignore[attr-defined]
-               ex=FINGERPRINT_TTL_SECONDS)
+    target.set(runtime.keys.fingerprint(of(task)), task.id, ex=FINGERPRINT_TTL_SECONDS)

@@ -94,7 +94,7 @@ def register(registry: Registry) -> None:
                                    timeout=args.timeout, default=args.default,
                                    traceId=ctx.trace_id)
         ctx.runtime.state.set_question(question)
-        return StopRun({"asked": True, "expiresAt": question.expiresAt.isoformat()})
+        return StopRun({"asked": True, "expiresAt": str(question.expiresAt)})
 
     @registry.tool("update_backlog", roles=teller)
     def update_backlog(ctx: ToolContext, args: BacklogArgs) -> dict[str, Any]:

@@ -43,17 +43,17 @@ def register(registry: Registry) -> None:
     @registry.tool("shell", roles=worker)
     def shell(ctx: ToolContext, args: ShellArgs) -> dict[str, Any]:
         """Run a shell command in the work directory (no stdin; killed at its timeout)."""
-        return ctx.workspace.shell(args.command, args.timeout)  # type: ignore[no-any-return]
+        return ctx.workspace.shell(args.command, args.timeout)
 
     @registry.tool("read_file", roles=worker)
     def read_file(ctx: ToolContext, args: PathArgs) -> str:
         """Read a text file inside the work directory."""
-        return ctx.workspace.read_file(args.path)  # type: ignore[no-any-return]
+        return ctx.workspace.read_file(args.path)
 
     @registry.tool("write_file", roles=worker)
     def write_file(ctx: ToolContext, args: WriteArgs) -> dict[str, Any]:
         """Create or overwrite a file inside the work directory."""
-        return ctx.workspace.write_file(args.path, args.content)  # type: ignore[no-any-return]
+        return ctx.workspace.write_file(args.path, args.content)
 
     @registry.tool("list_files", roles=worker)
     def list_files(ctx: ToolContext, args: ListArgs) -> dict[str, Any]:
