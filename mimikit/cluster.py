@@ -47,7 +47,8 @@ def queue_depths(runtime: Runtime) -> dict[str, int]:
 def status(runtime: Runtime) -> dict[str, Any]:
     """The status report of ``GET /api/status`` and ``mimikit status``."""
     settings = runtime.settings
-    llm = {"configured": settings.llm_configured, "model": settings.model}
+    llm = {"configured": settings.llm_configured, "model": settings.model_for("teller"),
+           "models": {role: settings.model_for(role) for role in ("teller", "planner", "worker")}}
     if settings.llm_base_url:
         llm["baseUrl"] = settings.llm_base_url
     if not settings.llm_configured:

@@ -36,7 +36,8 @@ def print_status(settings: Settings, as_json: bool = False) -> int:
           f"{beat.get('lastTick') or 'never'})")
     llm = report["llm"]
     print(f"llm       {'configured' if llm['configured'] else 'NOT CONFIGURED'}  "
-          f"{llm.get('baseUrl', '')} model={llm.get('model')}"
+          f"{llm.get('baseUrl', '')} "
+          + " ".join(f"{role}={model}" for role, model in llm.get("models", {}).items())
           + (f"\n          {llm['error']}" if llm.get("error") else ""))
     question = report.get("pendingQuestion")
     print(f"question  {question['question'] if question else '-'}")
