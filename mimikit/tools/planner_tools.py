@@ -11,11 +11,11 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from mimikit.exceptions import ToolError
-from mimikit.models import Condition, ResultType, Task, check_result
+from mimikit.models import Condition, ResultType, Task
 from mimikit.tools import fingerprint
 from mimikit.tools.context import ToolContext
 from mimikit.tools.registry import Registry, StopRun
-from mimikit.tools.shared import Args
+from mimikit.tools.shared import Args, finish_with_result
 
 
 class PlannerDelegateArgs(Args):
@@ -144,11 +144,4 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
         """Finish planning: done (commits your delegations), needs_input, or failed."""
         if args.status == "needs_input" and not args.question:
             raise ToolError("status needs_input requires 'question' for the user")
-        if args.status == "failed" and not args.error:
-            raise ToolError("status failed requires 'error'")
-        if args.status == "done" or args.result:
-            try:
-                check_result(args.resultType, args.result)
-            except ValueError as error:
-                raise ToolError(str(error)) from None
-        return StopRun(args.model_dump(exclude_none=True))
+        return finish_with_result(args)

@@ -8,8 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mimikit import tasklist
 from mimikit.exceptions import ToolError
+from mimikit.models import check_result
 from mimikit.tools.context import ToolContext
-from mimikit.tools.registry import Registry
+from mimikit.tools.registry import Registry, StopRun
 
 
 class Args(BaseModel):
@@ -24,6 +25,22 @@ class ListTasksArgs(Args):
 
 class CancelTaskArgs(Args):
     taskId: str = Field(min_length=1)
+
+
+def finish_with_result(args: Any) -> StopRun:
+    """End a run with a submitted result, after checking it against its resultType schema.
+
+    ``args`` has ``status``, ``resultType``, ``result`` and ``error``; a problem becomes an
+    error text that tells the model what to fix.
+    """
+    if args.status == "failed" and not args.error:
+        raise ToolError("status failed requires 'error' saying what went wrong")
+    if args.status == "done" or args.result:
+        try:
+            check_result(args.resultType, args.result)
+        except ValueError as error:
+            raise ToolError(f"{error}. Fix the result and call submit_result again.") from None
+    return StopRun(args.model_dump(exclude_none=True))
 
 
 def register(registry: Registry) -> None:

@@ -6,11 +6,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from mimikit.exceptions import ToolError
-from mimikit.models import ResultType, check_result
+from mimikit.models import ResultType
 from mimikit.tools.context import ToolContext
 from mimikit.tools.registry import Registry, StopRun
-from mimikit.tools.shared import Args
+from mimikit.tools.shared import Args, finish_with_result
 
 
 class ShellArgs(Args):
@@ -63,11 +62,4 @@ def register(registry: Registry) -> None:
     @registry.tool("submit_result", roles=worker)
     def submit_result(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
         """Finish the task with its structured result (must match resultType's schema)."""
-        if args.status == "failed" and not args.error:
-            raise ToolError("status failed requires 'error' saying what went wrong")
-        if args.status == "done" or args.result:
-            try:
-                check_result(args.resultType, args.result)
-            except ValueError as error:
-                raise ToolError(f"{error}. Fix the result and call submit_result again.") from None
-        return StopRun(args.model_dump(exclude_none=True))
+        return finish_with_result(args)
