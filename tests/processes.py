@@ -140,6 +140,14 @@ def _signal(process: subprocess.Popen[bytes], sig: int) -> None:
         pass
 
 
+def run_mimikit(*args: str, drop: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m mimikit ARGS`` to completion (without the variables in ``drop``)."""
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([sys.executable, "-m", "mimikit", *args], capture_output=True,
+                          text=True, timeout=30, cwd=ROOT, env=env)
+
+
 def pid_alive(pid: int) -> bool:
     """True while ``pid`` runs (a zombie counts as gone)."""
     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from llm_server import tool_call
-from processes import ROOT, TESTS, free_port, wait_for
+from processes import ROOT, TESTS, free_port, run_mimikit, wait_for
 
 from mimikit import dispatch
 from mimikit.models import Task
@@ -132,11 +132,8 @@ def test_flower_with_basic_auth_keeps_its_api_closed_to_anonymous_calls(runtime,
 
 
 def test_flower_refuses_a_public_address_without_auth(runtime):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("MIMIKIT_FLOWER_BASIC_AUTH", None)
-    done = subprocess.run([sys.executable, "-m", "mimikit", "flower", "--address", "0.0.0.0",
-                           "--port", str(free_port())], capture_output=True, text=True,
-                          timeout=30, cwd=ROOT, env=env)
+    done = run_mimikit("flower", "--address", "0.0.0.0", "--port", str(free_port()),
+                       drop=("MIMIKIT_FLOWER_BASIC_AUTH",))
     assert done.returncode == 1
     assert "refusing to serve Flower on 0.0.0.0 without auth" in done.stderr
     assert "MIMIKIT_FLOWER_BASIC_AUTH" in done.stderr

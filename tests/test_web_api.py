@@ -111,17 +111,10 @@ def test_events_accept_the_token_as_a_query_parameter_only_there(token_client):
 
 
 def test_web_refuses_a_public_bind_without_a_token(runtime):
-    import os
-    import subprocess
-    import sys
+    from processes import free_port, run_mimikit
 
-    from processes import ROOT, free_port
-
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("MIMIKIT_API_TOKEN", None)
-    done = subprocess.run([sys.executable, "-m", "mimikit", "web", "--host", "0.0.0.0",
-                           "--port", str(free_port())], capture_output=True, text=True,
-                          timeout=30, cwd=ROOT, env=env)
+    done = run_mimikit("web", "--host", "0.0.0.0", "--port", str(free_port()),
+                       drop=("MIMIKIT_API_TOKEN",))
     assert done.returncode == 1
     assert "refusing to serve on 0.0.0.0 without a token" in done.stderr
     assert "MIMIKIT_API_TOKEN" in done.stderr
