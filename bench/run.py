@@ -21,7 +21,7 @@ FULL = {
 }
 QUICK = {
     "bench_e2e.py": ["--requests", "50", "--tasks", "300"],
-    "bench_triggers.py": ["--quick"],
+    "bench_triggers.py": ["--triggers", "1000", "--entries", "200", "--seconds", "10"],
     "bench_memory.py": ["--files", "2000"],
 }
 

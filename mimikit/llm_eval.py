@@ -14,16 +14,15 @@ import logging
 import re
 import time
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from mimikit import conditions, triggers
 from mimikit.execution import RunControl, execute
 from mimikit.models import Result, Task, utcnow
+from mimikit.prompts import build_system_prompt
 from mimikit.runtime import Runtime
 
 log = logging.getLogger("mimikit.llm_eval")
-PROMPT_PATH = Path(__file__).resolve().parents[1] / "prompts" / "llm-eval-batch.md"
 _BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
 
 
@@ -104,9 +103,7 @@ def run_batch(runtime: Runtime, celery_id: str | None, task_id: str | None = Non
 
 
 def _judge(runtime: Runtime, control: RunControl, found: list[dict[str, str]]) -> Result:
-    from mimikit.agents.common import client_for, keep_run
-    from mimikit.llm import run_agent
-    from mimikit.tools import registry
+    from mimikit.agents.common import run_role
     from mimikit.tools.context import ToolContext
     from mimikit.workspace import Workspace
 
@@ -114,11 +111,9 @@ def _judge(runtime: Runtime, control: RunControl, found: list[dict[str, str]]) -
     control.notify_teller = False  # verdicts are the supervisor's, never the Teller's
     ctx = ToolContext(runtime=runtime, role="llm_eval", trace_id=task.traceId, task=task,
                       workspace=Workspace(settings.work_dir))
-    record = run_agent(client_for(runtime), settings.model_for("llm_eval"), "llm_eval",
-                       PROMPT_PATH.read_text(encoding="utf-8"), task.prompt, registry(), ctx,
-                       settings.max_steps, deadline=time.monotonic() + control.remaining(),
-                       on_step=lambda _record: control.check())
-    keep_run(runtime, record, (task.id,))
+    record = run_role(runtime, ctx, build_system_prompt("llm_eval"), task.prompt,
+                      control.remaining(), on_step=lambda _record: control.check(),
+                      owners=(task.id,))
     if record.status != "stopped" or not isinstance(record.stopValue, dict):
         error = record.error or "the evaluation ended without calling submit_verdicts"
         return Result(id=task.id, status="failed", error=error, attempts=task.attempts)
