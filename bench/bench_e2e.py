@@ -89,7 +89,10 @@ def _run(args: argparse.Namespace, llm: object, tmp: Path) -> None:
     print(row("raw Celery no-op round trip", raw))
 
     llm.default("teller", tool_call("reply", text="hi"))  # type: ignore[attr-defined]
-    replies = [_until_reply(runtime, f"hello {n}") for n in range(args.requests)]
+    from web import create_app
+
+    client = create_app(runtime.settings).test_client()
+    replies = [_until_reply(runtime, client, f"hello {n}") for n in range(args.requests)]
     print(row("input -> Teller reply in /api/messages", replies))
 
     llm.default("teller", tool_calls([("delegate", {"prompt": "work"}),  # type: ignore[attr-defined]
@@ -105,7 +108,7 @@ def _run(args: argparse.Namespace, llm: object, tmp: Path) -> None:
     llm.default("planner", plan)  # type: ignore[attr-defined]
     llm.default("worker", call("submit_result", status="done", resultType="text",  # type: ignore[attr-defined]
                                result={"text": "done"}))
-    flows = [_until_report(runtime, llm, f"work {n}") for n in range(max(args.requests // 4, 20))]
+    flows = [_until_report(runtime, client, llm, f"work {n}") for n in range(args.requests)]
     print(row("input -> Planner -> Worker -> Teller report", flows))
     _throughput(runtime, app, args.tasks)
 
@@ -116,34 +119,35 @@ def _timed(fn) -> float:  # type: ignore[no-untyped-def]
     return time.perf_counter() - began
 
 
-def _until_reply(runtime, text: str) -> float:  # type: ignore[no-untyped-def]
+def _visible(client, text: str) -> bool:  # type: ignore[no-untyped-def]
+    """True when the newest message served by GET /api/messages has ``text``."""
+    messages = client.get("/api/messages?limit=1").get_json()["messages"]
+    return bool(messages) and messages[-1]["text"] == text
+
+
+def _post_and_wait(runtime, client, text: str, answer: str) -> float:  # type: ignore[no-untyped-def]
+    """Post ``text`` as the user; seconds until ``answer`` is the newest message in the API."""
     from mimikit import dispatch
     from mimikit.models import Message
 
     began = time.perf_counter()
-    before = runtime.state.history_count()
     runtime.state.append_message(Message(role="user", text=text), to_inbox=True)
     dispatch.wake(runtime)
-    while runtime.state.history_count() < before + 2:
+    while not _visible(client, answer):
         time.sleep(0.001)
     return time.perf_counter() - began
 
 
-def _until_report(runtime, llm, text: str) -> float:  # type: ignore[no-untyped-def]
-    from mimikit import dispatch
-    from mimikit.models import Message
+def _until_reply(runtime, client, text: str) -> float:  # type: ignore[no-untyped-def]
+    return _post_and_wait(runtime, client, text, "hi")
 
-    llm.script("teller", __import__("llm_server").tool_calls(
-        [("delegate", {"prompt": text}), ("reply", {"text": "on it"})]))
-    llm.default("teller", __import__("llm_server").tool_call("reply", text="report"))
-    began = time.perf_counter()
-    runtime.state.append_message(Message(role="user", text=text), to_inbox=True)
-    dispatch.wake(runtime)
-    while True:
-        last = runtime.state.recent_messages(1)
-        if last and last[0].text == "report":
-            return time.perf_counter() - began
-        time.sleep(0.002)
+
+def _until_report(runtime, client, llm, text: str) -> float:  # type: ignore[no-untyped-def]
+    from llm_server import tool_call, tool_calls
+
+    llm.script("teller", tool_calls([("delegate", {"prompt": text}), ("reply", {"text": "on it"})]))
+    llm.default("teller", tool_call("reply", text="report"))
+    return _post_and_wait(runtime, client, text, "report")
 
 
 def _throughput(runtime, app, count: int) -> None:  # type: ignore[no-untyped-def]
