@@ -168,6 +168,12 @@ def _run_body(body: Callable[[RunControl], Result], control: RunControl) -> Resu
     except MimikitError as error:
         log.warning("task %s failed: %s", task.id, error)
         return Result(id=task.id, status="failed", error=str(error), attempts=task.attempts)
+    except RedisError:
+        raise  # the state store is away: the heartbeat lapses and recovery re-runs the task
+    except Exception as error:  # a bug must fail the task with its reason, not strand it
+        log.exception("task %s crashed", task.id)
+        return Result(id=task.id, status="failed", attempts=task.attempts,
+                      error=f"internal error: {type(error).__name__}: {error}")
 
 
 def _keep_heartbeat(state: StateStore, control: RunControl, owner: str,

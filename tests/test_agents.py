@@ -279,3 +279,17 @@ def test_task_detail_returns_the_run_transcript_with_trace_and_usage(stack, llm)
     types = [e["type"] for e in body["events"]]
     assert types[:2] == ["task_created", "task_started"] and "task_done" in types
     assert all(e.get("traceId") == "trace-42" for e in body["events"] if e["type"] != "run_finished")
+
+
+def test_a_malformed_inbox_item_is_reported_once_not_retried_forever(stack, llm):
+    from mimikit import dispatch
+
+    llm.default("teller", tool_call("reply", text="fine"))
+    stack.state.push_inbox({"kind": "input"})  # no message: the pass cannot render it
+    dispatch.wake(stack)
+    found = wait_history(stack, lambda h: any("internal error" in t for _r, t in h),
+                         message="the internal error notice")
+    assert sum("internal error" in t for _r, t in found) == 1
+    wait_for(lambda: stack.state.read_inbox() == [], message="the inbox to be cleared")
+    post_input(stack, "still there?")
+    wait_history(stack, lambda h: ("assistant", "fine") in h, message="a normal reply")

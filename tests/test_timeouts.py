@@ -47,3 +47,14 @@ def test_a_timed_out_task_is_retried_with_backoff_until_its_attempts_run_out(run
     failed = runtime.state.get_task(task.id)
     assert failed.status == "failed" and failed.attempts == 2
     assert "timed out" in runtime.state.get_result(task.id).error
+
+
+def test_a_crashing_body_fails_its_task_with_the_reason(runtime):
+    task = runtime.state.add_tasks([Task(prompt="buggy")])[0]
+
+    def body(control: RunControl) -> Result:
+        raise KeyError("missing")
+
+    execute(runtime.state, task.id, "c1", 60, body)
+    assert runtime.state.get_task(task.id).status == "failed"
+    assert runtime.state.get_result(task.id).error == "internal error: KeyError: 'missing'"

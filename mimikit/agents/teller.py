@@ -10,6 +10,8 @@ import json
 import logging
 from typing import Any
 
+from redis.exceptions import RedisError
+
 from mimikit import dispatch, teller_gate
 from mimikit.agents.common import run_role
 from mimikit.agents.context import context_sections
@@ -34,13 +36,26 @@ def run_teller(runtime: Runtime, owner: str) -> str:
                 break
             items = runtime.state.read_inbox()
             if items:
-                teller_pass(runtime, items)
+                _guarded_pass(runtime, items)
                 runtime.state.ack_inbox(len(items))
     finally:
         again = teller_gate.release(runtime, owner)
     if again:
         dispatch.wake(runtime)
     return "ran"
+
+
+def _guarded_pass(runtime: Runtime, items: list[dict[str, Any]]) -> None:
+    """One pass; a crash is reported in the chat instead of retrying the same items forever."""
+    try:
+        teller_pass(runtime, items)
+    except RedisError:
+        raise  # nothing acknowledged: the items wait for the next run
+    except Exception as error:
+        log.exception("Teller pass failed on %d items", len(items))
+        runtime.state.system_message(
+            f"The assistant hit an internal error and skipped {len(items)} pending item(s): "
+            f"{type(error).__name__}: {error}")
 
 
 def teller_pass(runtime: Runtime, items: list[dict[str, Any]]) -> None:
