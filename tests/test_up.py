@@ -23,6 +23,13 @@ def _status(port: int) -> dict | None:
         return None
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
 def _descendants(pid: int) -> set[int]:
     found, todo = set(), [pid]
     while todo:
@@ -60,6 +67,13 @@ def test_up_starts_embedded_redis_serves_status_and_leaves_nothing_behind(tmp_pa
                                 timeout=30)
         assert second.returncode == 1 and "already running" in second.stderr
 
+        web = next(p for p in children if b"mimikit\x00web" in _cmdline(p))
+        os.killpg(web, signal.SIGKILL)
+        wait_for(lambda: not pid_alive(web), timeout=10, message="the web child to die")
+        wait_for(lambda: _status(web_port), timeout=30, interval=0.2,
+                 message="the web child to be restarted")
+        children |= _descendants(up.pid)
+
         up.send_signal(signal.SIGINT)
         output, _ = up.communicate(timeout=60)
     finally:
@@ -67,6 +81,7 @@ def test_up_starts_embedded_redis_serves_status_and_leaves_nothing_behind(tmp_pa
             up.kill()
     assert up.returncode == 0, output
     assert "ready at http://127.0.0.1:" in output and "stopped" in output
+    assert "web exited with -9; restarting in 1 s" in output
     wait_for(lambda: not [p for p in children if pid_alive(p)], timeout=10,
              message="every child to exit")
     assert (tmp_path / ".mimikit" / "redis" / "appendonly.aof").exists() or any(
