@@ -44,6 +44,7 @@ class RunControl:
     state: StateStore
     deadline: float
     cancel_event: threading.Event = field(default_factory=threading.Event)
+    superseded: threading.Event = field(default_factory=threading.Event)
     on_cancel: list[Callable[[], None]] = field(default_factory=list)
     notify_teller: bool = True
     commit_hooks: list[Callable[[Any, Task], None]] = field(default_factory=list)
@@ -51,6 +52,8 @@ class RunControl:
 
     def check(self) -> None:
         """Raise if the task was canceled or ran past its deadline (call at each step)."""
+        if self.superseded.is_set():
+            raise TaskCanceled(f"task {self.task.id} is now run by another delivery")
         if self.cancel_event.is_set() or self.state.cancel_requested(self.task.id):
             self.cancel_event.set()
             raise TaskCanceled(f"task {self.task.id} was canceled")
@@ -117,6 +120,9 @@ def execute(state: StateStore, task_id: str, celery_id: str | None, default_time
         _current = None
         stop.set()
         beat.join(timeout=5)
+    if control.superseded.is_set():
+        log.warning("delivery of %s stopped: another delivery holds it now", task_id)
+        return decision
     if control.cancel_event.is_set():
         state.finish_canceled(task_id)
         return decision
@@ -152,7 +158,8 @@ def _run_body(body: Callable[[RunControl], Result], control: RunControl) -> Resu
     try:
         return body(control)
     except TaskCanceled:
-        control.cancel_event.set()
+        if not control.superseded.is_set():
+            control.cancel_event.set()
         return Result(id=task.id, status="failed", error="canceled", attempts=task.attempts)
     except SoftTimeLimitExceeded:
         # Celery's revoke(terminate, SIGUSR1) or its soft time limit: stop child processes,
@@ -178,18 +185,21 @@ def _run_body(body: Callable[[RunControl], Result], control: RunControl) -> Resu
 
 def _keep_heartbeat(state: StateStore, control: RunControl, owner: str,
                     stop: threading.Event) -> None:
-    """Renew the heartbeat; on cancel or past the deadline, run the cancel hooks."""
+    """Renew the heartbeat; on cancel, past the deadline, or when another delivery took the
+    task over (our heartbeat lapsed), run the cancel hooks."""
     interval = min(max(state.heartbeat_seconds / 3, 0.2), 1.0)
     fired = False
     while not stop.wait(interval):
         try:
-            state.beat(control.task.id, owner)
+            ours = state.beat(control.task.id, owner)
             canceled = state.cancel_requested(control.task.id)
         except RedisError as error:  # Redis briefly unreachable: keep running, try again
             log.warning("heartbeat of %s failed: %s", control.task.id, error)
             continue
         late = time.monotonic() > control.deadline
-        if (canceled or late) and not fired:
+        if not ours:
+            control.superseded.set()
+        if (canceled or late or not ours) and not fired:
             if canceled:
                 control.cancel_event.set()
             fired = True

@@ -28,8 +28,6 @@ _BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
 
 def pending_conditions(runtime: Runtime) -> list[dict[str, str]]:
     """The ``llm_eval`` atoms to judge now: ``[{id, prompt, triggerId}]``."""
-    from mimikit.supervisor import load_tasks
-
     redis, keys = runtime.redis, runtime.keys
     ids = sorted(_s(i) for i in redis.smembers(keys.llm_triggers))
     if not ids:
@@ -37,7 +35,7 @@ def pending_conditions(runtime: Runtime) -> list[dict[str, str]]:
     now = utcnow()
     busy = {_s(k): float(v) for k, v in redis.hgetall(keys.evaluating).items()}
     found: list[dict[str, str]] = []
-    for trigger in load_tasks(runtime, ids):
+    for trigger in runtime.state.tasks_by_id(ids):
         if trigger.finished or trigger.condition is None:
             redis.srem(keys.llm_triggers, trigger.id)
             continue

@@ -17,6 +17,8 @@ from mimikit.runtime import Runtime
 
 log = logging.getLogger("mimikit.recovery")
 LOST_REASON = "worker lost (heartbeat expired)"
+SWEEP_SECONDS = 60
+STRANDED_SECONDS = 60
 BACKOFF_BASE_SECONDS = 1.0
 BACKOFF_MAX_SECONDS = 600.0
 
@@ -108,15 +110,25 @@ def recover_on_startup(runtime: Runtime) -> dict[str, Any]:
     Queued tasks are sent again (a duplicate delivery does nothing), timed triggers get their
     beat entries back, conditional triggers their indexes, and pending inputs wake the Teller.
     """
-    from mimikit import beat, supervisor, triggers
+    from mimikit import supervisor
 
     state = runtime.state
     queued = [t for t in state.tasks_with_status("queued") if not t.is_trigger]
     for task in queued:
         if not (task.deferUntil and task.deferUntil > utcnow()):
             dispatch.enqueue(runtime, task)
+    restored = restore_triggers(runtime)
+    woke = supervisor.wake_for_pending(runtime)
+    runtime.state.log("supervisor_recovered", requeued=len(queued), restored=len(restored))
+    return {"requeued": len(queued), "restored": restored, "woke": woke}
+
+
+def restore_triggers(runtime: Runtime) -> list[str]:
+    """Give timed triggers back a lost beat entry; re-index and re-check conditional ones."""
+    from mimikit import beat, triggers
+
     restored = []
-    for trigger in state.triggers():
+    for trigger in runtime.state.triggers():
         if trigger.finished:
             continue
         if trigger.type in ("recurring", "scheduled") and not beat.entry_exists(trigger.id):
@@ -124,9 +136,48 @@ def recover_on_startup(runtime: Runtime) -> dict[str, Any]:
             restored.append(trigger.id)
         elif trigger.type == "conditional":
             triggers.index_conditional(runtime, trigger)
-    woke = supervisor.wake_for_pending(runtime)
-    runtime.state.log("supervisor_recovered", requeued=len(queued), restored=len(restored))
-    return {"requeued": len(queued), "restored": restored, "woke": woke}
+            triggers.evaluate_and_fire(runtime, trigger.id, cause="recovery", trigger=trigger)
+    return restored
+
+
+def sweep(runtime: Runtime, now: datetime) -> dict[str, Any]:
+    """At most every ``SWEEP_SECONDS``: re-send stranded tasks, restore lost trigger entries.
+
+    A crash between a commit and its follow-up (enqueue, beat entry) leaves work that nothing
+    else would pick up; this finds it without waiting for a beat restart.
+    """
+    if not runtime.redis.set(runtime.keys.meta("sweep"), now.isoformat(), nx=True,
+                             ex=SWEEP_SECONDS):
+        return {}
+    done = {"redispatched": redispatch_stranded(runtime, now),
+            "restored": restore_triggers(runtime)}
+    return {k: v for k, v in done.items() if v}
+
+
+def redispatch_stranded(runtime: Runtime, now: datetime) -> list[str]:
+    """Send again the queued tasks that waited over ``STRANDED_SECONDS`` while their Celery
+    queue is empty: their message was lost (a duplicate delivery would do nothing)."""
+    from mimikit.cluster import queue_depths
+
+    redis, keys = runtime.redis, runtime.keys
+    ids = sorted(_s(i) for i in redis.sdiff(keys.status("queued"), keys.triggers))
+    if not ids:
+        return []
+    depths = queue_depths(runtime)
+    sent = []
+    for task in runtime.state.tasks_by_id(ids):
+        queue = "planner" if task.role == "planner" else "worker"
+        waited = (now - (task.startedAt or task.createdAt)).total_seconds()
+        if depths[queue] or waited < STRANDED_SECONDS or task.status != "queued":
+            continue
+        if task.deferUntil and task.deferUntil > now:
+            continue
+        if redis.set(keys.meta(f"redispatched:{task.id}"), "1", nx=True, ex=STRANDED_SECONDS):
+            dispatch.enqueue(runtime, task)
+            runtime.state.log("task_redispatched", taskId=task.id, traceId=task.traceId,
+                              reason="queued with no message in its Celery queue")
+            sent.append(task.id)
+    return sent
 
 
 def _s(value: bytes | str) -> str:

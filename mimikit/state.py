@@ -141,6 +141,10 @@ class StateStore:
     def triggers(self) -> list[Task]:
         return self._load_tasks(sorted(_s(i) for i in self.redis.smembers(self.keys.triggers)))
 
+    def tasks_by_id(self, ids: list[str]) -> list[Task]:
+        """The tasks with these ids, in one round trip (missing ones left out)."""
+        return self._load_tasks(ids)
+
     def _load_tasks(self, ids: list[str]) -> list[Task]:
         if not ids:
             return []
@@ -219,7 +223,12 @@ class StateStore:
 
     def start_task(self, task_id: str, owner: str, celery_id: str | None,
                    is_owner_alive: Callable[[str], bool]) -> StartDecision:
-        """Claim one delivery of a task; refuse finished, deferred or live-running tasks."""
+        """Claim one delivery of a task.
+
+        Refused: a finished task, one deferred until later, and one whose heartbeat is held by
+        another live delivery (whatever its status says). A task whose cancel was recorded while
+        no worker ran it becomes ``canceled`` here instead of starting.
+        """
         decision = StartDecision("missing")
         hb_key = self.keys.heartbeat(task_id)
 
@@ -228,11 +237,15 @@ class StateStore:
             if task.finished:
                 decision.outcome, decision.detail = "finished", task.status
                 return None
+            if self.cancel_requested(task_id):
+                decision.outcome, decision.detail = "finished", "canceled"
+                task.status, task.completedAt, task.error = "canceled", utcnow(), "canceled"
+                return task
             if task.deferUntil and task.deferUntil > utcnow():
                 decision.outcome, decision.detail = "deferred", task.deferUntil.isoformat()
                 return None
             holder = _s(self.redis.get(hb_key) or b"")
-            if task.status == "running" and holder and holder != owner and is_owner_alive(holder):
+            if holder and holder != owner and is_owner_alive(holder):
                 decision.outcome, decision.detail = "busy", holder
                 return None
             task.status, task.startedAt, task.celeryId = "running", utcnow(), celery_id
@@ -241,13 +254,17 @@ class StateStore:
             return task
 
         def claim(pipe: _LoggingPipe, before: Task, after: Task) -> None:
+            if decision.outcome != "started":
+                pipe.log(self.keys, "task_canceled", taskId=after.id, traceId=after.traceId,
+                         reason="canceled before this delivery started")
+                return
             pipe.set(hb_key, owner, px=self._heartbeat_ms)
             pipe.log(self.keys, "task_started", taskId=after.id, traceId=after.traceId,
                      attempts=after.attempts, celeryId=celery_id, owner=owner)
 
-        started = self.update_task(task_id, change, claim)
-        if started is not None:
-            decision.task = started
+        changed = self.update_task(task_id, change, claim)
+        if changed is not None:
+            decision.task = changed
         return decision
 
     heartbeat_seconds: float = 10.0
@@ -286,7 +303,12 @@ class StateStore:
             return task
 
         def write(pipe: _LoggingPipe, before: Task, after: Task) -> None:
-            pipe.set(self.keys.result(after.id), result.model_dump_json(exclude_none=True))
+            body = result.model_dump_json(exclude_none=True)
+            pipe.set(self.keys.result(after.id), body)
+            if after.triggerId:
+                # A fired task's result is also its trigger's latest result, so conditions on
+                # the trigger id (task_done of B, B a conditional trigger) see it.
+                pipe.set(self.keys.result(after.triggerId), body)
             pipe.delete(self.keys.heartbeat(after.id))
             pipe.log(self.keys, f"task_{result.status}", taskId=after.id, traceId=after.traceId,
                      attempts=after.attempts, error=result.error)

@@ -15,7 +15,7 @@ from typing import Any
 from mimikit import dispatch, recovery, triggers
 from mimikit.conditions import FileScanner
 from mimikit.memory_jobs import maybe_archive
-from mimikit.models import Task, utcnow
+from mimikit.models import utcnow
 from mimikit.questions import expire_question
 from mimikit.runtime import Runtime
 from mimikit.teller_gate import teller_state
@@ -40,6 +40,7 @@ def tick(runtime: Runtime) -> dict[str, Any]:
         done: dict[str, Any] = {}
         done["recovered"] = recovery.recover_lost(runtime, now)
         done["released"] = recovery.release_deferred(runtime, now)
+        done["swept"] = recovery.sweep(runtime, now)
         done["fired"] = fire_watched(runtime, now)
         done["expired"] = expire_question(runtime)
         done["memory"] = maybe_archive(runtime)
@@ -63,7 +64,7 @@ def fire_watched(runtime: Runtime, now: Any) -> list[str]:
         redis.zrem(keys.cooling, *cooled)
     files = FileScanner(runtime.settings.work_dir)
     fired = []
-    for trigger in load_tasks(runtime, ids):
+    for trigger in runtime.state.tasks_by_id(ids):
         if trigger.finished:
             triggers.unschedule(runtime, trigger)
             continue
@@ -80,14 +81,6 @@ def wake_for_pending(runtime: Runtime) -> bool:
     if teller_state(runtime)["state"] != "idle":
         return False
     return dispatch.wake(runtime)
-
-
-def load_tasks(runtime: Runtime, ids: list[str]) -> list[Task]:
-    """The tasks with these ids, in one round trip (missing ones left out)."""
-    if not ids:
-        return []
-    raws = runtime.redis.mget([runtime.keys.task(i) for i in ids])
-    return [Task.model_validate_json(raw) for raw in raws if raw]
 
 
 def _s(value: bytes | str) -> str:

@@ -24,24 +24,29 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
 
     def body(control: RunControl) -> Result:
         task = control.task
-        prompt = worker_prompt(runtime, task)
-        if runtime.settings.worker_backend == "codex":
-            result = _run_codex(runtime, task, prompt, control)
-        else:
-            result = _run_llm(runtime, task, prompt, control)
-        control.commit_hooks.append(lambda pipe, done: _alias_trigger_result(runtime, pipe,
-                                                                             done, result))
+        # Hooks first: a timeout or crash of the backend must still reach the user and the
+        # triggers waiting on this task.
         if memory_jobs.summary_target(runtime, task.id):
             # Memory upkeep is system work: its result goes to memory/summary/, not the chat.
             control.notify_teller = False
-            control.after_hooks.append(
-                lambda done, res: _write_summary(runtime, done, res))
+            control.after_hooks.append(lambda done, res: _write_summary(runtime, done, res))
         else:
             control.after_hooks.append(lambda done, res: after_worker(runtime, done, res))
-        return result
+        prompt = worker_prompt(runtime, task)
+        if runtime.settings.worker_backend == "codex":
+            return _run_codex(runtime, task, prompt, control)
+        return _run_llm(runtime, task, prompt, control)
 
-    return execute(runtime.state, task_id, celery_id, runtime.settings.worker_timeout,
-                   body).outcome
+    decision = execute(runtime.state, task_id, celery_id, runtime.settings.worker_timeout, body)
+    if decision.outcome == "finished" and decision.task and decision.detail in ("done", "failed"):
+        # A redelivery after a crash between the commit and the routing: route again (the
+        # triggers claim each firing, so a result already routed fires nothing twice).
+        from mimikit import triggers
+
+        result = runtime.state.get_result(task_id)
+        if result is not None:
+            triggers.on_result(runtime, decision.task, result)
+    return decision.outcome
 
 
 def _run_llm(runtime: Runtime, task: Task, prompt: str, control: RunControl) -> Result:
@@ -105,13 +110,6 @@ def _collect_refs(condition: dict[str, Any], found: list[str]) -> None:
         found.append(condition["params"]["taskId"])
     for child in condition.get("conditions", []):
         _collect_refs(child, found)
-
-
-def _alias_trigger_result(runtime: Runtime, pipe: Any, task: Task, result: Result) -> None:
-    # A fired task's result is also its trigger's latest result, so a chain on the trigger id
-    # (task_done of B, where B is a conditional trigger) sees it.
-    if task.triggerId:
-        pipe.set(runtime.keys.result(task.triggerId), result.model_dump_json(exclude_none=True))
 
 
 def after_worker(runtime: Runtime, task: Task, result: Result) -> None:
