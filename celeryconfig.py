@@ -52,7 +52,8 @@ beat_schedule = {
     "mimikit.supervisor.tick": {
         "task": "mimikit.supervisor.tick",
         "schedule": _settings.tick_seconds,
-        "options": {"expires": max(_settings.tick_seconds * 5, 5)},
+        # System priority: a backlog of Worker tasks on a shared worker must not starve it.
+        "options": {"expires": max(_settings.tick_seconds * 5, 5), "priority": SYSTEM_PRIORITY},
     },
     # One batch of every pending llm_eval condition, ahead of every worker task (level 0).
     "mimikit.llm_eval_batch": {
@@ -65,6 +66,6 @@ beat_schedule = {
     "mimikit.memory.archive": {
         "task": "mimikit.memory.archive",
         "schedule": 6 * 3600,
-        "options": {"queue": "supervisor"},
+        "options": {"queue": "supervisor", "priority": SYSTEM_PRIORITY},
     },
 }

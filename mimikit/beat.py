@@ -30,10 +30,11 @@ from redis.exceptions import LockError, RedisError
 from mimikit import schedules
 from mimikit.execution import HOSTNAME, owner_alive
 from mimikit.models import IntervalSchedule, utcnow
+from mimikit.priority import SYSTEM_PRIORITY
 
 log = logging.getLogger("mimikit.beat")
 FIRE_TASK = "mimikit.triggers.fire"
-FIRE_OPTIONS = {"queue": "supervisor"}
+FIRE_OPTIONS = {"queue": "supervisor", "priority": SYSTEM_PRIORITY}
 LIVENESS_SECONDS = 30
 _RELEASE_IF = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end

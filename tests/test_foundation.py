@@ -204,3 +204,17 @@ def test_celery_configuration_follows_the_design():
     assert conf.result_backend_transport_options["visibility_timeout"] > longest
     assert conf.redbeat_redis_url == conf.broker_url
     assert conf.beat_max_loop_interval <= 5 and conf.redbeat_lock_timeout >= 15
+
+
+def test_the_supervisor_tick_overtakes_a_backlog_of_worker_tasks(procs, runtime):
+    procs.worker(queues="worker,supervisor", concurrency=1)
+    for n in range(20):
+        app.send_task("tests.record", args=[f"w{n}", 0.15], queue="worker",
+                      priority=to_broker_priority(5))
+    started = runtime.keys.meta("started")
+    wait_for(lambda: runtime.redis.llen(started) >= 1, message="the backlog to start")
+    entry = app.conf.beat_schedule["mimikit.supervisor.tick"]
+    app.send_task(entry["task"], queue="supervisor", **entry["options"])
+    wait_for(lambda: runtime.redis.get(runtime.keys.meta("last_tick")), timeout=10,
+             message="the tick to run")
+    assert runtime.redis.llen(started) <= 3, "the tick waited behind the Worker backlog"
