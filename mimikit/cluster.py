@@ -61,8 +61,12 @@ def status(runtime: Runtime) -> dict[str, Any]:
     except RedisError as error:
         report["redis"]["error"] = f"{error}; start Redis or run `mimikit up`"
         return report
+    from mimikit.llm_health import outage
     from mimikit.teller_gate import teller_state
 
+    failing = outage(runtime)
+    if failing:
+        llm.update(error=failing["error"], failingSince=failing["since"])
     question = runtime.state.get_question()
     report.update(
         ok=True, workers=workers(runtime), queues=queue_depths(runtime),

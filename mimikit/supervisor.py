@@ -12,7 +12,7 @@ import logging
 import uuid
 from typing import Any
 
-from mimikit import dispatch, recovery, triggers
+from mimikit import dispatch, llm_health, recovery, triggers
 from mimikit.conditions import FileScanner
 from mimikit.memory_jobs import maybe_archive
 from mimikit.models import utcnow
@@ -76,7 +76,7 @@ def fire_watched(runtime: Runtime, now: Any) -> list[str]:
 
 def wake_for_pending(runtime: Runtime) -> bool:
     """Wake the Teller when inputs or results wait and no Teller run is queued or running."""
-    if not runtime.redis.llen(runtime.keys.inbox):
+    if not runtime.redis.llen(runtime.keys.inbox) or llm_health.in_backoff(runtime):
         return False
     if teller_state(runtime)["state"] != "idle":
         return False

@@ -293,3 +293,28 @@ def test_a_malformed_inbox_item_is_reported_once_not_retried_forever(stack, llm)
     wait_for(lambda: stack.state.read_inbox() == [], message="the inbox to be cleared")
     post_input(stack, "still there?")
     wait_history(stack, lambda h: ("assistant", "fine") in h, message="a normal reply")
+
+
+def test_inputs_sent_while_the_llm_is_down_are_kept_and_answered_when_it_is_back(stack, llm,
+                                                                                  procs):
+    from llm_server import error
+
+    from mimikit.cluster import status
+
+    llm.default("teller", error(503))
+    post_input(stack, "first")
+    wait_history(stack, lambda h: sum(r == "system" for r, _t in h) == 1, message="notice")
+    post_input(stack, "second")
+    found = wait_history(stack, lambda h: sum(r == "system" for r, _t in h) == 2,
+                         message="a notice for the new message")
+    assert "messages are kept" in found[-1][1]
+    assert [i["message"]["text"] for i in stack.state.read_inbox()] == ["first", "second"]
+    assert "503" in status(stack)["llm"]["error"]
+
+    llm.default("teller", tool_call("reply", text="back again"))
+    procs.beat()  # the supervisor tick retries after the backoff
+    wait_history(stack, lambda h: ("assistant", "back again") in h, timeout=40,
+                 message="the kept messages answered")
+    last = llm.requests_for("teller")[-1]
+    assert "first" in user_prompt(last) and "second" in user_prompt(last)
+    assert "error" not in status(stack)["llm"]

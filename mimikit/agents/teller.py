@@ -12,7 +12,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from mimikit import dispatch, teller_gate
+from mimikit import dispatch, llm_health, teller_gate
 from mimikit.agents.common import run_role
 from mimikit.agents.context import context_sections
 from mimikit.exceptions import LLMUnavailable
@@ -35,9 +35,11 @@ def run_teller(runtime: Runtime, owner: str) -> str:
             if not teller_gate.renew(runtime, owner) or not teller_gate.take_wake(runtime):
                 break
             items = runtime.state.read_inbox()
-            if items:
-                _guarded_pass(runtime, items)
-                runtime.state.ack_inbox(len(items))
+            if not items:
+                continue
+            if not _guarded_pass(runtime, items):
+                break  # the LLM is away: keep the items; the supervisor retries with backoff
+            runtime.state.ack_inbox(len(items))
     finally:
         again = teller_gate.release(runtime, owner)
     if again:
@@ -45,10 +47,11 @@ def run_teller(runtime: Runtime, owner: str) -> str:
     return "ran"
 
 
-def _guarded_pass(runtime: Runtime, items: list[dict[str, Any]]) -> None:
-    """One pass; a crash is reported in the chat instead of retrying the same items forever."""
+def _guarded_pass(runtime: Runtime, items: list[dict[str, Any]]) -> bool:
+    """One pass; False when the items must stay (LLM away). A crash is reported in the chat
+    instead of retrying the same items forever."""
     try:
-        teller_pass(runtime, items)
+        return teller_pass(runtime, items)
     except RedisError:
         raise  # nothing acknowledged: the items wait for the next run
     except Exception as error:
@@ -56,10 +59,11 @@ def _guarded_pass(runtime: Runtime, items: list[dict[str, Any]]) -> None:
         runtime.state.system_message(
             f"The assistant hit an internal error and skipped {len(items)} pending item(s): "
             f"{type(error).__name__}: {error}")
+        return True
 
 
-def teller_pass(runtime: Runtime, items: list[dict[str, Any]]) -> None:
-    """One Teller run over ``items``."""
+def teller_pass(runtime: Runtime, items: list[dict[str, Any]]) -> bool:
+    """One Teller run over ``items``; False when the LLM could not be reached."""
     # An input carries its trace on the message; results and answers on the item itself.
     traces = (i.get("traceId") or (i.get("message") or {}).get("traceId") for i in items)
     trace_id = next((t for t in traces if t), None)
@@ -73,15 +77,19 @@ def teller_pass(runtime: Runtime, items: list[dict[str, Any]]) -> None:
                           runtime.settings.teller_timeout,
                           owners=("teller", *(t for t in {trace_id} if t)))
     except LLMUnavailable as error:
-        runtime.state.system_message(f"The assistant cannot answer right now: {error}",
-                                     traceId=trace_id)
         runtime.state.log("llm_unavailable", role="teller", error=str(error), traceId=trace_id)
-        return
+        if llm_health.record_failure(runtime, str(error), len(pending_texts)):
+            runtime.state.system_message(
+                f"The assistant cannot answer right now: {error}. Your messages are kept and "
+                "will be answered when the LLM is back.", traceId=trace_id)
+        return False
+    llm_health.record_success(runtime)
     if record.status == "done" and record.finalText and not ctx.replies:
         post_reply(ctx, record.finalText.strip())
     elif record.status == "failed":
         runtime.state.system_message(f"The assistant's run failed: {record.error}",
                                      traceId=trace_id)
+    return True
 
 
 def render_inbox(runtime: Runtime, items: list[dict[str, Any]]) -> str:
