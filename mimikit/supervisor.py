@@ -13,12 +13,13 @@ import uuid
 from typing import Any
 
 from mimikit import dispatch, llm_health, recovery, triggers
+from mimikit.cluster import queue_depths
 from mimikit.conditions import FileScanner
 from mimikit.memory_jobs import maybe_archive
 from mimikit.models import utcnow
 from mimikit.questions import expire_question
 from mimikit.runtime import Runtime
-from mimikit.teller_gate import teller_state
+from mimikit.teller_gate import clear_stale_queued, teller_state
 
 log = logging.getLogger("mimikit.supervisor")
 _RELEASE = """
@@ -78,7 +79,12 @@ def wake_for_pending(runtime: Runtime) -> bool:
     """Wake the Teller when inputs or results wait and no Teller run is queued or running."""
     if not runtime.redis.llen(runtime.keys.inbox) or llm_health.in_backoff(runtime):
         return False
-    if teller_state(runtime)["state"] != "idle":
+    state = teller_state(runtime)["state"]
+    if state == "queued":
+        teller_queue_empty = queue_depths(runtime)["teller"] == 0
+        if not clear_stale_queued(runtime, teller_queue_empty):
+            return False
+    elif state != "idle":
         return False
     return dispatch.wake(runtime)
 

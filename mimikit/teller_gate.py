@@ -8,11 +8,13 @@ that raced with its end starts the next run.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from mimikit.models import utcnow
 from mimikit.runtime import Runtime
 
+STALE_QUEUED_SECONDS = 30
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('EXPIRE', KEYS[1], ARGV[2]) end
 return 0
@@ -29,9 +31,26 @@ def wake_teller(runtime: Runtime, send: Callable[[], None]) -> bool:
     redis.set(keys.teller_wake, utcnow().isoformat())
     lease = runtime.settings.teller_timeout + 60
     if redis.set(keys.teller_queued, utcnow().isoformat(), nx=True, ex=lease):
-        send()
+        try:
+            send()
+        except BaseException:
+            redis.delete(keys.teller_queued)  # not queued after all: the next wake sends
+            raise
         return True
     return False
+
+
+def clear_stale_queued(runtime: Runtime, queue_empty: bool) -> bool:
+    """Forget a ``queued`` mark whose Teller message was lost; True when it was cleared.
+
+    Stale means: older than ``STALE_QUEUED_SECONDS``, nothing in the teller queue, no lease.
+    """
+    redis, keys = runtime.redis, runtime.keys
+    since = redis.get(keys.teller_queued)
+    if since is None or not queue_empty or redis.exists(keys.teller_lock):
+        return False
+    age = (utcnow() - datetime.fromisoformat(since.decode())).total_seconds()
+    return age > STALE_QUEUED_SECONDS and bool(redis.delete(keys.teller_queued))
 
 
 def acquire(runtime: Runtime, owner: str, is_alive: Callable[[str], bool]) -> bool:

@@ -35,3 +35,30 @@ def test_the_lease_of_a_dead_holder_is_taken_over(runtime):
     assert runtime.redis.get(runtime.keys.teller_lock).decode() == me
     assert teller_gate.renew(runtime, me)
     assert not teller_gate.renew(runtime, dead)
+
+
+def test_a_failed_send_leaves_no_queued_mark(runtime):
+    def broken() -> None:
+        raise ConnectionError("broker away")
+
+    try:
+        teller_gate.wake_teller(runtime, broken)
+    except ConnectionError:
+        pass
+    assert teller_gate.teller_state(runtime)["state"] == "idle"
+
+
+def test_a_stale_queued_mark_with_an_empty_queue_is_cleared_and_the_teller_woken(runtime):
+    from datetime import timedelta
+
+    from mimikit import supervisor
+    from mimikit.models import utcnow
+
+    old = (utcnow() - timedelta(seconds=120)).isoformat()
+    runtime.redis.set(runtime.keys.teller_queued, old)
+    runtime.state.push_inbox({"kind": "notice", "text": "pending"})
+    assert not teller_gate.clear_stale_queued(runtime, queue_empty=False)
+    assert supervisor.wake_for_pending(runtime) is True  # cleared, then a new run is queued
+    from mimikit.cluster import queue_depths
+
+    assert queue_depths(runtime)["teller"] == 1
