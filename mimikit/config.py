@@ -13,6 +13,7 @@ from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mimikit.exceptions import ConfigError
+from mimikit.models import MAX_TASK_TIMEOUT_SECONDS
 
 Role = Literal["teller", "planner", "worker"]
 
@@ -54,9 +55,9 @@ class Settings(BaseSettings):
     llm_eval_interval: float = Field(300.0, gt=0)
     key_prefix: str = Field("mimikit", pattern=r"^[A-Za-z0-9_.-]+$")
 
-    teller_timeout: int = Field(120, gt=0, description="seconds a Teller run may take")
-    planner_timeout: int = Field(600, gt=0, description="seconds a Planner run may take")
-    worker_timeout: int = Field(1800, gt=0, description="seconds a Worker task may take")
+    teller_timeout: int = Field(120, gt=0, le=MAX_TASK_TIMEOUT_SECONDS, description="seconds a Teller run may take")
+    planner_timeout: int = Field(600, gt=0, le=MAX_TASK_TIMEOUT_SECONDS, description="seconds a Planner run may take")
+    worker_timeout: int = Field(1800, gt=0, le=MAX_TASK_TIMEOUT_SECONDS, description="seconds a Worker task may take")
     max_steps: int = Field(24, ge=1, le=500, description="LLM round trips per agent run")
     llm_timeout: float = Field(120.0, gt=0, description="seconds per LLM request")
     llm_retries: int = Field(3, ge=0, le=10)
@@ -92,8 +93,9 @@ class Settings(BaseSettings):
 
     @property
     def longest_task_seconds(self) -> int:
-        """The longest a task may legitimately run (for the broker's visibility timeout)."""
-        return max(self.teller_timeout, self.planner_timeout, self.worker_timeout)
+        """The longest a task may legitimately run (for the broker's visibility timeout): a
+        task's own ``timeout`` may be up to ``MAX_TASK_TIMEOUT_SECONDS``."""
+        return MAX_TASK_TIMEOUT_SECONDS
 
     @cached_property
     def host_is_loopback(self) -> bool:

@@ -15,6 +15,8 @@ ResultStatus = Literal["done", "failed", "needs_input"]
 ResultType = Literal["text", "code_change", "analysis", "summary"]
 MessageRole = Literal["user", "assistant", "system"]
 FINISHED: frozenset[str] = frozenset({"done", "failed", "canceled"})
+# The longest any task may run; the broker's visibility timeout is set above it.
+MAX_TASK_TIMEOUT_SECONDS = 24 * 3600
 
 
 def utcnow() -> datetime:
@@ -128,7 +130,7 @@ class Task(Model):
     priority: int = Field(5, ge=0, le=10)
     createdAt: datetime = Field(default_factory=utcnow)
     attempts: int = Field(0, ge=0)
-    timeout: float | None = Field(None, gt=0)
+    timeout: float | None = Field(None, gt=0, le=MAX_TASK_TIMEOUT_SECONDS)
     status: TaskStatus = "queued"
     deferUntil: datetime | None = None
     retry: RetryPolicy | None = None

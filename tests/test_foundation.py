@@ -187,6 +187,8 @@ def test_invalid_task_names_the_field():
         Task(type="scheduled", prompt="x")
     with pytest.raises(ValidationError, match="priority"):
         Task(prompt="x", priority=11)
+    with pytest.raises(ValidationError, match="timeout"):
+        Task(prompt="x", timeout=10**6)  # past the broker's visibility timeout
     with pytest.raises(ValidationError, match="result.findings"):
         Result(id="r", status="done", resultType="analysis", result={"text": "x"})
 

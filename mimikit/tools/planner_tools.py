@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from mimikit.exceptions import ToolError
-from mimikit.models import Condition, ResultType, Task
+from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, Condition, ResultType, Task
 from mimikit.tools import fingerprint
 from mimikit.tools.context import ToolContext
 from mimikit.tools.registry import Registry, StopRun
@@ -24,7 +24,8 @@ class PlannerDelegateArgs(Args):
     type: Literal["oneshot", "conditional"] = "oneshot"
     condition: Condition | None = Field(None, description="required when type is conditional")
     priority: int = Field(5, ge=0, le=10, description="0-10, larger runs first")
-    timeout: float | None = Field(None, gt=0, description="seconds; null = role default")
+    timeout: float | None = Field(None, gt=0, le=MAX_TASK_TIMEOUT_SECONDS,
+                                  description="seconds; null = role default")
     title: str | None = Field(None, max_length=200)
 
 
@@ -36,7 +37,7 @@ class ScheduleArgs(Args):
     runAt: datetime | None = Field(None, description="ISO 8601 time (scheduled)")
     condition: Condition | None = None
     cooldown: float = Field(0, ge=0, description="seconds between firings (conditional)")
-    timeout: float | None = Field(None, gt=0)
+    timeout: float | None = Field(None, gt=0, le=MAX_TASK_TIMEOUT_SECONDS)
     priority: int = Field(5, ge=0, le=10)
     title: str | None = Field(None, max_length=200)
     misfire: Literal["skip", "once"] = "once"

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from mimikit import backlog, dispatch
 from mimikit.exceptions import ToolError
-from mimikit.models import Message, PendingQuestion, Task
+from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, Message, PendingQuestion, Task
 from mimikit.tools import fingerprint
 from mimikit.tools.context import ToolContext
 from mimikit.tools.registry import Registry, StopRun
@@ -22,7 +22,8 @@ class ReplyArgs(Args):
 class TellerDelegateArgs(Args):
     prompt: str = Field(min_length=1, max_length=50_000,
                         description="self-contained request for the Planner")
-    timeout: float | None = Field(None, gt=0, description="seconds; null = role default")
+    timeout: float | None = Field(None, gt=0, le=MAX_TASK_TIMEOUT_SECONDS,
+                                  description="seconds; null = role default")
 
 
 class RememberArgs(Args):
