@@ -35,9 +35,12 @@ def _time(runtime: Runtime, name: str) -> datetime | None:
 def maybe_archive(runtime: Runtime, force: bool = False) -> dict[str, Any]:
     """Archive and flush when their thresholds are met (cheap when they are not)."""
     now = utcnow()
-    count = runtime.state.history_count()
+    # "More than 100 messages" counts the ones since the last run: the history is never
+    # trimmed, so its total would keep the archival running on every tick.
+    new_messages = runtime.state.history_count() - int(
+        runtime.redis.get(runtime.keys.meta("archive_last_count")) or 0)
     last_run = _time(runtime, "archive_last_run")
-    if not force and not should_archive(count, last_run, now):
+    if not force and not should_archive(new_messages, last_run, now):
         return {}
     lock = runtime.keys.meta("archive_lock")
     if not runtime.redis.set(lock, "1", nx=True, ex=LOCK_SECONDS):
@@ -51,17 +54,22 @@ def maybe_archive(runtime: Runtime, force: bool = False) -> dict[str, Any]:
 def _archive_and_flush(runtime: Runtime, now: datetime) -> dict[str, Any]:
     state_dir = runtime.settings.state_dir
     history = runtime.state.messages_between(None, None)
+    # A claim expires, so a summary whose Worker failed is asked for again by a later run
+    # (one whose file exists is never asked for again).
+    claim_ttl = 2 * runtime.settings.worker_timeout + 3600
     report = archive(history, state_dir, now,
-                     claim=lambda key: runtime.state.claim(key),
+                     claim=lambda key: runtime.state.claim(key, ttl_seconds=claim_ttl),
                      request_summary=lambda kind, period, msgs: _request(
                          runtime, kind, period, msgs))
-    runtime.redis.set(runtime.keys.meta("archive_last_run"), now.isoformat())
+    runtime.redis.mset({runtime.keys.meta("archive_last_run"): now.isoformat(),
+                        runtime.keys.meta("archive_last_count"): len(history)})
     flushed = flush(history, state_dir, now, _time(runtime, "flush_last_run"))
     if flushed is not None:
         runtime.redis.set(runtime.keys.meta("flush_last_run"), now.isoformat())
     done = {"copied": len(report.copied), "requested": len(report.requested),
             "flushed": str(flushed) if flushed else None}
-    runtime.state.log("memory_archived", **done)
+    if report.copied or report.requested or flushed:
+        runtime.state.log("memory_archived", **done)
     return done
 
 

@@ -70,3 +70,22 @@ def test_flush_happens_only_with_800_messages_and_an_hour_since_the_last(runtime
     assert flushed and "m800" in open(flushed).read()
     runtime.state.append_message(Message(role="user", text="m801"))
     assert memory_jobs.maybe_archive(runtime, force=True)["flushed"] is None  # < 1 h since
+
+
+def test_archival_counts_the_messages_since_its_last_run_not_the_whole_history(runtime):
+    _seed_history(runtime, 1, per_day=150)
+    assert memory_jobs.maybe_archive(runtime) != {}
+    assert memory_jobs.maybe_archive(runtime) == {}  # 150 in all, none new
+    _seed_history(runtime, 1, per_day=50)
+    assert memory_jobs.maybe_archive(runtime) == {}  # 50 new: under the threshold
+
+
+def test_a_failed_summary_is_requested_again_after_its_claim_expires(runtime):
+    _seed_history(runtime, 10)
+    memory_jobs.maybe_archive(runtime, force=True)
+    before = len(_summary_tasks(runtime))
+    for key in runtime.redis.scan_iter(match=runtime.keys.claim("archive:daily:*")):
+        assert 0 < runtime.redis.ttl(key)
+        runtime.redis.delete(key)  # as if the claim had expired
+    memory_jobs.maybe_archive(runtime, force=True)
+    assert len(_summary_tasks(runtime)) == 2 * before

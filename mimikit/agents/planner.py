@@ -59,7 +59,14 @@ def planner_result(task: Task, record: RunRecord, staged: bool) -> Result:
 
 
 def commit(runtime: Runtime, pipe: Any, staged: list[Task]) -> None:
-    """Store the staged tasks in the transaction that finishes the Planner task."""
+    """Store the staged tasks in the transaction that finishes the Planner task.
+
+    They are created now, not when staged: a ``runAt`` that passed while the Planner still
+    worked is due at once, not a missed run.
+    """
+    now = utcnow()
+    for task in staged:
+        task.createdAt = now
     runtime.state.queue_new_tasks(pipe, staged, note="planned")
     for task in staged:
         fingerprint.remember(runtime, task, pipe)
