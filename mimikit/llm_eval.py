@@ -108,7 +108,7 @@ def _judge(runtime: Runtime, control: RunControl, found: list[dict[str, str]]) -
     task, settings = control.task, runtime.settings
     control.notify_teller = False  # verdicts are the supervisor's, never the Teller's
     ctx = ToolContext(runtime=runtime, role="llm_eval", trace_id=task.traceId, task=task,
-                      workspace=Workspace(settings.work_dir))
+                      workspace=Workspace(settings.work_dir, private=(settings.state_dir,)))
     record = run_role(runtime, ctx, build_system_prompt("llm_eval"), task.prompt,
                       control.remaining(), on_step=lambda _record: control.check(),
                       owners=(task.id,))

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import logging
 from typing import Any
+
+from celery.signals import worker_process_init
 
 from mimikit import cluster  # noqa: F401  (connects the worker registration signals)
 from mimikit.celery_app import app
@@ -11,6 +15,7 @@ from mimikit.execution import owner_token
 from mimikit.runtime import get_runtime
 
 log = logging.getLogger("mimikit.tasks")
+PR_SET_DUMPABLE = 4
 
 
 @app.task(name="mimikit.teller", bind=True, ignore_result=True)
@@ -51,3 +56,14 @@ def memory_archive() -> dict[str, Any]:
     from mimikit.memory_jobs import maybe_archive
 
     return maybe_archive(get_runtime(), force=True)
+
+
+@worker_process_init.connect
+def _hide_environment(**_: Any) -> None:
+    """Make pool processes non-dumpable, so a Worker's shell command (same user) cannot read
+    their environment, and with it the runtime's secrets, from /proc/<pid>/environ."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except OSError as error:  # not Linux: nothing to hide this way
+        log.info("cannot make the worker process non-dumpable: %s", error)

@@ -17,8 +17,12 @@ from mimikit.procgroup import kill_groups, run_process_group
 
 READ_LIMIT_BYTES = 1_000_000
 LIST_LIMIT_ENTRIES = 500
-# Secrets of the runtime itself; a shell command run on behalf of a model never needs them.
-HIDDEN_ENV_VARS = ("MIMIKIT_API_TOKEN", "MIMIKIT_LLM_API_KEY")
+# A shell command run on behalf of a model gets these variables only: the runtime's own
+# (API token, LLM key, Redis password, Flower auth) never reach it.
+SHELL_ENV_VARS = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ",
+                  "TMPDIR")
+# Files the file tools never touch, relative to the work dir: secrets and Mimikit's own state.
+PRIVATE_NAMES = (".env",)
 
 # --- the workspace ----------------------------------------------------------------------------
 
@@ -32,6 +36,7 @@ class Workspace:
         shell_timeout_default: float = 120,
         shell_timeout_max: float = 3600,
         output_limit_bytes: int = 64_000,
+        private: tuple[Path, ...] = (),
     ) -> None:
         root = Path(root).expanduser()
         if not root.is_dir():
@@ -40,6 +45,8 @@ class Workspace:
                 "create it or set MIMIKIT_WORK_DIR"
             )
         self.root = root.resolve()
+        self.private = tuple(Path(p).resolve() for p in private) + tuple(
+            self.root / name for name in PRIVATE_NAMES)
         self.shell_timeout_default = shell_timeout_default
         self.shell_timeout_max = shell_timeout_max
         self.output_limit_bytes = output_limit_bytes
@@ -63,6 +70,11 @@ class Workspace:
             raise ToolError(
                 f"path {path!r} goes through a symlink to {real}, outside the work directory "
                 f"{self.root}; use a path inside it"
+            )
+        if any(real == p or real.is_relative_to(p) for p in self.private):
+            raise ToolError(
+                f"path {path!r} is private to Mimikit (its state or secrets); the file tools "
+                "cannot read or write it"
             )
         return real
 
@@ -134,7 +146,7 @@ class Workspace:
             raise ToolError(f"timeout {timeout} is not positive; give seconds, e.g. 60")
         seconds = min(timeout or self.shell_timeout_default, self.shell_timeout_max)
         shell = shutil.which("bash") or "/bin/sh"
-        env = {k: v for k, v in os.environ.items() if k not in HIDDEN_ENV_VARS}
+        env = {k: v for k, v in os.environ.items() if k in SHELL_ENV_VARS or k.startswith("LC_")}
         run = run_process_group(
             [shell, "-c", command],
             cwd=self.root,

@@ -131,3 +131,24 @@ def test_shell_timeout_is_capped_by_maximum(tmp_path: Path) -> None:
     result = ws.shell("sleep 30", timeout=100)
     assert result["timedOut"] is True
     assert result["durationMs"] < 3000
+
+
+def test_the_runtimes_secrets_and_state_are_out_of_the_file_tools_and_the_shell(tmp_path,
+                                                                              monkeypatch):
+    from mimikit.exceptions import ToolError
+
+    (tmp_path / ".env").write_text("MIMIKIT_LLM_API_KEY=sk-secret\n")
+    state = tmp_path / ".mimikit"
+    (state / "memory").mkdir(parents=True)
+    (state / "memory.md").write_text("facts")
+    ws = Workspace(tmp_path, private=(state,))
+    for path in (".env", ".mimikit/memory.md", ".mimikit", "./.mimikit/../.env"):
+        with pytest.raises(ToolError, match="private to Mimikit"):
+            ws.read_file(path)
+    with pytest.raises(ToolError, match="private to Mimikit"):
+        ws.write_file(".mimikit/memory.md", "planted")
+    for name in ("MIMIKIT_API_TOKEN", "OPENAI_API_KEY", "MIMIKIT_FLOWER_BASIC_AUTH",
+                 "MIMIKIT_REDIS_URL"):
+        monkeypatch.setenv(name, "secret-value")
+    out = ws.shell("env")["stdout"]
+    assert "secret-value" not in out and "PATH=" in out

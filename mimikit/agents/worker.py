@@ -50,7 +50,8 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
 
 
 def _run_llm(runtime: Runtime, task: Task, prompt: str, control: RunControl) -> Result:
-    workspace = Workspace(runtime.settings.work_dir.resolve())
+    workspace = Workspace(runtime.settings.work_dir.resolve(),
+                          private=(runtime.settings.state_dir,))
     control.on_cancel.append(workspace.cancel)
     ctx = ToolContext(runtime=runtime, role="worker", trace_id=task.traceId, task=task,
                       workspace=workspace)
