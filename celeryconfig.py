@@ -8,6 +8,7 @@ from mimikit.priority import (
     QUEUES,
     ROUTES,
     SYSTEM_PRIORITY,
+    queue_key_prefix,
     to_broker_priority,
 )
 
@@ -17,12 +18,16 @@ _visibility_timeout = _settings.longest_task_seconds + 600
 broker_url = _settings.redis_url
 result_backend = _settings.redis_url
 broker_connection_retry_on_startup = True
+# Queues live under KEY_PREFIX too, so several instances can share one Redis.
+_queue_prefix = queue_key_prefix(_settings.key_prefix)
 broker_transport_options = {
+    "global_keyprefix": _queue_prefix,
     "visibility_timeout": _visibility_timeout,
     "priority_steps": list(range(BROKER_PRIORITY_LEVELS)),
     "queue_order_strategy": "priority",
 }
-result_backend_transport_options = {"visibility_timeout": _visibility_timeout}
+result_backend_transport_options = {"visibility_timeout": _visibility_timeout,
+                                    "global_keyprefix": _queue_prefix}
 result_expires = 24 * 3600
 
 task_queues = tuple(Queue(name) for name in QUEUES)

@@ -37,10 +37,10 @@ def queue_depths(runtime: Runtime) -> dict[str, int]:
     """Messages waiting in each Celery queue (all priority levels)."""
     pipe = runtime.redis.pipeline(transaction=False)
     for queue in QUEUES:
-        for key in queue_keys(queue):
+        for key in queue_keys(queue, runtime.settings.key_prefix):
             pipe.llen(key)
     counts = iter(pipe.execute())
-    levels = len(queue_keys(QUEUES[0]))
+    levels = len(queue_keys(QUEUES[0], runtime.settings.key_prefix))
     return {queue: sum(next(counts) for _ in range(levels)) for queue in QUEUES}
 
 

@@ -29,7 +29,13 @@ def to_broker_priority(priority: int) -> int:
     return min(max(10 - priority, 1), BROKER_PRIORITY_LEVELS - 1)
 
 
-def queue_keys(queue: str) -> list[str]:
+def queue_key_prefix(key_prefix: str) -> str:
+    """The prefix of every broker and result key of an instance (kombu's global_keyprefix)."""
+    return f"{key_prefix}:celery:"
+
+
+def queue_keys(queue: str, key_prefix: str) -> list[str]:
     """The Redis list keys holding one queue's messages, one per priority level."""
     sep = "\x06\x16"
-    return [queue] + [f"{queue}{sep}{level}" for level in range(1, BROKER_PRIORITY_LEVELS)]
+    name = queue_key_prefix(key_prefix) + queue
+    return [name] + [f"{name}{sep}{level}" for level in range(1, BROKER_PRIORITY_LEVELS)]

@@ -220,3 +220,23 @@ def test_the_supervisor_tick_overtakes_a_backlog_of_worker_tasks(procs, runtime)
     wait_for(lambda: runtime.redis.get(runtime.keys.meta("last_tick")), timeout=10,
              message="the tick to run")
     assert runtime.redis.llen(started) <= 3, "the tick waited behind the Worker backlog"
+
+
+def test_two_instances_on_one_redis_keep_their_queues_apart(procs, runtime, monkeypatch):
+    from mimikit.cluster import queue_depths
+
+    monkeypatch.setenv("MIMIKIT_KEY_PREFIX", "other")
+    other = procs.worker(queues="worker", concurrency=1, name="other", wait=False)
+    monkeypatch.setenv("MIMIKIT_KEY_PREFIX", "mimikit")
+    wait_for(lambda: runtime.redis.keys("other:workers:*"), timeout=30,
+             message="the other instance's worker")
+    app.send_task("tests.record", args=["ours", 0.0], queue="worker")
+    import time
+
+    time.sleep(1.5)
+    assert other.poll() is None
+    assert runtime.redis.llen(runtime.keys.meta("started")) == 0
+    assert queue_depths(runtime)["worker"] == 1
+    procs.worker(queues="worker", concurrency=1, name="ours")
+    wait_for(lambda: runtime.redis.llen(runtime.keys.meta("started")) == 1,
+             message="our own worker to take it")

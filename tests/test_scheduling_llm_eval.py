@@ -75,7 +75,7 @@ def test_batch_runs_before_queued_worker_tasks(configured, procs, llm):
         app.send_task("tests.record", args=[f"ordinary-{n}"], queue="worker",
                       priority=to_broker_priority(10))
     procs.beat()
-    wait_for(lambda: runtime.redis.llen(queue_keys("worker")[0]), timeout=6,
+    wait_for(lambda: runtime.redis.llen(queue_keys("worker", runtime.keys.prefix)[0]), timeout=6,
              message="the batch to be queued at the system level")
     procs.worker(queues="worker", concurrency=1, name="w")
     started = wait_for(lambda: runtime.redis.lrange(runtime.keys.meta("started"), 0, -1)
