@@ -62,3 +62,19 @@ def test_a_stale_queued_mark_with_an_empty_queue_is_cleared_and_the_teller_woken
     from mimikit.cluster import queue_depths
 
     assert queue_depths(runtime)["teller"] == 1
+
+
+def test_the_supervisor_tick_expires_the_question_with_its_default(runtime):
+    from datetime import timedelta
+
+    from mimikit.models import PendingQuestion, utcnow
+    from mimikit.supervisor import tick
+
+    asked = utcnow() - timedelta(seconds=10)
+    runtime.state.set_question(PendingQuestion(question="Which?", timeout=5, default="A",
+                                               createdAt=asked))
+    done = tick(runtime)
+    assert done.get("expired") is True
+    assert runtime.state.get_question() is None
+    (answer,) = [i for i in runtime.state.read_inbox() if i["kind"] == "answer"]
+    assert (answer["answer"], answer["source"]) == ("A", "default")
