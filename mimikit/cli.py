@@ -7,6 +7,9 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from pydantic import ValidationError
+from redis.exceptions import RedisError
+
 from mimikit.config import Settings, load_settings
 from mimikit.exceptions import MimikitError
 
@@ -84,10 +87,11 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_prompt(args: argparse.Namespace) -> int:
-    from mimikit.prompts import build_system_prompt
+    from mimikit.console import print_prompt
 
-    print(build_system_prompt(args.role, mode=args.mode))
-    return 0
+    # Only full mode reads this instance's history and memory: the others need no settings.
+    settings = _settings(args) if args.mode == "full" else None
+    return print_prompt(settings, args.role, mode=args.mode)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -146,9 +150,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except MimikitError as error:
         print(f"mimikit: {error}", file=sys.stderr)
-        return 1
+    except RedisError as error:
+        reason = str(error).rstrip(".")
+        print(f"mimikit: cannot reach Redis at {_redis_url()}: {reason}; start it or run "
+              "`mimikit up`", file=sys.stderr)
+    except ValidationError as error:
+        print(f"mimikit: {describe_validation(error)}", file=sys.stderr)
     except KeyboardInterrupt:
         return 130
+    return 1
+
+
+def describe_validation(error: ValidationError) -> str:
+    """One line naming each invalid field, e.g. ``invalid text: String should have ...``."""
+    return "; ".join(
+        f"invalid {'.'.join(str(part) for part in item['loc']) or 'value'}: {item['msg']}"
+        for item in error.errors())
+
+
+def _redis_url() -> str:
+    """The configured Redis URL with any credentials hidden."""
+    url = load_settings().redis_url
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme}://***@{rest.rsplit('@', 1)[1]}" if sep and "@" in rest else url
 
 
 if __name__ == "__main__":

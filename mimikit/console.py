@@ -7,9 +7,12 @@ import sys
 import time
 from typing import Any
 
+from redis.exceptions import RedisError
+
 from mimikit import cluster, dispatch, tasklist
 from mimikit.config import Settings
 from mimikit.models import Message
+from mimikit.prompts import PromptMode, build_system_prompt
 from mimikit.runtime import build_runtime
 
 QUIET_SECONDS = 1.5  # idle this long after the last reply: the answer is complete
@@ -49,7 +52,13 @@ def send(settings: Settings, text: str, timeout: float = 120.0) -> int:
 
     Returns once the Teller is idle and no task started for this message is still active,
     or when it asks a question (answer it in the page).
+
+    Raises:
+        pydantic.ValidationError: ``text`` is empty or longer than the API accepts.
     """
+    from web.api import InputBody
+
+    InputBody(text=text)  # the same limits as POST /api/input, checked before anything is sent
     runtime = build_runtime(settings)
     state = runtime.state
     cursor = _latest_event(runtime)
@@ -131,3 +140,29 @@ def cancel(settings: Settings, task_id: str) -> int:
     if success:
         dispatch.wake(runtime)
     return 0 if success else 1
+
+
+def print_prompt(settings: Settings | None, role: str, mode: PromptMode = "minimal") -> int:
+    """Print a role's system prompt; ``full`` adds this instance's memory and history.
+
+    ``settings`` is needed (and Redis read) only in ``full`` mode.
+    """
+    sections = None
+    if mode == "full":
+        sections = _context_sections(settings) if settings is not None else None
+        if sections is None:
+            mode = "minimal"
+    print(build_system_prompt(role, mode=mode, context_sections=sections))
+    return 0
+
+
+def _context_sections(settings: Settings) -> list[str] | None:
+    """The context sections a run would get now, or None (with a note) when Redis is down."""
+    from mimikit.agents.context import context_sections
+
+    try:
+        return context_sections(build_runtime(settings), [])
+    except RedisError as error:
+        print(f"mimikit: cannot reach Redis ({error}); showing the minimal prompt without "
+              "memory and history", file=sys.stderr)
+        return None

@@ -27,6 +27,8 @@ STOP_GRACE_SECONDS = 20
 BEAT_GRACE_SECONDS = 60
 BEAT_CHECK_SECONDS = 10
 MAX_BACKOFF_SECONDS = 30
+READY_PROBE_SECONDS = 0.5
+READY_WARN_SECONDS = 60
 
 
 @dataclass
@@ -87,6 +89,10 @@ class Launcher:
         self.stopping = False
         self._beat_checked = 0.0
         self._runtime: Any = None
+        self._ready = False
+        self._web_failure_said = False
+        self._started_at = 0.0
+        self._next_probe = 0.0
 
     def say(self, text: str) -> None:
         print(f"mimikit: {text}", file=self.out, flush=True)
@@ -100,10 +106,11 @@ class Launcher:
             self._ensure_redis()
             for child in self.children:
                 self._start(child)
-            self._announce()
+            self._started_at = time.monotonic()
             while not self.stopping:
                 self._watch()
-                time.sleep(0.5)
+                self._announce()
+                time.sleep(0.2 if not self._ready else 0.5)
         finally:
             self._stop_all()
             lock.close()
@@ -176,16 +183,31 @@ class Launcher:
             beat.process, beat.next_start = None, now
 
     def _announce(self) -> None:
-        url = f"http://{self.settings.host}:{self.settings.port}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not self.stopping:
-            try:
-                with urllib.request.urlopen(f"{url}/api/status", timeout=2):
-                    break
-            except OSError as error:
-                if getattr(error, "code", None) == 401:
-                    break
-                time.sleep(0.3)
+        """Say "ready" once the web child answers, or that it failed when it exits first.
+
+        Called from the watch loop, so the other children are still watched meanwhile.
+        """
+        if self._ready or self.stopping:
+            return
+        web = next(c for c in self.children if c.name == "web")
+        web_log = (self.log_dir / "web.log").resolve()
+        if web.process is None or web.process.poll() is not None:
+            if not self._web_failure_said:
+                self._web_failure_said = True
+                self.say(f"web failed to start; see {web_log}")
+            return
+        now = time.monotonic()
+        if now < self._next_probe:
+            return
+        self._next_probe = now + READY_PROBE_SECONDS
+        host = self.settings.host
+        url = f"http://{f'[{host}]' if ':' in host else host}:{self.settings.port}"
+        if not _answers(url):
+            if now - self._started_at > READY_WARN_SECONDS and not self._web_failure_said:
+                self._web_failure_said = True
+                self.say(f"web does not answer at {url} yet; see {web_log}")
+            return
+        self._ready = True
         self.say(f"ready at {url}  (Ctrl-C stops everything; logs in {self.log_dir})")
 
     def _stop_all(self) -> None:
@@ -205,6 +227,15 @@ class Launcher:
         self.say("stopped")
 
 
+def _answers(url: str) -> bool:
+    """True when ``url/api/status`` answers (a 401 counts: a token is set)."""
+    try:
+        with urllib.request.urlopen(f"{url}/api/status", timeout=1):
+            return True
+    except OSError as error:
+        return getattr(error, "code", None) == 401
+
+
 def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
     try:
         os.killpg(process.pid, signum)
@@ -222,8 +253,11 @@ def _wait_all(processes: list[subprocess.Popen[bytes]], seconds: float) -> None:
 
 
 def run_up(settings: Settings) -> int:
-    """Entry point of ``mimikit up``."""
+    """Entry point of ``mimikit up``; checks the web bind before starting anything."""
+    from web.server import check_bind
+
     try:
+        check_bind(settings)
         return Launcher(settings).run()
     except MimikitError as error:
         print(f"mimikit: {error}", file=sys.stderr)

@@ -9,23 +9,25 @@ import sys
 import time
 
 from llm_server import delay, tool_call, tool_calls
-from processes import ROOT, TESTS, wait_for
+from processes import ROOT, TESTS, free_port, wait_for
 from web_helpers import commands_running
 
 from mimikit import dispatch
-from mimikit.models import Result, Task
+from mimikit.models import Message, Result, Task
 
 SLEEP_ARG = "37.25"  # an unusual duration, so the test finds only its own sleep process
 
 
-def mimikit(*args: str, **kwargs) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(ROOT)])}
+def mimikit(*args: str, env_extra: dict[str, str] | None = None, **kwargs) -> subprocess.Popen:
+    env = {**os.environ, **(env_extra or {}),
+           "PYTHONPATH": os.pathsep.join([str(TESTS), str(ROOT)])}
     return subprocess.Popen([sys.executable, "-m", "mimikit", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env, **kwargs)
 
 
-def run(*args: str, timeout: float = 30) -> tuple[int, str, str]:
-    process = mimikit(*args)
+def run(*args: str, timeout: float = 30, env_extra: dict[str, str] | None = None
+        ) -> tuple[int, str, str]:
+    process = mimikit(*args, env_extra=env_extra)
     out, err = process.communicate(timeout=timeout)
     return process.returncode, out, err
 
@@ -120,3 +122,50 @@ def test_cancel_stops_a_running_worker_and_its_shell_command(stack, llm):
     wait_for(lambda: stack.state.get_task(task.id).status == "canceled", timeout=20,
              message="the task to be canceled")
     wait_for(lambda: not sleep_processes(), timeout=10, message="the sleep to be gone")
+
+
+def test_commands_with_redis_down_say_so_in_one_line_without_a_traceback():
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    for args in (["send", "hi"], ["tasks"], ["cancel", "task_x"]):
+        code, _out, err = run(*args, env_extra={"MIMIKIT_REDIS_URL": url})
+        assert code == 1, (args, err)
+        assert f"mimikit: cannot reach Redis at {url}" in err, (args, err)
+        assert "mimikit up" in err and "Traceback" not in err, (args, err)
+        assert len(err.strip().splitlines()) == 1, (args, err)
+
+
+def test_send_refuses_an_empty_or_too_long_text_before_posting(runtime):
+    for text, words in (("", ["text", "at least 1 character"]),
+                        ("x" * 32_769, ["text", "32768"])):
+        code, _out, err = run("send", text, "--timeout", "2")
+        assert code == 1, err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+        assert all(word in err for word in words), err
+    assert runtime.state.history_count() == 0 and not runtime.state.read_inbox()
+
+
+def test_prompt_full_shows_the_history_and_memory_a_teller_run_would_get(runtime):
+    memory = runtime.settings.state_dir / "memory"
+    memory.mkdir(parents=True, exist_ok=True)
+    (memory / "2026-01-28-deploy.md").write_text("The kubernetes deploy used helm charts.\n",
+                                                 encoding="utf-8")
+    runtime.state.append_message(Message(role="user", text="how did the kubernetes deploy go?"))
+    runtime.state.append_message(Message(role="assistant", text="It went fine."))
+    code, full, err = run("prompt", "teller", "--mode", "full")
+    assert code == 0, err
+    _code, minimal, _err = run("prompt", "teller")
+    assert full.startswith(minimal.rstrip("\n")) and full != minimal
+    assert "## History" in full and "how did the kubernetes deploy go?" in full
+    assert "It went fine." in full
+    assert "## Memory" in full and "helm charts" in full
+    assert "## History" not in minimal
+
+
+def test_prompt_full_without_redis_falls_back_to_minimal_with_a_note():
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    code, full, err = run("prompt", "teller", "--mode", "full",
+                          env_extra={"MIMIKIT_REDIS_URL": url})
+    _code, minimal, _err = run("prompt", "teller", env_extra={"MIMIKIT_REDIS_URL": url})
+    assert code == 0, err
+    assert full == minimal and full.startswith("You are the Mimikit runtime teller.")
+    assert "cannot reach Redis" in err and "minimal prompt" in err and "Traceback" not in err

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -43,6 +44,73 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
+def _up_env(redis_port: int, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MIMIKIT_")}
+    env["MIMIKIT_REDIS_URL"] = f"redis://127.0.0.1:{redis_port}/0"
+    env.update(extra)
+    return env
+
+
+def _stop_up(up: subprocess.Popen[str]) -> str:
+    """SIGINT ``up`` (it stops its children, Redis last) and return the rest of its output."""
+    if up.poll() is None:
+        up.send_signal(signal.SIGINT)
+    try:
+        output, _ = up.communicate(timeout=60)
+    finally:
+        if up.poll() is None:
+            up.kill()
+    return output or ""
+
+
+def test_up_refuses_a_public_host_without_a_token_before_starting_anything(tmp_path):
+    env = _up_env(free_port(), MIMIKIT_HOST="0.0.0.0")
+    up = subprocess.Popen([sys.executable, "-m", "mimikit", "up", "--port", str(free_port())],
+                          cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    try:
+        output, _ = up.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail("up kept running: " + _stop_up(up))
+    assert up.returncode == 1, output
+    assert "refusing to serve on 0.0.0.0 without a token" in output
+    assert "MIMIKIT_API_TOKEN" in output
+    assert "Redis" not in output and "ready" not in output
+    assert not (tmp_path / ".mimikit").exists()  # no lock, no embedded Redis, no logs
+
+
+def test_up_says_web_failed_instead_of_ready_when_web_cannot_start(tmp_path):
+    import threading
+
+    web_port = free_port()
+    taken = socket.socket()  # bound, not listening: web cannot bind it, nothing answers there
+    taken.bind(("127.0.0.1", web_port))
+    up = subprocess.Popen([sys.executable, "-m", "mimikit", "up", "--port", str(web_port)],
+                          cwd=tmp_path, env=_up_env(free_port()), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(up.stdout.readline, "")),
+                              daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 40  # well under the old 60 s wait before "ready"
+        while not any("web failed to start" in line for line in lines):
+            assert time.monotonic() < deadline, f"no 'web failed to start' in {lines}"
+            time.sleep(0.2)
+        failed = next(line for line in lines if "web failed to start" in line)
+        assert str(tmp_path / ".mimikit" / "logs" / "web.log") in failed
+        assert any("web exited with" in line for line in lines)  # the watch loop runs meanwhile
+    finally:
+        up.send_signal(signal.SIGINT)  # the reader thread keeps reading its output meanwhile
+        try:
+            up.wait(timeout=60)
+        finally:
+            if up.poll() is None:
+                up.kill()
+            reader.join(timeout=10)
+            taken.close()
+    assert not any("ready at" in line for line in lines), lines
+    assert "stopped" in "".join(lines)
 
 
 @pytest.mark.slow
@@ -73,12 +141,8 @@ def test_up_starts_embedded_redis_serves_status_and_leaves_nothing_behind(tmp_pa
         wait_for(lambda: _status(web_port), timeout=30, interval=0.2,
                  message="the web child to be restarted")
         children |= _descendants(up.pid)
-
-        up.send_signal(signal.SIGINT)
-        output, _ = up.communicate(timeout=60)
     finally:
-        if up.poll() is None:
-            up.kill()
+        output = _stop_up(up)  # also on a failure above: a SIGKILL would leave the children
     assert up.returncode == 0, output
     assert "ready at http://127.0.0.1:" in output and "stopped" in output
     assert "web exited with -9; restarting in 1 s" in output

@@ -139,6 +139,101 @@ def test_web_on_a_public_bind_with_a_token_serves_and_checks_it(runtime, tmp_pat
         server.stop()
 
 
+def test_web_debug_is_refused_on_a_public_bind_even_with_a_token(runtime, monkeypatch):
+    from processes import free_port, run_mimikit
+
+    monkeypatch.setenv("MIMIKIT_API_TOKEN", TOKEN)
+    done = run_mimikit("web", "--debug", "--host", "0.0.0.0", "--port", str(free_port()))
+    assert done.returncode == 1, done.stderr
+    assert "refusing --debug on 0.0.0.0" in done.stderr and "127.0.0.1" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+# --- Host and Origin checks without a token (DNS rebinding, cross-site POSTs) -------------------
+
+
+@pytest.mark.parametrize("host", ["evil.example", "rebound.attacker.test:8787", "10.0.0.5:8787",
+                                  "127.0.0.1.evil.example", "localhost.evil.example:80", ""])
+def test_without_a_token_a_request_for_a_foreign_host_is_a_403(client, runtime, host):
+    for path in ("/api/status", "/", "/static/app.js", "/api/events"):
+        assert_json_error(client.get(path, headers={"Host": host}), 403, "MIMIKIT_API_TOKEN")
+    response = client.post("/api/input", json={"text": "rm -rf ~"}, headers={"Host": host})
+    assert_json_error(response, 403, "loopback")
+    assert runtime.state.history_count() == 0
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1:8787", "[::1]:8787", "::1",
+                                  "LocalHost:80"])
+def test_without_a_token_loopback_hosts_are_served(client, host):
+    assert client.get("/api/status", headers={"Host": host}).status_code == 200
+    assert client.post("/api/input", json={"text": "hi"}, headers={"Host": host}).status_code == 202
+
+
+def test_the_configured_loopback_bind_address_is_an_allowed_host(runtime):
+    from web import create_app
+
+    default = create_app(runtime.settings).test_client()
+    assert_json_error(default.get("/api/status", headers={"Host": "127.0.0.2:8787"}), 403)
+    bound = create_app(runtime.settings.model_copy(update={"host": "127.0.0.2"})).test_client()
+    assert bound.get("/api/status", headers={"Host": "127.0.0.2:8787"}).status_code == 200
+
+
+@pytest.mark.parametrize("origin", ["http://evil.example", "http://localhost:9999",
+                                    "http://127.0.0.1:8788", "null", "file://"])
+def test_without_a_token_a_cross_origin_post_is_a_403(client, runtime, origin):
+    headers = {"Host": "127.0.0.1:8787", "Origin": origin}
+    assert_json_error(client.post("/api/input", json={"text": "hi"}, headers=headers), 403,
+                      "Origin")
+    runtime.state.set_question(PendingQuestion(question="Staging?"))
+    assert_json_error(client.post("/api/question/answer", json={"answer": "yes"},
+                                  headers=headers), 403)
+    assert runtime.state.history_count() == 0 and runtime.state.get_question() is not None
+    assert client.get("/api/status", headers=headers).status_code == 200  # reads carry no risk
+
+
+@pytest.mark.parametrize(("host", "origin"), [
+    ("127.0.0.1:8787", "http://127.0.0.1:8787"), ("localhost", "http://localhost"),
+    ("localhost:80", "http://localhost"), ("[::1]:8787", "http://[::1]:8787"),
+])
+def test_a_same_origin_post_is_accepted(client, host, origin):
+    response = client.post("/api/input", json={"text": "hi"},
+                           headers={"Host": host, "Origin": origin})
+    assert response.status_code == 202, response.get_data(as_text=True)
+
+
+def test_with_a_token_the_host_is_not_restricted(token_client):
+    auth = {"Authorization": f"Bearer {TOKEN}", "Host": "mimikit.example.org"}
+    assert token_client.get("/api/status", headers=auth).status_code == 200
+    assert_json_error(token_client.get("/api/status", headers={"Host": "x.example"}), 401)
+
+
+def test_a_real_server_refuses_a_rebound_host_and_a_cross_site_post(runtime, tmp_path):
+    import http.client
+
+    from web_helpers import WebServer
+
+    server = WebServer(tmp_path / "web.log").start()
+    try:
+        def call(method: str, headers: dict, body: str | None = None) -> tuple[int, dict]:
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+            conn.request(method, "/api/input" if body else "/api/status", body=body,
+                         headers={"Content-Type": "application/json", **headers})
+            reply = conn.getresponse()
+            status, data = reply.status, json.loads(reply.read())
+            conn.close()
+            return status, data
+
+        status, body = call("GET", {"Host": f"attacker.example:{server.port}"})
+        assert status == 403 and "attacker.example" in body["error"]
+        status, body = call("POST", {"Origin": "http://attacker.example"}, '{"text": "hi"}')
+        assert status == 403 and "Origin" in body["error"]
+        assert runtime.state.history_count() == 0
+        origin = {"Origin": f"http://127.0.0.1:{server.port}"}
+        assert call("POST", origin, '{"text": "hi"}')[0] == 202
+    finally:
+        server.stop()
+
+
 # --- input --------------------------------------------------------------------------------------
 
 
@@ -177,6 +272,42 @@ def test_input_that_is_not_json_or_too_big_is_refused(client):
                       400, "JSON")
     huge = json.dumps({"text": "x" * 300_000})
     assert_json_error(client.post("/api/input", data=huge, content_type="application/json"), 413)
+
+
+def test_a_chunked_body_over_the_limit_is_a_413_not_a_400(client, runtime):
+    import io
+
+    huge = json.dumps({"text": "x" * 300_000}).encode()
+    # A chunked upload: no Content-Length; the server marks the stream as terminated.
+    chunked = {"headers": {"Transfer-Encoding": "chunked"}, "content_type": "application/json",
+               "environ_overrides": {"wsgi.input_terminated": True}}
+    response = client.post("/api/input", input_stream=io.BytesIO(huge), **chunked)
+    assert_json_error(response, 413, "limit")
+    small = json.dumps({"text": "small enough"}).encode()
+    response = client.post("/api/input", input_stream=io.BytesIO(small), **chunked)
+    assert response.status_code == 202, response.get_data(as_text=True)
+    assert [m.text for m in runtime.state.recent_messages(5)] == ["small enough"]
+
+
+def test_a_real_server_answers_413_to_a_chunked_body_over_the_limit(runtime, tmp_path):
+    import http.client
+
+    from web_helpers import WebServer
+
+    server = WebServer(tmp_path / "web.log").start()
+    try:
+        body = json.dumps({"text": "x" * 300_000}).encode()
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        chunks = (body[i:i + 16_384] for i in range(0, len(body), 16_384))
+        conn.request("POST", "/api/input", body=chunks, encode_chunked=True,
+                     headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"})
+        reply = conn.getresponse()
+        assert reply.status == 413, reply.read()[:300]
+        assert json.loads(reply.read())["status"] == 413
+        conn.close()
+        assert runtime.state.history_count() == 0
+    finally:
+        server.stop()
 
 
 # --- messages -----------------------------------------------------------------------------------
@@ -311,6 +442,38 @@ def test_answer_resolves_the_question_and_queues_it_for_the_teller(client, runti
     assert runtime.state.recent_messages(1)[0].text == "yes"
     # answering again: nothing is pending any more
     assert_json_error(client.post("/api/question/answer", json={"answer": "no"}), 409, "pending")
+
+
+def test_an_answer_posted_to_the_api_wakes_the_teller_with_the_users_answer(stack, llm):
+    from agent_helpers import user_prompt
+    from llm_server import tool_call, tool_calls
+    from processes import wait_for
+
+    from web import create_app
+
+    api = create_app(stack.settings).test_client()
+    llm.script("teller", tool_calls([("delegate", {"prompt": "Deploy the app"}),
+                                     ("reply", {"text": "Let me plan that."})]))
+    llm.script("planner", tool_call("submit_result", status="needs_input", resultType="text",
+                                    result={"text": "two targets"},
+                                    question="staging or production?"))
+    llm.script("teller", tool_call("ask_user", question="Deploy to staging or production?",
+                                   options=["staging", "production"]))
+    assert api.post("/api/input", json={"text": "deploy it"}).status_code == 202
+    pending = wait_for(lambda: api.get("/api/question").get_json()["question"], timeout=30,
+                       message="the question to be pending")
+    assert pending["options"] == ["staging", "production"]
+    llm.script("teller", tool_calls([("delegate", {"prompt": "Deploy the app to staging"}),
+                                     ("reply", {"text": "Deploying to staging."})]))
+    llm.script("planner", tool_call("submit_result", status="done", resultType="text",
+                                    result={"text": "ok"}))
+    tellers_before = len(llm.requests_for("teller"))
+    assert api.post("/api/question/answer", json={"answer": "staging"}).status_code == 200
+    wait_for(lambda: len(llm.requests_for("planner")) == 2, timeout=30, message="re-delegation")
+    answered = user_prompt(llm.requests_for("teller")[tellers_before])
+    assert '"answer": "staging"' in answered and '"source": "user"' in answered
+    assert "staging" in user_prompt(llm.requests_for("planner")[-1])
+    assert api.get("/api/question").get_json() == {"question": None}
 
 
 @pytest.mark.parametrize(("body", "words"), [

@@ -76,3 +76,113 @@ def test_a_teller_state_change_is_sent_as_a_status_event(runtime, web_server):  
         assert status["teller"]["state"] == "running"
     finally:
         stream.close()
+
+
+# --- bad Last-Event-ID, Redis failures, the cap on open streams ----------------------------------
+
+
+def test_a_malformed_last_event_id_starts_at_the_end_instead_of_breaking(runtime, web_server):  # noqa: F811
+    runtime.state.append_message(Message(role="user", text="old news"))
+    server = web_server.start()
+    bad_ids = ["1-", "-1", "1", "99999999999999999999999-0", "18446744073709551616-0",
+               "\u00b2-1", "1-0-0", "abc"]
+    for bad in bad_ids:
+        stream = EventStream(server.port, last_event_id=bad)
+        try:
+            assert stream.response.status == 200  # the starting point is fixed by now
+            runtime.state.append_message(Message(role="assistant", text=f"after {bad}"))
+            event = stream.next_of("message", timeout=5)
+            assert json.loads(event["data"])["text"] == f"after {bad}", bad
+        finally:
+            stream.close()
+
+
+def test_the_largest_valid_last_event_id_is_accepted(runtime, web_server):  # noqa: F811
+    server = web_server.start()
+    biggest = f"{2**64 - 1}-{2**64 - 1}"
+    stream = EventStream(server.port, last_event_id=biggest)
+    try:
+        stream.next_of("status")  # nothing is after it, but the stream stays open
+        assert stream.response.status == 200
+    finally:
+        stream.close()
+
+
+def test_events_with_redis_down_at_connect_are_a_503_not_a_500(runtime):
+    from processes import free_port
+
+    from web import create_app
+    from web.server import MAX_EVENT_STREAMS
+
+    settings = runtime.settings.model_copy(
+        update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"})
+    client = create_app(settings).test_client()
+    for _ in range(MAX_EVENT_STREAMS + 2):  # each failure gives its slot back
+        response = client.get("/api/events")
+        assert response.status_code == 503, response.get_data(as_text=True)
+        assert response.headers["Retry-After"] == "5"
+        assert "cannot reach Redis" in response.get_json()["error"]
+
+
+def test_a_redis_failure_mid_stream_ends_the_stream_cleanly(runtime, tmp_path):
+    import socket
+
+    from processes import RedisServer, free_port
+    from web_helpers import WebServer
+
+    redis = RedisServer(free_port(), tmp_path / "redis").start()
+    server = WebServer(tmp_path / "web.log", env={"MIMIKIT_REDIS_URL": redis.url})
+    try:
+        server.start()
+        with socket.create_connection(("127.0.0.1", server.port), timeout=15) as sock:
+            sock.sendall(b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            received = sock.recv(65536)
+            while b"event: status" not in received:
+                received += sock.recv(65536)
+            redis.stop(kill=True)
+            while not received.endswith(b"\r\n0\r\n\r\n"):  # the last chunk: a clean end
+                more = sock.recv(65536)
+                assert more, f"connection dropped without the last chunk: {received[-200:]!r}"
+                received += more
+        assert received.startswith(b"HTTP/1.1 200")
+    finally:
+        server.stop()
+        redis.stop()
+
+
+def test_open_streams_are_capped_and_the_api_stays_responsive(runtime, web_server):  # noqa: F811
+    import urllib.error
+
+    from processes import wait_for
+
+    from web.server import MAX_EVENT_STREAMS, SSE_THREADS
+
+    assert MAX_EVENT_STREAMS < SSE_THREADS
+    server = web_server.start()
+    streams = [EventStream(server.port) for _ in range(MAX_EVENT_STREAMS)]
+    try:
+        assert all(s.response.status == 200 for s in streams)
+        one_more = EventStream(server.port)
+        assert one_more.response.status == 503
+        assert one_more.response.getheader("Retry-After") == "5"
+        assert "too many open event streams" in json.loads(one_more.response.read())["error"]
+        one_more.close()
+        assert server.get_json("/api/status")["ok"] is True  # threads are left for the API
+        streams.pop().close()
+
+        def reopened() -> EventStream | None:
+            # Writing to every stream makes the server notice the closed one.
+            runtime.state.append_message(Message(role="system", text="ping"))
+            again = EventStream(server.port)
+            if again.response.status == 200:
+                return again
+            again.close()
+            return None
+
+        streams.append(wait_for(reopened, timeout=10, interval=0.2,
+                                message="the closed stream's slot to be free again"))
+    except urllib.error.HTTPError as error:
+        raise AssertionError(error.read()) from error
+    finally:
+        for stream in streams:
+            stream.close()

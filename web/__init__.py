@@ -20,8 +20,9 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.extensions["mimikit"] = build_runtime(settings)
 
-    from web import api, chat, events
+    from web import api, chat, events, guard
 
+    app.before_request(guard.check_host_and_origin)
     app.register_blueprint(chat.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(events.bp)

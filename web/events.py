@@ -4,17 +4,22 @@ Events written to the ``KEY_PREFIX:events`` stream (``message``, ``task``, ``que
 their stream id, so a browser that reconnects with ``Last-Event-ID`` gets what it missed. A
 ``status`` event (the ``GET /api/status`` report, without an id) is sent on connect and whenever
 the Teller's state changes, so the page can show "thinking" without polling.
+
+Every open stream holds one server thread, so at most ``MAX_EVENT_STREAMS`` are served at once;
+one more is a 503 with ``Retry-After`` (the page retries by itself).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from flask import Blueprint, Response, request, stream_with_context
+from flask import Blueprint, Response, jsonify, request, stream_with_context
 from redis.exceptions import RedisError
 
 from mimikit import cluster
@@ -22,25 +27,70 @@ from mimikit.runtime import Runtime
 from mimikit.teller_gate import teller_state
 from web.auth import check_token
 from web.context import runtime
+from web.server import MAX_EVENT_STREAMS
 
 bp = Blueprint("events", __name__)
 log = logging.getLogger("mimikit.web.events")
 POLL_MS = 1000  # how often the Teller state is looked at while no event arrives
 KEEPALIVE_SECONDS = 15.0
 RETRY_MS = 2000
+RETRY_AFTER_SECONDS = 5
+STREAM_ID = re.compile(r"([0-9]{1,20})-([0-9]{1,20})")
+MAX_ID_PART = 2**64 - 1  # Redis stream ids are two unsigned 64-bit numbers
+_slots = threading.BoundedSemaphore(MAX_EVENT_STREAMS)
 
 
 @bp.get("/api/events")
-def events() -> Response:
+def events() -> Any:
     check_token(allow_query=True)
-    rt = runtime()
+    if not _slots.acquire(blocking=False):
+        return _unavailable(f"too many open event streams (at most {MAX_EVENT_STREAMS}); "
+                            "close another tab or retry in a moment")
+    release = _release_once()
+    try:
+        rt = runtime()
+        cursor = _start_cursor(rt)
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        response = Response(stream_with_context(_stream(rt, cursor)),
+                            mimetype="text/event-stream", headers=headers)
+    except RedisError as error:
+        release()
+        return _unavailable(f"cannot reach Redis: {error}; start it or run `mimikit up`")
+    except BaseException:
+        release()
+        raise
+    # Called by the server when the stream ends, the client goes away or it is never read.
+    response.call_on_close(release)
+    return response
+
+
+def _start_cursor(rt: Runtime) -> str:
+    """The id to read after: the client's Last-Event-ID when it is a valid one, else the end.
+
+    Fixed before the response starts: an event written after this request arrived is
+    delivered even if the first read happens later.
+    """
     last_id = request.headers.get("Last-Event-ID") or request.args.get("lastEventId") or ""
-    # Fix the starting point now, before the response starts: an event written after this
-    # request arrived is delivered even if the first read happens later.
-    cursor = last_id if _valid_stream_id(last_id) else (_latest_id(rt) or "0-0")
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return Response(stream_with_context(_stream(rt, cursor)), mimetype="text/event-stream",
-                    headers=headers)
+    return last_id if _valid_stream_id(last_id) else (_latest_id(rt) or "0-0")
+
+
+def _release_once() -> Callable[[], None]:
+    released = False
+
+    def release() -> None:
+        nonlocal released
+        if not released:
+            released = True
+            _slots.release()
+
+    return release
+
+
+def _unavailable(message: str) -> Any:
+    response = jsonify(error=message, status=503)
+    response.status_code = 503
+    response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
 
 
 def _stream(rt: Runtime, cursor: str) -> Iterator[str]:
@@ -81,5 +131,6 @@ def _latest_id(rt: Runtime) -> str | None:
 
 
 def _valid_stream_id(value: str) -> bool:
-    left, _, right = value.partition("-")
-    return left.isdigit() and (right.isdigit() or right == "")
+    """``ms-seq`` in ASCII digits, each part a 64-bit unsigned number (what XREAD accepts)."""
+    match = STREAM_ID.fullmatch(value)
+    return match is not None and all(int(part) <= MAX_ID_PART for part in match.groups())
