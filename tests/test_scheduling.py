@@ -10,7 +10,7 @@ import pytest
 from processes import wait_for
 from scheduling_helpers import add_trigger, fired, firing_events, slots
 
-from mimikit import beat
+from mimikit import beat, triggers
 from mimikit.models import IntervalSchedule, RunAtSchedule, utcnow
 
 
@@ -218,3 +218,19 @@ def test_chain_runs_through_real_workers_in_order(stack, procs, llm):
     assert a_done <= b_task.createdAt <= b_task.completedAt <= c_task.createdAt
     assert len(fired(runtime, b.id)) == 1 and len(fired(runtime, c.id)) == 1
     assert fired(runtime, failed.id) == []
+
+
+def test_concurrent_firings_of_one_slot_create_exactly_one_task(runtime):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mimikit.models import utcnow as now
+
+    trigger = add_trigger(runtime, type="recurring", schedule=IntervalSchedule(interval=60))
+    slot = trigger.schedule.nextRunAt
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        outcomes = list(pool.map(
+            lambda _n: triggers.fire_timed(runtime, trigger.id, slot, now()), range(16)))
+    # one claims the slot; the rest find it claimed, or the trigger already past it
+    assert outcomes.count("fired") == 1, outcomes
+    assert set(outcomes) <= {"fired", "duplicate", "stale"}, outcomes
+    assert len(fired(runtime, trigger.id)) == 1
