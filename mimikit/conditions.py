@@ -119,9 +119,13 @@ class FileScanner:
 class Context:
     """What the atoms of one trigger read: results, file marks, verdicts."""
 
-    def __init__(self, runtime: Runtime, trigger: Task, files: FileScanner | None = None) -> None:
+    def __init__(self, runtime: Runtime, trigger: Task, files: FileScanner | None = None,
+                 routed: dict[str, Any] | None = None) -> None:
         self.runtime = runtime
         self.trigger = trigger
+        # The result being routed now, under its task id and its trigger id: judged by itself,
+        # not by the latest result stored under the id (which a concurrent run may replace).
+        self.routed = routed or {}
         self.files = files or FileScanner(runtime.settings.work_dir)
         self.since: datetime | None = trigger.lastTriggeredAt
         self._seen: dict[str, str] | None = None
@@ -135,11 +139,14 @@ class Context:
 
     def task_atom(self, atom: TaskDone | TaskFailed) -> tuple[bool, str]:
         ref = atom.params.taskId
-        result = self.runtime.state.get_result(ref)
+        routed = self.routed.get(ref)
+        result = routed or self.runtime.state.get_result(ref)
         if result is None:
             return False, f"{ref}:none"
         status = "failed" if result.status == "failed" else "done"
-        fresh = self.since is None or result.completedAt > self.since
+        # A routed result is new by definition (its firing is claimed once, by its digest); a
+        # stored one counts only if it came after the trigger last fired.
+        fresh = routed is not None or self.since is None or result.completedAt > self.since
         wanted = "done" if isinstance(atom, TaskDone) else "failed"
         return status == wanted and fresh, f"{ref}:{status}@{result.completedAt.isoformat()}"
 

@@ -118,12 +118,14 @@ def on_result(runtime: Runtime, task: Task, result: Any) -> list[str]:
         pipe.smembers(keys.dependents(task.triggerId))
     ids = sorted({_s(i) for members in pipe.execute() for i in members})
     cause = f"result of {task.id} ({getattr(result, 'status', '?')})"
-    return [tid for tid in ids if evaluate_and_fire(runtime, tid, cause=cause)]
+    routed = {ref: result for ref in (task.id, task.triggerId) if ref}
+    return [tid for tid in ids if evaluate_and_fire(runtime, tid, cause=cause, routed=routed)]
 
 
 def evaluate_and_fire(runtime: Runtime, trigger_id: str, *, cause: str,
                       trigger: Task | None = None,
-                      files: conditions.FileScanner | None = None) -> bool:
+                      files: conditions.FileScanner | None = None,
+                      routed: dict[str, Any] | None = None) -> bool:
     """Evaluate a conditional trigger now and fire it when its condition holds.
 
     A trigger cooling down does not fire; it is looked at again when the cooldown ends.
@@ -131,7 +133,7 @@ def evaluate_and_fire(runtime: Runtime, trigger_id: str, *, cause: str,
     trigger = trigger or runtime.state.get_task(trigger_id)
     if trigger is None or trigger.finished or trigger.condition is None:
         return False
-    ctx = conditions.Context(runtime, trigger, files)
+    ctx = conditions.Context(runtime, trigger, files, routed)
     evaluation = conditions.evaluate(trigger.condition, ctx)
     if evaluation.value is not True:
         return False

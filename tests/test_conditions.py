@@ -180,3 +180,25 @@ def _touch(path: Path) -> None:
     stamp = time.time() + 5
     os.utime(path, (stamp, stamp))
     path.write_text(path.read_text() + ".")
+
+
+def test_overlapping_runs_of_a_recurring_predecessor_each_fire_the_next_step(runtime):
+    from scheduling_helpers import add_trigger, fired
+
+    from mimikit import triggers
+    from mimikit.models import IntervalSchedule, Result, Task
+
+    a = add_trigger(runtime, type="recurring", schedule=IntervalSchedule(interval=3600))
+    b = add_trigger(runtime, type="conditional",
+                    condition={"type": "task_done", "params": {"taskId": a.id}})
+    runs = runtime.state.add_tasks([Task(prompt="run 1", triggerId=a.id),
+                                    Task(prompt="run 2", triggerId=a.id)])
+    results = []
+    for run in runs:  # both finish before either result is routed
+        runtime.state.start_task(run.id, f"h:{run.id}", None, lambda _h: True)
+        result = Result(id=run.id, status="done", result={"text": run.prompt})
+        runtime.state.complete_task(result)
+        results.append(result)
+    for run, result in zip(runs, results, strict=True):
+        triggers.on_result(runtime, runtime.state.require_task(run.id), result)
+    assert len(fired(runtime, b.id)) == 2
