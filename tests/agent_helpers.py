@@ -47,3 +47,16 @@ def user_prompt(body: dict[str, Any]) -> str:
 
 def tool_messages(body: dict[str, Any]) -> list[str]:
     return [m["content"] for m in body["messages"] if m["role"] == "tool"]
+
+
+def script_deploy_question(llm: Any) -> None:
+    """Teller delegates, the Planner needs input, the Teller asks staging or production."""
+    from llm_server import tool_call, tool_calls
+
+    llm.script("teller", tool_calls([("delegate", {"prompt": "Deploy the app"}),
+                                     ("reply", {"text": "Let me plan that."})]))
+    llm.script("planner", tool_call("submit_result", status="needs_input", resultType="text",
+                                    result={"text": "two targets"},
+                                    question="staging or production?"))
+    llm.script("teller", tool_call("ask_user", question="Deploy to staging or production?",
+                                   options=["staging", "production"]))

@@ -7,6 +7,7 @@ import json
 from agent_helpers import (
     last_tool_result,
     post_input,
+    script_deploy_question,
     tool_messages,
     tool_names,
     user_prompt,
@@ -90,13 +91,7 @@ def test_refactor_flow_runs_a_then_b_with_a_result_and_the_teller_reports(stack,
 
 
 def test_needs_input_asks_the_user_and_the_answer_redelegates(stack, llm):
-    llm.script("teller", tool_calls([("delegate", {"prompt": "Deploy the app"}),
-                                     ("reply", {"text": "Let me plan that."})]))
-    llm.script("planner", tool_call("submit_result", status="needs_input", resultType="text",
-                                    result={"text": "two targets"},
-                                    question="staging or production?"))
-    llm.script("teller", tool_call("ask_user", question="Deploy to staging or production?",
-                                   options=["staging", "production"]))
+    script_deploy_question(llm)
     post_input(stack, "deploy it")
     question = wait_for(stack.state.get_question, timeout=30, message="a pending question")
     assert question.options == ["staging", "production"]

@@ -445,20 +445,14 @@ def test_answer_resolves_the_question_and_queues_it_for_the_teller(client, runti
 
 
 def test_an_answer_posted_to_the_api_wakes_the_teller_with_the_users_answer(stack, llm):
-    from agent_helpers import user_prompt
+    from agent_helpers import script_deploy_question, user_prompt
     from llm_server import tool_call, tool_calls
     from processes import wait_for
 
     from web import create_app
 
     api = create_app(stack.settings).test_client()
-    llm.script("teller", tool_calls([("delegate", {"prompt": "Deploy the app"}),
-                                     ("reply", {"text": "Let me plan that."})]))
-    llm.script("planner", tool_call("submit_result", status="needs_input", resultType="text",
-                                    result={"text": "two targets"},
-                                    question="staging or production?"))
-    llm.script("teller", tool_call("ask_user", question="Deploy to staging or production?",
-                                   options=["staging", "production"]))
+    script_deploy_question(llm)
     assert api.post("/api/input", json={"text": "deploy it"}).status_code == 202
     pending = wait_for(lambda: api.get("/api/question").get_json()["question"], timeout=30,
                        message="the question to be pending")
