@@ -20,7 +20,8 @@ from redis.client import Pipeline
 
 from mimikit.exceptions import InvalidTransition, NotFound
 from mimikit.keys import Keys
-from mimikit.models import FINISHED, LogEvent, Message, PendingQuestion, Result, Task, utcnow
+from mimikit.models import FINISHED, Message, PendingQuestion, Result, Task, utcnow
+from mimikit.writepipe import EVENTS_MAXLEN, WritePipe, queue_event
 
 log = logging.getLogger("mimikit.state")
 
@@ -32,7 +33,6 @@ ALLOWED: dict[str, frozenset[str]] = {
     "failed": frozenset(),
     "canceled": frozenset(),
 }
-LOG_MAXLEN = 100_000
 _APPEND_MESSAGE = """
 if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
@@ -41,7 +41,6 @@ if ARGV[5] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[5]) end
 redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[6], '*', 'event', 'message', 'data', ARGV[3])
 return 1
 """
-EVENTS_MAXLEN = 10_000
 CANCEL_TTL_SECONDS = 7 * 24 * 3600
 
 
@@ -80,7 +79,7 @@ class StateStore:
 
         def body(pipe: Pipeline) -> Any:
             pending.clear()
-            return fn(_LoggingPipe(pipe, pending))
+            return fn(WritePipe(pipe, pending))
 
         value = self.redis.transaction(body, *watch, value_from_callable=True)
         self._mirror(pending)
@@ -98,14 +97,14 @@ class StateStore:
     def log(self, type_: str, **fields: Any) -> None:
         """Append one audit or task event to the log stream and ``log.jsonl``."""
         pending: list[str] = []
-        pipe = _LoggingPipe(self.redis.pipeline(transaction=True), pending)
+        pipe = WritePipe(self.redis.pipeline(transaction=True), pending)
         pipe.log(self.keys, type_, **fields)
         pipe.execute()
         self._mirror(pending)
 
     def publish(self, event: str, data: Any) -> None:
         """Publish a live event (``message``, ``task``, ``question``, ``status``) for the page."""
-        _queue_event(self.redis, self.keys, event, data)
+        queue_event(self.redis, self.keys, event, data)
 
     def read_events(self, last_id: str = "$", block_ms: int = 15_000) -> list[tuple[str, str, str]]:
         """Events after ``last_id`` as ``(id, event, data_json)``; blocks up to ``block_ms``."""
@@ -154,14 +153,14 @@ class StateStore:
     def add_tasks(self, tasks: list[Task], note: str | None = None) -> list[Task]:
         """Store new tasks (and triggers) together, in one transaction."""
 
-        def write(pipe: _LoggingPipe) -> list[Task]:
+        def write(pipe: WritePipe) -> list[Task]:
             pipe.multi()
             self.queue_new_tasks(pipe, tasks, note)
             return tasks
 
         return self._transaction(write)
 
-    def queue_new_tasks(self, pipe: _LoggingPipe, tasks: list[Task], note: str | None = None
+    def queue_new_tasks(self, pipe: WritePipe, tasks: list[Task], note: str | None = None
                         ) -> None:
         """Queue the writes that store ``tasks`` into an open transaction."""
         for task in tasks:
@@ -173,14 +172,14 @@ class StateStore:
             pipe.event(self.keys, "task", summarize(task))
 
     def update_task(self, task_id: str, change: Callable[[Task], Task | None],
-                    also: Callable[[_LoggingPipe, Task, Task], None] | None = None) -> Task | None:
+                    also: Callable[[WritePipe, Task, Task], None] | None = None) -> Task | None:
         """Apply ``change`` to a task atomically; ``None`` from ``change`` means no write.
 
         ``also(pipe, before, after)`` may queue further writes in the same transaction.
         """
         key = self.keys.task(task_id)
 
-        def write(pipe: _LoggingPipe) -> Task | None:
+        def write(pipe: WritePipe) -> Task | None:
             raw = pipe.get(key)
             if raw is None:
                 raise NotFound(f"no task with id {task_id!r}")
@@ -213,7 +212,7 @@ class StateStore:
                 task.error = reason if status != "done" else None
             return task
 
-        def note(pipe: _LoggingPipe, before: Task, after: Task) -> None:
+        def note(pipe: WritePipe, before: Task, after: Task) -> None:
             pipe.log(self.keys, f"task_{status}", taskId=after.id, traceId=after.traceId,
                      reason=reason, attempts=after.attempts)
             if status != "running":
@@ -253,7 +252,7 @@ class StateStore:
             decision.outcome = "started"
             return task
 
-        def claim(pipe: _LoggingPipe, before: Task, after: Task) -> None:
+        def claim(pipe: WritePipe, before: Task, after: Task) -> None:
             if decision.outcome != "started":
                 pipe.log(self.keys, "task_canceled", taskId=after.id, traceId=after.traceId,
                          reason="canceled before this delivery started")
@@ -287,7 +286,7 @@ class StateStore:
         return _s(raw) if raw else None
 
     def complete_task(self, result: Result, *, notify_teller: bool = True,
-                      also: Callable[[_LoggingPipe, Task], None] | None = None) -> Task | None:
+                      also: Callable[[WritePipe, Task], None] | None = None) -> Task | None:
         """Write ``result`` and finish its task in one transaction.
 
         Returns the finished task, or None when the task had already finished (a second
@@ -302,7 +301,7 @@ class StateStore:
             task.error = result.error if status == "failed" else None
             return task
 
-        def write(pipe: _LoggingPipe, before: Task, after: Task) -> None:
+        def write(pipe: WritePipe, before: Task, after: Task) -> None:
             body = result.model_dump_json(exclude_none=True)
             pipe.set(self.keys.result(after.id), body)
             if after.triggerId:
@@ -424,7 +423,7 @@ class StateStore:
     def set_question(self, question: PendingQuestion) -> None:
         body = question.model_dump_json(exclude_none=True)
         pending: list[str] = []
-        pipe = _LoggingPipe(self.redis.pipeline(transaction=True), pending)
+        pipe = WritePipe(self.redis.pipeline(transaction=True), pending)
         pipe.set(self.keys.question, body)
         pipe.log(self.keys, "question_asked", traceId=question.traceId, questionId=question.id)
         pipe.event(self.keys, "question", {"question": json.loads(body)})
@@ -437,7 +436,7 @@ class StateStore:
         Returns False when no question (or not that one) is pending.
         """
 
-        def write(pipe: _LoggingPipe) -> bool:
+        def write(pipe: WritePipe) -> bool:
             raw = pipe.get(self.keys.question)
             if raw is None:
                 return False
@@ -460,42 +459,6 @@ class StateStore:
     def claim(self, name: str, ttl_seconds: int | None = None) -> bool:
         """True the first time ``name`` is claimed cluster-wide (SET NX)."""
         return bool(self.redis.set(self.keys.claim(name), "1", nx=True, ex=ttl_seconds))
-
-
-class _LoggingPipe:
-    """A pipeline that can also queue log and live events, remembering lines to mirror."""
-
-    def __init__(self, pipe: Pipeline, pending: list[str]) -> None:
-        self._pipe = pipe
-        self._pending = pending
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._pipe, name)
-
-    def put_task(self, keys: Keys, task: Task, previous_status: str | None) -> None:
-        self._pipe.set(keys.task(task.id), task.model_dump_json(exclude_none=True))
-        if previous_status and previous_status != task.status:
-            self._pipe.srem(keys.status(previous_status), task.id)
-        self._pipe.sadd(keys.status(task.status), task.id)
-        if task.is_trigger and task.status in FINISHED:
-            self._pipe.srem(keys.triggers, task.id)
-
-    def log(self, keys: Keys, type_: str, **fields: Any) -> None:
-        event = LogEvent(type=type_, **{k: v for k, v in fields.items() if v is not None})
-        line = event.model_dump_json(exclude_none=True)
-        self._pipe.xadd(keys.log, {"event": line}, maxlen=LOG_MAXLEN, approximate=True)
-        if event.taskId:
-            self._pipe.rpush(keys.task_log(event.taskId), line)
-        self._pending.append(line)
-
-    def event(self, keys: Keys, event: str, data: Any) -> None:
-        _queue_event(self._pipe, keys, event, data)
-
-
-def _queue_event(target: Any, keys: Keys, event: str, data: Any) -> None:
-    payload = json.dumps(data, default=str)
-    target.xadd(keys.events, {"event": event, "data": payload},
-                maxlen=EVENTS_MAXLEN, approximate=True)
 
 
 def summarize(task: Task) -> dict[str, Any]:
