@@ -27,7 +27,7 @@ from redbeat.decoder import RedBeatJSONEncoder
 from redbeat.schedulers import LUA_EXTEND_TO_SCRIPT, RedBeatSchedulerEntry, get_redis
 from redis.exceptions import LockError, RedisError
 
-from mimikit import schedules
+from mimikit import lease, schedules
 from mimikit.execution import HOSTNAME, owner_alive
 from mimikit.models import IntervalSchedule, utcnow
 from mimikit.priority import SYSTEM_PRIORITY
@@ -36,10 +36,6 @@ log = logging.getLogger("mimikit.beat")
 FIRE_TASK = "mimikit.triggers.fire"
 FIRE_OPTIONS = {"queue": "supervisor", "priority": SYSTEM_PRIORITY}
 LIVENESS_SECONDS = 30
-_RELEASE_IF = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 
 def _app() -> Any:
@@ -277,7 +273,7 @@ class Scheduler(RedBeatScheduler):
         holder = json.loads(raw)
         if holder.get("token") != token or owner_alive(holder.get("owner", "")):
             return
-        if client.eval(_RELEASE_IF, 1, self.lock_key, token):
+        if lease.release(client, self.lock_key, token):
             log.warning("beat: took over the lock of %s, which is no longer running",
                         holder.get("owner"))
 

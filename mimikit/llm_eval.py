@@ -16,8 +16,8 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from mimikit import conditions, triggers
-from mimikit.execution import RunControl, execute
+from mimikit import conditions, lease, triggers
+from mimikit.execution import RunControl, execute, owner_alive, owner_token
 from mimikit.models import Result, Task, utcnow
 from mimikit.prompts import build_system_prompt
 from mimikit.runtime import Runtime
@@ -73,7 +73,22 @@ def parse(prompt: str) -> list[dict[str, str]]:
 
 def run_batch(runtime: Runtime, celery_id: str | None, task_id: str | None = None
               ) -> dict[str, Any]:
-    """Collect and judge the pending conditions (or re-run batch ``task_id``)."""
+    """Collect and judge the pending conditions (or re-run batch ``task_id``).
+
+    One batch at a time: a batch still running when the next interval comes makes that one
+    skip, so no condition is collected twice.
+    """
+    key, owner = runtime.keys.meta("llm_eval_batch"), owner_token(celery_id)
+    seconds = runtime.settings.timeout_for("worker") + 60
+    if not lease.acquire(runtime.redis, key, owner, seconds, owner_alive):
+        return {"conditions": 0, "skipped": "another batch is running"}
+    try:
+        return _run_batch(runtime, celery_id, task_id)
+    finally:
+        lease.release(runtime.redis, key, owner)
+
+
+def _run_batch(runtime: Runtime, celery_id: str | None, task_id: str | None) -> dict[str, Any]:
     if task_id is None:
         found = pending_conditions(runtime)
         if not found:

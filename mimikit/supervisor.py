@@ -12,9 +12,10 @@ import logging
 import uuid
 from typing import Any
 
-from mimikit import dispatch, llm_health, recovery, triggers
+from mimikit import dispatch, lease, llm_health, recovery, triggers
 from mimikit.cluster import queue_depths
 from mimikit.conditions import FileScanner
+from mimikit.execution import owner_alive, owner_token
 from mimikit.memory_jobs import maybe_archive
 from mimikit.models import utcnow
 from mimikit.questions import expire_question
@@ -22,10 +23,6 @@ from mimikit.runtime import Runtime
 from mimikit.teller_gate import clear_stale_queued, teller_state
 
 log = logging.getLogger("mimikit.supervisor")
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 
 def tick(runtime: Runtime) -> dict[str, Any]:
@@ -33,9 +30,9 @@ def tick(runtime: Runtime) -> dict[str, Any]:
     now = utcnow()
     redis, keys = runtime.redis, runtime.keys
     redis.set(keys.meta("last_tick"), now.isoformat())
-    lock_key, token = keys.meta("tick_lock"), uuid.uuid4().hex
-    lease_ms = int(max(runtime.settings.tick_seconds * 10, 10) * 1000)
-    if not redis.set(lock_key, token, nx=True, px=lease_ms):
+    lock_key, token = keys.meta("tick_lock"), owner_token(uuid.uuid4().hex)
+    seconds = int(max(runtime.settings.tick_seconds * 10, 10))
+    if not lease.acquire(redis, lock_key, token, seconds, owner_alive):
         return {"skipped": "another tick is running"}
     try:
         done: dict[str, Any] = {}
@@ -48,7 +45,7 @@ def tick(runtime: Runtime) -> dict[str, Any]:
         done["woke"] = wake_for_pending(runtime)
         return {k: v for k, v in done.items() if v}
     finally:
-        redis.eval(_RELEASE, 1, lock_key, token)
+        lease.release(redis, lock_key, token)
 
 
 def fire_watched(runtime: Runtime, now: Any) -> list[str]:

@@ -11,18 +11,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from mimikit import lease
 from mimikit.models import utcnow
 from mimikit.runtime import Runtime
 
 STALE_QUEUED_SECONDS = 30
-_RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('EXPIRE', KEYS[1], ARGV[2]) end
-return 0
-"""
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 
 def wake_teller(runtime: Runtime, send: Callable[[], None]) -> bool:
@@ -59,21 +52,14 @@ def acquire(runtime: Runtime, owner: str, is_alive: Callable[[str], bool]) -> bo
     A lease whose holder died on this host (``is_alive`` says so) is taken over at once
     instead of blocking the Teller until it expires.
     """
-    redis, key = runtime.redis, runtime.keys.teller_lock
-    redis.delete(runtime.keys.teller_queued)
-    if redis.set(key, owner, nx=True, ex=_lease_seconds(runtime)):
-        return True
-    holder = redis.get(key)
-    if holder is None or is_alive(holder.decode()):
-        return False
-    redis.eval(_RELEASE, 1, key, holder)
-    return bool(redis.set(key, owner, nx=True, ex=_lease_seconds(runtime)))
+    runtime.redis.delete(runtime.keys.teller_queued)
+    return lease.acquire(runtime.redis, runtime.keys.teller_lock, owner,
+                         _lease_seconds(runtime), is_alive)
 
 
 def renew(runtime: Runtime, owner: str) -> bool:
     """Extend the lease before another pass; False when it is no longer ours."""
-    return bool(runtime.redis.eval(_RENEW, 1, runtime.keys.teller_lock, owner,
-                                   _lease_seconds(runtime)))
+    return lease.renew(runtime.redis, runtime.keys.teller_lock, owner, _lease_seconds(runtime))
 
 
 def _lease_seconds(runtime: Runtime) -> int:
@@ -87,7 +73,7 @@ def take_wake(runtime: Runtime) -> bool:
 
 def release(runtime: Runtime, owner: str) -> bool:
     """Give the lease back; returns True when a wake arrived meanwhile (run again)."""
-    runtime.redis.eval(_RELEASE, 1, runtime.keys.teller_lock, owner)
+    lease.release(runtime.redis, runtime.keys.teller_lock, owner)
     return bool(runtime.redis.exists(runtime.keys.teller_wake))
 
 

@@ -107,3 +107,10 @@ def test_satisfied_verdict_fires_its_trigger_and_only_it(configured, procs, llm)
     assert len(llm.requests) == 1
     # yes is cooling down now, no is still undecided: only no is asked next time.
     assert [c["triggerId"] for c in llm_eval.pending_conditions(runtime)] == [no.id]
+
+
+def test_a_batch_while_another_runs_skips_instead_of_collecting_twice(runtime):
+    from mimikit.llm_eval import run_batch
+
+    runtime.redis.set(runtime.keys.meta("llm_eval_batch"), "other-batch", ex=60)
+    assert run_batch(runtime, "c2") == {"conditions": 0, "skipped": "another batch is running"}
