@@ -76,7 +76,7 @@ def _start_workers(tmp: Path) -> list[subprocess.Popen[bytes]]:
 
 
 def _run(args: argparse.Namespace, llm: object, tmp: Path) -> None:
-    from llm_server import tool_call, tool_calls
+    from llm_server import tool_call
 
     from mimikit.celery_app import app
     from mimikit.runtime import get_runtime
@@ -95,19 +95,16 @@ def _run(args: argparse.Namespace, llm: object, tmp: Path) -> None:
     replies = [_until_reply(runtime, client, f"hello {n}") for n in range(args.requests)]
     print(row("input -> Teller reply in /api/messages", replies))
 
-    llm.default("teller", tool_calls([("delegate", {"prompt": "work"}),  # type: ignore[attr-defined]
-                                      ("reply", {"text": "on it"})]))
-    llm.default("planner", tool_call("delegate", prompt="do it"))  # type: ignore[attr-defined]
-    from llm_server import tool_call as call
-
+    # The Teller's script is set per request by _until_report.
     def plan(body: dict) -> dict:
         done = any(m["role"] == "tool" for m in body["messages"])
-        return call("submit_result", status="done", resultType="text", result={"text": "ok"}) \
-            if done else call("delegate", prompt="do the work")
+        return tool_call("submit_result", status="done", resultType="text",
+                         result={"text": "ok"}) if done else tool_call("delegate",
+                                                                      prompt="do the work")
 
     llm.default("planner", plan)  # type: ignore[attr-defined]
-    llm.default("worker", call("submit_result", status="done", resultType="text",  # type: ignore[attr-defined]
-                               result={"text": "done"}))
+    llm.default("worker", tool_call("submit_result", status="done",  # type: ignore[attr-defined]
+                                    resultType="text", result={"text": "done"}))
     flows = [_until_report(runtime, client, llm, f"work {n}") for n in range(args.requests)]
     print(row("input -> Planner -> Worker -> Teller report", flows))
     _throughput(runtime, app, args.tasks)
@@ -128,11 +125,9 @@ def _visible(client, text: str) -> bool:  # type: ignore[no-untyped-def]
 def _post_and_wait(runtime, client, text: str, answer: str) -> float:  # type: ignore[no-untyped-def]
     """Post ``text`` as the user; seconds until ``answer`` is the newest message in the API."""
     from mimikit import dispatch
-    from mimikit.models import Message
 
     began = time.perf_counter()
-    runtime.state.append_message(Message(role="user", text=text), to_inbox=True)
-    dispatch.wake(runtime)
+    dispatch.post_input(runtime, text)
     while not _visible(client, answer):
         time.sleep(0.001)
     return time.perf_counter() - began

@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from mimikit.keys import as_text
 from mimikit.models import (
     AllOf,
     AnyOf,
@@ -134,7 +135,7 @@ class Context:
     def seen(self) -> dict[str, str]:
         if self._seen is None:
             raw = self.runtime.redis.hgetall(self.runtime.keys.file_seen(self.trigger.id))
-            self._seen = {_s(k): _s(v) for k, v in raw.items()}
+            self._seen = {as_text(k): as_text(v) for k, v in raw.items()}
         return self._seen
 
     def task_atom(self, atom: TaskDone | TaskFailed) -> tuple[bool, str]:
@@ -219,7 +220,3 @@ def _composite(condition: AllOf | AnyOf, ctx: Context, path: str) -> Evaluation:
     if unknown:
         return Evaluation(None, evidence, pending)
     return Evaluation(not decisive, evidence)
-
-
-def _s(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value

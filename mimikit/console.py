@@ -11,7 +11,6 @@ from redis.exceptions import RedisError
 
 from mimikit import cluster, dispatch, tasklist
 from mimikit.config import Settings
-from mimikit.models import Message
 from mimikit.prompts import PromptMode, build_system_prompt
 from mimikit.runtime import build_runtime
 
@@ -62,10 +61,7 @@ def send(settings: Settings, text: str, timeout: float = 120.0) -> int:
     runtime = build_runtime(settings)
     state = runtime.state
     cursor = _latest_event(runtime)
-    message = Message(role="user", text=text)
-    message.traceId = message.id
-    state.append_message(message, to_inbox=True)
-    dispatch.wake(runtime)
+    message = dispatch.post_input(runtime, text)
     deadline, quiet_since = time.monotonic() + timeout, None
     while time.monotonic() < deadline:
         for entry_id, event, data in state.read_events(cursor, block_ms=500):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mimikit.models import Task
+from mimikit.models import Message, Task
 from mimikit.priority import SYSTEM_PRIORITY, to_broker_priority
 from mimikit.runtime import Runtime
 from mimikit.teller_gate import wake_teller
@@ -29,6 +29,19 @@ def send_teller() -> None:
 def wake(runtime: Runtime) -> bool:
     """Ask for a Teller run; coalesced with any run already queued or running."""
     return wake_teller(runtime, send_teller)
+
+
+def post_input(runtime: Runtime, text: str) -> Message:
+    """A user message: into history and the Teller's inbox, then a Teller wake.
+
+    Its id is also its trace id, which follows it through every run and task it causes.
+    """
+    message = Message(role="user", text=text)
+    message.traceId = message.id
+    runtime.state.append_message(message, to_inbox=True)
+    runtime.state.log("input_received", messageId=message.id, traceId=message.id)
+    wake(runtime)
+    return message
 
 
 def enqueue(runtime: Runtime, task: Task) -> str:

@@ -138,3 +138,8 @@ class Keys:
     @property
     def all_pattern(self) -> str:
         return self._k("*")
+
+
+def as_text(value: bytes | str) -> str:
+    """A Redis reply (bytes without ``decode_responses``) as text."""
+    return value.decode() if isinstance(value, bytes) else value

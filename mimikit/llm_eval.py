@@ -13,11 +13,11 @@ import json
 import logging
 import re
 import time
-from datetime import timedelta
 from typing import Any
 
 from mimikit import conditions, lease, triggers
 from mimikit.execution import RunControl, execute, owner_alive, owner_token
+from mimikit.keys import as_text
 from mimikit.models import Result, Task, utcnow
 from mimikit.prompts import build_system_prompt
 from mimikit.runtime import Runtime
@@ -29,11 +29,11 @@ _BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
 def pending_conditions(runtime: Runtime) -> list[dict[str, str]]:
     """The ``llm_eval`` atoms to judge now: ``[{id, prompt, triggerId}]``."""
     redis, keys = runtime.redis, runtime.keys
-    ids = sorted(_s(i) for i in redis.smembers(keys.llm_triggers))
+    ids = sorted(as_text(i) for i in redis.smembers(keys.llm_triggers))
     if not ids:
         return []
     now = utcnow()
-    busy = {_s(k): float(v) for k, v in redis.hgetall(keys.evaluating).items()}
+    busy = {as_text(k): float(v) for k, v in redis.hgetall(keys.evaluating).items()}
     found: list[dict[str, str]] = []
     for trigger in runtime.state.tasks_by_id(ids):
         if trigger.finished or trigger.condition is None:
@@ -41,8 +41,7 @@ def pending_conditions(runtime: Runtime) -> list[dict[str, str]]:
             continue
         if busy.get(trigger.id, 0) > now.timestamp():
             continue
-        if trigger.lastTriggeredAt and (
-                trigger.lastTriggeredAt + timedelta(seconds=trigger.cooldown) > now):
+        if triggers.cooling_until(trigger, now) is not None:
             continue
         evaluation = conditions.evaluate(trigger.condition, conditions.Context(runtime, trigger))
         if evaluation.value is True:  # decided without the LLM (e.g. a cooldown just ended)
@@ -151,7 +150,3 @@ def store_verdicts(runtime: Runtime, verdicts: list[dict[str, Any]]) -> None:
 def _fire_satisfied(runtime: Runtime, trigger_ids: list[str]) -> list[str]:
     return [tid for tid in trigger_ids
             if triggers.evaluate_and_fire(runtime, tid, cause="llm_eval verdict")]
-
-
-def _s(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from mimikit import dispatch
+from mimikit.keys import as_text
 from mimikit.models import Result, Task, utcnow
 from mimikit.runtime import Runtime
 
@@ -31,7 +32,7 @@ def backoff_seconds(attempts: int) -> float:
 def recover_lost(runtime: Runtime, now: datetime) -> list[str]:
     """Re-queue or fail every running task whose heartbeat expired; returns their ids."""
     redis, keys = runtime.redis, runtime.keys
-    ids = sorted(_s(i) for i in redis.smembers(keys.status("running")))
+    ids = sorted(as_text(i) for i in redis.smembers(keys.status("running")))
     if not ids:
         return []
     pipe = redis.pipeline(transaction=False)
@@ -84,7 +85,7 @@ def _defer(runtime: Runtime, task_id: str, until: datetime) -> bool:
 
 def release_deferred(runtime: Runtime, now: datetime) -> list[str]:
     """Queue and enqueue the deferred tasks whose ``deferUntil`` has passed."""
-    ids = sorted(_s(i) for i in runtime.redis.smembers(runtime.keys.status("deferred")))
+    ids = sorted(as_text(i) for i in runtime.redis.smembers(runtime.keys.status("deferred")))
     released = []
     for task_id in ids:
         task = runtime.state.get_task(task_id)
@@ -160,7 +161,7 @@ def redispatch_stranded(runtime: Runtime, now: datetime) -> list[str]:
     from mimikit.cluster import queue_depths
 
     redis, keys = runtime.redis, runtime.keys
-    ids = sorted(_s(i) for i in redis.sdiff(keys.status("queued"), keys.triggers))
+    ids = sorted(as_text(i) for i in redis.sdiff(keys.status("queued"), keys.triggers))
     if not ids:
         return []
     depths = queue_depths(runtime)
@@ -178,7 +179,3 @@ def redispatch_stranded(runtime: Runtime, now: datetime) -> list[str]:
                               reason="queued with no message in its Celery queue")
             sent.append(task.id)
     return sent
-
-
-def _s(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value

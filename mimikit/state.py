@@ -19,7 +19,7 @@ from redis import Redis
 from redis.client import Pipeline
 
 from mimikit.exceptions import InvalidTransition, NotFound
-from mimikit.keys import Keys
+from mimikit.keys import Keys, as_text
 from mimikit.models import FINISHED, Message, PendingQuestion, Result, Task, utcnow
 from mimikit.writepipe import EVENTS_MAXLEN, WritePipe, queue_event
 
@@ -112,7 +112,7 @@ class StateStore:
         out = []
         for _stream, entries in reply or []:
             for entry_id, fields in entries:
-                out.append((_s(entry_id), _s(fields[b"event"]), _s(fields[b"data"])))
+                out.append((as_text(entry_id), as_text(fields[b"event"]), as_text(fields[b"data"])))
         return out
 
     def recent_log(self, count: int = 100) -> list[dict[str, Any]]:
@@ -135,10 +135,10 @@ class StateStore:
         ids: set[bytes] = set()
         for status in statuses:
             ids |= self.redis.smembers(self.keys.status(status))
-        return self._load_tasks(sorted(_s(i) for i in ids))
+        return self._load_tasks(sorted(as_text(i) for i in ids))
 
     def triggers(self) -> list[Task]:
-        return self._load_tasks(sorted(_s(i) for i in self.redis.smembers(self.keys.triggers)))
+        return self._load_tasks(sorted(as_text(i) for i in self.redis.smembers(self.keys.triggers)))
 
     def tasks_by_id(self, ids: list[str]) -> list[Task]:
         """The tasks with these ids, in one round trip (missing ones left out)."""
@@ -243,7 +243,7 @@ class StateStore:
             if task.deferUntil and task.deferUntil > utcnow():
                 decision.outcome, decision.detail = "deferred", task.deferUntil.isoformat()
                 return None
-            holder = _s(self.redis.get(hb_key) or b"")
+            holder = as_text(self.redis.get(hb_key) or b"")
             if holder and holder != owner and is_owner_alive(holder):
                 decision.outcome, decision.detail = "busy", holder
                 return None
@@ -276,14 +276,14 @@ class StateStore:
         """Renew the heartbeat of a running task; False when someone else owns it now."""
         key = self.keys.heartbeat(task_id)
         holder = self.redis.get(key)
-        if holder is not None and _s(holder) != owner:
+        if holder is not None and as_text(holder) != owner:
             return False
         self.redis.set(key, owner, px=self._heartbeat_ms)
         return True
 
     def heartbeat_owner(self, task_id: str) -> str | None:
         raw = self.redis.get(self.keys.heartbeat(task_id))
-        return _s(raw) if raw else None
+        return as_text(raw) if raw else None
 
     def complete_task(self, result: Result, *, notify_teller: bool = True,
                       also: Callable[[WritePipe, Task], None] | None = None) -> Task | None:
@@ -482,7 +482,3 @@ def message_key(message: Message) -> str:
     """The natural de-duplication key of a message: createdAt + text."""
     raw = f"{message.createdAt.isoformat()}\n{message.text}".encode()
     return hashlib.sha1(raw).hexdigest()
-
-
-def _s(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value

@@ -16,6 +16,7 @@ from mimikit import dispatch, lease, llm_health, recovery, triggers
 from mimikit.cluster import queue_depths
 from mimikit.conditions import FileScanner
 from mimikit.execution import owner_alive, owner_token
+from mimikit.keys import as_text
 from mimikit.memory_jobs import maybe_archive
 from mimikit.models import utcnow
 from mimikit.questions import expire_question
@@ -55,7 +56,7 @@ def fire_watched(runtime: Runtime, now: Any) -> list[str]:
     pipe.smembers(keys.file_triggers)
     pipe.zrangebyscore(keys.cooling, "-inf", now.timestamp())
     file_ids, cooled = pipe.execute()
-    ids = sorted({_s(i) for i in file_ids} | {_s(i) for i in cooled})
+    ids = sorted({as_text(i) for i in file_ids} | {as_text(i) for i in cooled})
     if not ids:
         return []
     if cooled:
@@ -84,7 +85,3 @@ def wake_for_pending(runtime: Runtime) -> bool:
     elif state != "idle":
         return False
     return dispatch.wake(runtime)
-
-
-def _s(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value

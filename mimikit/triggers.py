@@ -16,6 +16,7 @@ from typing import Any
 from mimikit import conditions, dispatch, schedules
 from mimikit.beat import delete_entry, save_entry
 from mimikit.exceptions import NotFound
+from mimikit.keys import as_text
 from mimikit.models import IntervalSchedule, Task, utcnow
 from mimikit.runtime import Runtime
 from mimikit.state import summarize
@@ -116,10 +117,18 @@ def on_result(runtime: Runtime, task: Task, result: Any) -> list[str]:
     pipe.smembers(keys.dependents(task.id))
     if task.triggerId:
         pipe.smembers(keys.dependents(task.triggerId))
-    ids = sorted({_s(i) for members in pipe.execute() for i in members})
+    ids = sorted({as_text(i) for members in pipe.execute() for i in members})
     cause = f"result of {task.id} ({getattr(result, 'status', '?')})"
     routed = {ref: result for ref in (task.id, task.triggerId) if ref}
     return [tid for tid in ids if evaluate_and_fire(runtime, tid, cause=cause, routed=routed)]
+
+
+def cooling_until(trigger: Task, now: datetime) -> datetime | None:
+    """When a trigger's cooldown ends (``lastTriggeredAt + cooldown``), if it is still on."""
+    if trigger.lastTriggeredAt is None:
+        return None
+    until = trigger.lastTriggeredAt + timedelta(seconds=trigger.cooldown)
+    return until if until > now else None
 
 
 def evaluate_and_fire(runtime: Runtime, trigger_id: str, *, cause: str,
@@ -138,9 +147,8 @@ def evaluate_and_fire(runtime: Runtime, trigger_id: str, *, cause: str,
     if evaluation.value is not True:
         return False
     now = utcnow()
-    if trigger.lastTriggeredAt and trigger.lastTriggeredAt + timedelta(
-            seconds=trigger.cooldown) > now:
-        until = trigger.lastTriggeredAt + timedelta(seconds=trigger.cooldown)
+    until = cooling_until(trigger, now)
+    if until is not None:
         runtime.redis.zadd(runtime.keys.cooling, {trigger.id: until.timestamp()})
         return False
     stamp = trigger.lastTriggeredAt
@@ -279,7 +287,3 @@ def _child(trigger: Task, catch_up: bool) -> Task:
                 prompt=trigger.prompt, title=trigger.title, priority=trigger.priority,
                 timeout=trigger.timeout, retry=trigger.retry, traceId=trigger.traceId,
                 parentId=trigger.parentId, triggerId=trigger.id, catchUp=catch_up)
-
-
-def _s(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value

@@ -12,11 +12,7 @@ from mimikit.models import Message
 
 
 def post_input(runtime: Any, text: str) -> Message:
-    message = Message(role="user", text=text)
-    message.traceId = message.id
-    runtime.state.append_message(message, to_inbox=True)
-    dispatch.wake(runtime)
-    return message
+    return dispatch.post_input(runtime, text)
 
 
 def history(runtime: Any) -> list[tuple[str, str]]:

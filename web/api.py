@@ -94,12 +94,7 @@ def status() -> Any:
 @bp.post("/input")
 def post_input() -> Any:
     body = parse_body(InputBody)
-    rt = runtime()
-    message = Message(role="user", text=body.text)
-    message.traceId = message.id  # the trace follows this input through every run and task
-    rt.state.append_message(message, to_inbox=True)
-    rt.state.log("input_received", messageId=message.id, traceId=message.id)
-    dispatch.wake(rt)
+    message = dispatch.post_input(runtime(), body.text)
     return jsonify(id=message.id), 202
 
 
