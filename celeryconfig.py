@@ -3,7 +3,7 @@
 from kombu import Queue
 
 from mimikit.config import load_settings
-from mimikit.priority import (
+from mimikit.delivery.queues import (
     BROKER_PRIORITY_LEVELS,
     QUEUES,
     ROUTES,
@@ -42,12 +42,12 @@ worker_send_task_events = True
 worker_prefetch_multiplier = 1
 worker_cancel_long_running_tasks_on_connection_loss = False
 worker_hijack_root_logger = False
-include = ["mimikit.tasks", "mimikit.scheduling_tasks"]
+include = ["mimikit.celery_tasks"]
 
 timezone = "UTC"
 enable_utc = True
 
-beat_scheduler = "mimikit.beat:Scheduler"
+beat_scheduler = "mimikit.scheduling.beat:Scheduler"
 beat_max_loop_interval = 5
 redbeat_redis_url = _settings.redis_url
 redbeat_key_prefix = f"{_settings.key_prefix}:redbeat:"

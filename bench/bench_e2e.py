@@ -79,7 +79,7 @@ def _run(args: argparse.Namespace, llm: object, tmp: Path) -> None:
     from llm_server import tool_call
 
     from mimikit.celery_app import app
-    from mimikit.runtime import get_runtime
+    from mimikit.store.runtime import get_runtime
 
     runtime = get_runtime()
     print("| measurement                                    |  p50 ms  |  p95 ms |     n |")
@@ -124,10 +124,10 @@ def _visible(client, text: str) -> bool:  # type: ignore[no-untyped-def]
 
 def _post_and_wait(runtime, client, text: str, answer: str) -> float:  # type: ignore[no-untyped-def]
     """Post ``text`` as the user; seconds until ``answer`` is the newest message in the API."""
-    from mimikit import dispatch
+    from mimikit.conversation.input import post_input
 
     began = time.perf_counter()
-    dispatch.post_input(runtime, text)
+    post_input(runtime, text)
     while not _visible(client, answer):
         time.sleep(0.001)
     return time.perf_counter() - began
@@ -146,8 +146,8 @@ def _until_report(runtime, client, llm, text: str) -> float:  # type: ignore[no-
 
 
 def _throughput(runtime, app, count: int) -> None:  # type: ignore[no-untyped-def]
-    from mimikit import dispatch
     from mimikit.models import Task
+    from mimikit.tasks.submit import submit
 
     began = time.perf_counter()
     results = [app.send_task("bench.noop", queue="worker") for _ in range(count)]
@@ -155,10 +155,9 @@ def _throughput(runtime, app, count: int) -> None:  # type: ignore[no-untyped-de
         result.get(timeout=120)
     raw_rate = count / (time.perf_counter() - began)
 
-    tasks = runtime.state.add_tasks([Task(prompt=f"t{n}") for n in range(count)])
+    tasks = [Task(prompt=f"t{n}") for n in range(count)]
     began = time.perf_counter()
-    for task in tasks:
-        dispatch.enqueue(runtime, task)
+    submit(runtime, tasks)
     done_key = runtime.keys.status("done")
     while runtime.redis.scard(done_key) < count + 0:
         time.sleep(0.01)

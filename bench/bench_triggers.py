@@ -47,9 +47,9 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def bench_routing(runtime, sizes: list[int], rounds: int) -> list[tuple[str, ...]]:
-    from mimikit import triggers
     from mimikit.celery_app import app
     from mimikit.models import Result, Task
+    from mimikit.scheduling import triggers
 
     rows, made = [], 0
     for size in sizes:
@@ -88,8 +88,8 @@ def bench_routing(runtime, sizes: list[int], rounds: int) -> list[tuple[str, ...
 
 def bench_precision(runtime, entries: int, seconds: float, burst: bool,
                     interval: float) -> list[tuple[str, ...]]:
-    from mimikit import triggers
     from mimikit.models import IntervalSchedule, Task, utcnow
+    from mimikit.scheduling import triggers
 
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     logs = open(TMP / "procs.log", "ab")  # noqa: SIM115
@@ -152,7 +152,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from mimikit.config import load_settings
     from mimikit.embedded_redis import start
-    from mimikit.runtime import build_runtime
+    from mimikit.store.runtime import build_runtime
 
     server = start(url, TMP / "redis", TMP / "redis.log")
     try:

@@ -3,8 +3,8 @@
 from mimikit.config import Settings, load_settings
 from mimikit.exceptions import MimikitError
 from mimikit.models import Message, Result, Task
-from mimikit.runtime import Runtime, build_runtime
-from mimikit.state import StateStore
+from mimikit.store.runtime import Runtime, build_runtime
+from mimikit.store.state import StateStore
 
 __version__ = "0.1.0"
 __all__ = ["Message", "MimikitError", "Result", "Runtime", "Settings", "StateStore", "Task",

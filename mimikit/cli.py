@@ -51,9 +51,10 @@ def cmd_beat(args: argparse.Namespace) -> int:
 
 
 def cmd_web(args: argparse.Namespace) -> int:
+    from web import create_app
     from web.server import serve
 
-    return serve(_settings(args), debug=args.debug)
+    return serve(_settings(args), create_app, debug=args.debug)
 
 
 def cmd_flower(args: argparse.Namespace) -> int:
@@ -170,9 +171,9 @@ def describe_validation(error: ValidationError) -> str:
 
 def _redis_url() -> str:
     """The configured Redis URL with any credentials hidden."""
-    url = load_settings().redis_url
-    scheme, sep, rest = url.partition("://")
-    return f"{scheme}://***@{rest.rsplit('@', 1)[1]}" if sep and "@" in rest else url
+    from mimikit.status import safe_url
+
+    return safe_url(load_settings())
 
 
 if __name__ == "__main__":

@@ -113,6 +113,20 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def check_web_bind(settings: Settings, debug: bool = False) -> None:
+    """Raise ``ConfigError`` for a non-loopback bind without a token, or with ``debug``."""
+    if not settings.host_is_loopback and not settings.api_token:
+        raise ConfigError(
+            f"refusing to serve on {settings.host} without a token: set MIMIKIT_API_TOKEN "
+            "(every /api call will then need 'Authorization: Bearer <token>'), or bind 127.0.0.1"
+        )
+    if debug and not settings.host_is_loopback:
+        raise ConfigError(
+            f"refusing --debug on {settings.host}: the debugger runs any Python code sent to it; "
+            "use --debug only with --host 127.0.0.1, or drop --debug"
+        )
+
+
 def load_settings(**overrides: object) -> Settings:
     """Read the settings, turning a validation error into a readable ``ConfigError``."""
     try:

@@ -9,16 +9,21 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from mimikit import cluster, dispatch, tasklist
+from mimikit.agents.context import context_sections
+from mimikit.agents.prompts import PromptMode, build_system_prompt
 from mimikit.config import Settings
-from mimikit.prompts import PromptMode, build_system_prompt
-from mimikit.runtime import build_runtime
+from mimikit.conversation.gate import teller_state, wake
+from mimikit.conversation.input import UserInput, post_input
+from mimikit.status import status
+from mimikit.store.runtime import build_runtime
+from mimikit.tasks.cancel import cancel_task
+from mimikit.tasks.listing import list_tasks
 
 QUIET_SECONDS = 1.5  # idle this long after the last reply: the answer is complete
 
 
 def print_status(settings: Settings, as_json: bool = False) -> int:
-    report = cluster.status(build_runtime(settings))
+    report = status(build_runtime(settings))
     if as_json:
         print(json.dumps(report, indent=2))
         return 0 if report["ok"] else 1
@@ -55,13 +60,11 @@ def send(settings: Settings, text: str, timeout: float = 120.0) -> int:
     Raises:
         pydantic.ValidationError: ``text`` is empty or longer than the API accepts.
     """
-    from web.api import InputBody
-
-    InputBody(text=text)  # the same limits as POST /api/input, checked before anything is sent
+    UserInput(text=text)  # the same limits as POST /api/input, checked before anything is sent
     runtime = build_runtime(settings)
     state = runtime.state
     cursor = _latest_event(runtime)
-    message = dispatch.post_input(runtime, text)
+    message = post_input(runtime, text)
     deadline, quiet_since = time.monotonic() + timeout, None
     while time.monotonic() < deadline:
         for entry_id, event, data in state.read_events(cursor, block_ms=500):
@@ -82,8 +85,6 @@ def send(settings: Settings, text: str, timeout: float = 120.0) -> int:
 
 def _busy(runtime: Any, trace_id: str) -> bool:
     """The Teller is queued or running, has input waiting, or this message's tasks are active."""
-    from mimikit.teller_gate import teller_state
-
     if teller_state(runtime)["state"] != "idle" or runtime.state.read_inbox():
         return True
     active = runtime.state.tasks_with_status("queued", "running", "deferred")
@@ -115,7 +116,7 @@ def _show_question(data: dict[str, Any]) -> bool:
 
 
 def print_tasks(settings: Settings, scope: str = "all", as_json: bool = False) -> int:
-    found = tasklist.list_tasks(build_runtime(settings), scope, include_finished=True)
+    found = list_tasks(build_runtime(settings), scope, include_finished=True)
     if as_json:
         print(json.dumps(found, indent=2))
         return 0
@@ -131,10 +132,10 @@ def print_tasks(settings: Settings, scope: str = "all", as_json: bool = False) -
 
 def cancel(settings: Settings, task_id: str) -> int:
     runtime = build_runtime(settings)
-    success, message = tasklist.cancel_task(runtime, task_id, stop_running=True, source="user")
+    success, message = cancel_task(runtime, task_id, stop_running=True, source="user")
     print(message)
     if success:
-        dispatch.wake(runtime)
+        wake(runtime)
     return 0 if success else 1
 
 
@@ -154,8 +155,6 @@ def print_prompt(settings: Settings | None, role: str, mode: PromptMode = "minim
 
 def _context_sections(settings: Settings) -> list[str] | None:
     """The context sections a run would get now, or None (with a note) when Redis is down."""
-    from mimikit.agents.context import context_sections
-
     try:
         return context_sections(build_runtime(settings), [])
     except RedisError as error:

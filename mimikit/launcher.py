@@ -20,7 +20,7 @@ from typing import IO, Any
 from redis.exceptions import RedisError
 
 from mimikit import embedded_redis
-from mimikit.config import Settings
+from mimikit.config import Settings, check_web_bind
 from mimikit.exceptions import AlreadyRunning, MimikitError
 
 STOP_GRACE_SECONDS = 20
@@ -130,11 +130,7 @@ class Launcher:
                                           self.log_dir / "redis.log")
 
     def _start(self, child: Child) -> None:
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_dir / f"{child.name}.log", "ab")  # noqa: SIM115
-        child.process = subprocess.Popen(child.argv, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
-        log.close()
+        child.process = spawn(child.argv, self.log_dir / f"{child.name}.log")
         child.started_at = time.monotonic()
 
     def _watch(self) -> None:
@@ -168,8 +164,8 @@ class Launcher:
         if now - self._beat_checked < BEAT_CHECK_SECONDS:
             return
         self._beat_checked = now
-        from mimikit.beat import liveness
-        from mimikit.runtime import build_runtime
+        from mimikit.scheduling.beat import liveness
+        from mimikit.store.runtime import build_runtime
 
         self._runtime = self._runtime or build_runtime(self.settings)
         try:
@@ -178,7 +174,7 @@ class Launcher:
             return  # Redis itself is down: the watch above deals with it
         if not alive:
             self.say("beat stopped scheduling (no liveness mark); restarting it")
-            _signal_group(beat.process, signal.SIGKILL)
+            signal_group(beat.process, signal.SIGKILL)
             beat.process.wait(timeout=10)
             beat.process, beat.next_start = None, now
 
@@ -212,18 +208,9 @@ class Launcher:
 
     def _stop_all(self) -> None:
         self.say("stopping")
-        live = [c.process for c in self.children if c.process and c.process.poll() is None]
-        for process in live:
-            _signal_group(process, signal.SIGTERM)
-        _wait_all(live, STOP_GRACE_SECONDS)
-        for process in live:  # whatever is left of each group, grandchildren included
-            _signal_group(process, signal.SIGKILL)
-        _wait_all(live, 5)
-        if self.redis is not None and self.redis.poll() is None:
-            self.redis.terminate()
-            _wait_all([self.redis], 10)
-            if self.redis.poll() is None:
-                self.redis.kill()
+        stop_processes([c.process for c in self.children if c.process], STOP_GRACE_SECONDS)
+        if self.redis is not None:
+            stop_processes([self.redis], 10)
         self.say("stopped")
 
 
@@ -236,14 +223,37 @@ def _answers(url: str) -> bool:
         return getattr(error, "code", None) == 401
 
 
-def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
+def spawn(argv: list[str], log_path: Path, **options: Any) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a process group of its own, its output appended to ``log_path``."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True, **options)
+
+
+def signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
+    """Send ``signum`` to the process group of ``process`` (nothing when it is gone)."""
     try:
         os.killpg(process.pid, signum)
     except (ProcessLookupError, PermissionError):
         pass
 
 
-def _wait_all(processes: list[subprocess.Popen[bytes]], seconds: float) -> None:
+def stop_processes(processes: list[subprocess.Popen[bytes]], grace_seconds: float,
+                   first_signal: int = signal.SIGTERM) -> None:
+    """Stop each process group: ``first_signal``, up to ``grace_seconds`` to exit, then SIGKILL
+    for whatever is left of each group, grandchildren included."""
+    live = [p for p in processes if p.poll() is None]
+    for process in live:
+        signal_group(process, first_signal)
+    wait_all(live, grace_seconds)
+    for process in live:
+        signal_group(process, signal.SIGKILL)
+    wait_all(live, 10)
+
+
+def wait_all(processes: list[subprocess.Popen[bytes]], seconds: float) -> None:
+    """Wait up to ``seconds`` in all for the processes to exit."""
     deadline = time.monotonic() + seconds
     for process in processes:
         try:
@@ -254,10 +264,8 @@ def _wait_all(processes: list[subprocess.Popen[bytes]], seconds: float) -> None:
 
 def run_up(settings: Settings) -> int:
     """Entry point of ``mimikit up``; checks the web bind before starting anything."""
-    from web.server import check_bind
-
     try:
-        check_bind(settings)
+        check_web_bind(settings)
         return Launcher(settings).run()
     except MimikitError as error:
         print(f"mimikit: {error}", file=sys.stderr)

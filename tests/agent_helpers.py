@@ -7,12 +7,12 @@ from typing import Any
 
 from processes import wait_for
 
-from mimikit import dispatch
+from mimikit.conversation.input import post_input as post
 from mimikit.models import Message
 
 
 def post_input(runtime: Any, text: str) -> Message:
-    return dispatch.post_input(runtime, text)
+    return post(runtime, text)
 
 
 def history(runtime: Any) -> list[tuple[str, str]]:

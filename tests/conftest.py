@@ -47,7 +47,7 @@ def redis_server() -> Iterator[RedisServer]:
 def runtime(redis_server: RedisServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A clean instance: empty Redis, its own state and work dirs."""
     from mimikit.config import load_settings
-    from mimikit.runtime import build_runtime, reset_runtime
+    from mimikit.store.runtime import build_runtime, reset_runtime
 
     redis_server.client().flushall()
     (tmp_path / "work").mkdir()
@@ -69,7 +69,7 @@ def procs(runtime, tmp_path: Path) -> Iterator[ProcessPool]:
 @pytest.fixture
 def stack(runtime, procs: ProcessPool, llm, monkeypatch: pytest.MonkeyPatch):  # noqa: F811
     """A running instance: the scripted LLM configured, workers on every queue."""
-    from mimikit.runtime import reset_runtime
+    from mimikit.store.runtime import reset_runtime
 
     monkeypatch.setenv("MIMIKIT_LLM_BASE_URL", llm.url)
     reset_runtime()

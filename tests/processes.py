@@ -14,6 +14,8 @@ from typing import Any
 
 from redis import Redis
 
+from mimikit.launcher import signal_group, spawn, stop_processes
+
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
 
@@ -82,10 +84,7 @@ class ProcessPool:
         return env
 
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
-        log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115
-        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-                                   env=self._env(), start_new_session=True)
-        log.close()
+        process = spawn(argv, self.log_dir / f"{name}.log", cwd=ROOT, env=self._env())
         self.processes.append(process)
         return process
 
@@ -110,34 +109,14 @@ class ProcessPool:
         return self._spawn(f"{name}-{len(self.processes)}", argv)
 
     def kill(self, process: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
+        signal_group(process, sig)
         process.wait(timeout=15)
 
     def stop_all(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                _signal(process, signal.SIGQUIT)
-        deadline = time.monotonic() + 5
-        for process in self.processes:
-            try:
-                process.wait(timeout=max(deadline - time.monotonic(), 0.1))
-            except subprocess.TimeoutExpired:
-                pass
-            _signal(process, signal.SIGKILL)
-            process.wait(timeout=10)
+        stop_processes(self.processes, 5, first_signal=signal.SIGQUIT)
 
     def log_text(self) -> str:
         return "\n".join(p.read_text(errors="replace") for p in sorted(self.log_dir.glob("*.log")))
-
-
-def _signal(process: subprocess.Popen[bytes], sig: int) -> None:
-    try:
-        os.killpg(process.pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def run_mimikit(*args: str, drop: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:

@@ -5,16 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from mimikit import triggers
 from mimikit.models import Task
+from mimikit.tasks.submit import submit
 
 
 def add_trigger(runtime: Any, **fields: Any) -> Task:
-    """Commit a trigger (as the Planner does) and install it."""
+    """Submit a trigger (as the Planner's commit does): store it, then install it."""
     fields.setdefault("prompt", "triggered work")
-    trigger = Task(**fields)
-    runtime.state.add_tasks([trigger])
-    triggers.install(runtime, trigger)
+    trigger = submit(runtime, [Task(**fields)])[0]
     return runtime.state.require_task(trigger.id)
 
 

@@ -100,9 +100,9 @@ def test_needs_input_asks_the_user_and_the_answer_redelegates(stack, llm):
     llm.script("planner", tool_call("submit_result", status="done", resultType="text",
                                     result={"text": "ok"}))
     assert stack.state.resolve_question("staging", source="user")
-    from mimikit import dispatch
+    from mimikit.conversation.gate import wake
 
-    dispatch.wake(stack)
+    wake(stack)
     wait_for(lambda: len(llm.requests_for("planner")) == 2, timeout=30, message="re-delegation")
     answer_prompt = user_prompt(llm.requests_for("teller")[-1])
     assert '"answer": "staging"' in answer_prompt and '"source": "user"' in answer_prompt
@@ -110,7 +110,7 @@ def test_needs_input_asks_the_user_and_the_answer_redelegates(stack, llm):
 
 
 def test_expired_question_uses_the_default_or_reports_a_timeout(stack, llm):
-    from mimikit.questions import expire_question
+    from mimikit.conversation.question import expire_question
 
     llm.default("teller", tool_call("reply", text="noted"))
     llm.script("teller", tool_call("ask_user", question="Which one?", timeout=0.5,
@@ -170,7 +170,7 @@ def test_planner_calling_reply_gets_an_error_and_continues(stack, llm):
 
 
 def test_worker_is_never_offered_teller_tools():
-    from mimikit.tools import registry
+    from mimikit.agents.common import registry
 
     names = registry().names_for("worker")
     assert names == ["list_files", "read_file", "shell", "submit_result", "write_file"]
@@ -178,12 +178,10 @@ def test_worker_is_never_offered_teller_tools():
 
 
 def _worker_task(stack, prompt="do work", **fields):
-    from mimikit import dispatch
     from mimikit.models import Task
+    from mimikit.tasks.submit import submit
 
-    task = stack.state.add_tasks([Task(prompt=prompt, **fields)])[0]
-    dispatch.enqueue(stack, task)
-    return task
+    return submit(stack, [Task(prompt=prompt, **fields)])[0]
 
 
 def test_malformed_calls_are_fed_back_and_the_step_limit_fails_readably(stack, llm):
@@ -250,7 +248,7 @@ def test_without_an_llm_the_chat_gets_a_clear_system_message(runtime, procs):
                          message="a system message")
     system = next(t for r, t in found if r == "system")
     assert "no LLM is configured" in system and "MIMIKIT_LLM_BASE_URL" in system
-    from mimikit.cluster import status
+    from mimikit.status import status
 
     assert status(runtime)["llm"]["configured"] is False
 
@@ -277,11 +275,11 @@ def test_task_detail_returns_the_run_transcript_with_trace_and_usage(stack, llm)
 
 
 def test_a_malformed_inbox_item_is_reported_once_not_retried_forever(stack, llm):
-    from mimikit import dispatch
+    from mimikit.conversation.gate import wake
 
     llm.default("teller", tool_call("reply", text="fine"))
     stack.state.push_inbox({"kind": "input"})  # no message: the pass cannot render it
-    dispatch.wake(stack)
+    wake(stack)
     found = wait_history(stack, lambda h: any("internal error" in t for _r, t in h),
                          message="the internal error notice")
     assert sum("internal error" in t for _r, t in found) == 1
@@ -294,7 +292,7 @@ def test_inputs_sent_while_the_llm_is_down_are_kept_and_answered_when_it_is_back
                                                                                   procs):
     from llm_server import error
 
-    from mimikit.cluster import status
+    from mimikit.status import status
 
     llm.default("teller", error(503))
     post_input(stack, "first")

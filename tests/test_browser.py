@@ -13,8 +13,8 @@ from llm_server import delay, tool_call
 from processes import wait_for
 from web_helpers import WebServer, commands_running
 
-from mimikit import dispatch
 from mimikit.models import Task
+from mimikit.tasks.submit import submit
 
 pytestmark = pytest.mark.browser
 CHROMIUM = "/usr/bin/chromium"
@@ -120,8 +120,7 @@ def test_a_running_task_shows_in_the_panel_and_its_cancel_button_stops_it(page, 
 
     llm.script("worker", tool_call("shell", command=f"sleep {SLEEP_ARG}", timeout=120))
     llm.default("teller", tool_call("reply", text="ok"))
-    task = stack.state.add_tasks([Task(prompt="wait for the build", title="Wait a while")])[0]
-    dispatch.enqueue(stack, task)
+    task = submit(stack, [Task(prompt="wait for the build", title="Wait a while")])[0]
     item = page.locator(f".group-running .task[data-id='{task.id}']")
     expect(item).to_be_visible()
     expect(item.locator(".task-title")).to_have_text("Wait a while")
@@ -144,9 +143,7 @@ def test_a_task_opens_its_detail_with_prompt_result_history_and_transcript(page,
                tool_call("submit_result", status="done", resultType="text",
                          result={"text": "Counted **3** files"}))
     llm.default("teller", tool_call("reply", text="ok"))
-    task = stack.state.add_tasks([Task(prompt="Count the files in the work dir",
-                                       title="Count files")])[0]
-    dispatch.enqueue(stack, task)
+    task = submit(stack, [Task(prompt="Count the files in the work dir", title="Count files")])[0]
     wait_for(lambda: stack.state.get_task(task.id).status == "done", timeout=30,
              message="the task to finish")
     item = page.locator(f".task[data-id='{task.id}'][data-status=done]")

@@ -12,8 +12,8 @@ from llm_server import delay, tool_call, tool_calls
 from processes import ROOT, TESTS, free_port, wait_for
 from web_helpers import commands_running
 
-from mimikit import dispatch
 from mimikit.models import Message, Result, Task
+from mimikit.tasks.submit import submit
 
 SLEEP_ARG = "37.25"  # an unusual duration, so the test finds only its own sleep process
 
@@ -113,8 +113,7 @@ def test_cancel_of_a_queued_task_and_of_an_unknown_id(runtime):
 def test_cancel_stops_a_running_worker_and_its_shell_command(stack, llm):
     llm.script("worker", tool_call("shell", command=f"sleep {SLEEP_ARG}", timeout=120))
     llm.default("teller", tool_call("reply", text="ok"))
-    task = stack.state.add_tasks([Task(prompt="wait a while")])[0]
-    dispatch.enqueue(stack, task)
+    task = submit(stack, [Task(prompt="wait a while")])[0]
     wait_for(sleep_processes, timeout=30, message="the sleep command to run")
     assert stack.state.get_task(task.id).status == "running"
     code, out, _err = run("cancel", task.id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -22,3 +23,31 @@ def test_ruff_finds_nothing():
 def test_mypy_finds_nothing():
     done = _run("mypy", "--cache-dir", str(ROOT / ".mypy_cache"))
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_no_import_circle_among_the_project_modules():
+    from import_graph import circles, graph
+
+    assert circles(graph()) == [], "modules that import each other in a loop"
+
+
+def test_every_module_stands_on_one_of_at_most_12_floors():
+    from import_graph import circles, floors, graph, highest_chain
+
+    edges = graph()
+    assert circles(edges) == [], "floors are only defined without an import circle"
+    levels = floors(edges)
+    chain = " -> ".join(f"{name} ({levels[name]})" for name in highest_chain(edges, levels))
+    assert max(levels.values()) <= 12, f"too many import floors: {chain}"
+
+
+def test_every_sub_package_says_what_concept_it_holds():
+    missing = [str(init.relative_to(ROOT)) for init in sorted((ROOT / "mimikit").rglob("__init__.py"))
+               if not ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))]
+    assert missing == [], "sub-packages without a docstring"
+
+
+def test_no_module_is_over_400_lines():
+    long = {str(path.relative_to(ROOT)): n for path in sorted(ROOT.glob("[mw]*/**/*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 400}
+    assert long == {}, "split these modules by concept"

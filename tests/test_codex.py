@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from processes import pid_alive
 
-from mimikit.codex import NOT_INSTALLED, RESULT_JSON_SCHEMA, build_command, run_codex
 from mimikit.models import Result
+from mimikit.workspace.codex import NOT_INSTALLED, RESULT_JSON_SCHEMA, build_command, run_codex
 
 FAKE_BIN = Path(__file__).parent / "bin"
 

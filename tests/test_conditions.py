@@ -8,9 +8,10 @@ from pathlib import Path
 
 from scheduling_helpers import add_trigger, fired
 
-from mimikit import conditions, llm_eval, supervisor, triggers
 from mimikit.models import Result, Task, utcnow
-from mimikit.schedules import latest_cron, next_cron, parse_cron
+from mimikit.scheduling import conditions, llm_eval, triggers
+from mimikit.scheduling.slots import latest_cron, next_cron, parse_cron
+from mimikit.supervisor import tick as supervisor
 
 DONE = {"status": "done", "resultType": "text", "result": {"text": "ok"}}
 
@@ -185,7 +186,6 @@ def _touch(path: Path) -> None:
 def test_overlapping_runs_of_a_recurring_predecessor_each_fire_the_next_step(runtime):
     from scheduling_helpers import add_trigger, fired
 
-    from mimikit import triggers
     from mimikit.models import IntervalSchedule, Result, Task
 
     a = add_trigger(runtime, type="recurring", schedule=IntervalSchedule(interval=3600))

@@ -6,10 +6,10 @@ import threading
 import time
 from datetime import timedelta
 
-from mimikit import recovery
-from mimikit.cluster import queue_depths
-from mimikit.execution import RunControl, execute
+from mimikit.delivery.dispatch import queue_depths
+from mimikit.delivery.execution import RunControl, execute
 from mimikit.models import Result, Task, utcnow
+from mimikit.supervisor import recovery
 
 
 def test_a_live_holder_refuses_a_second_delivery_whatever_the_status(runtime):

@@ -16,8 +16,8 @@ import pytest
 from llm_server import tool_call
 from processes import ROOT, TESTS, free_port, run_mimikit, wait_for
 
-from mimikit import dispatch
 from mimikit.models import Task
+from mimikit.tasks.submit import submit
 
 
 class Flower:
@@ -102,8 +102,7 @@ def test_flower_lists_a_completed_mimikit_worker_task_through_its_api(stack, llm
     llm.script("worker", tool_call("submit_result", status="done", resultType="text",
                                    result={"text": "counted 3 files"}))
     llm.default("teller", tool_call("reply", text="ok"))
-    task = stack.state.add_tasks([Task(prompt="count the files", title="count")])[0]
-    dispatch.enqueue(stack, task)
+    task = submit(stack, [Task(prompt="count the files", title="count")])[0]
     wait_for(lambda: stack.state.get_task(task.id).status == "done", timeout=30,
              message="the worker task to finish")
 

@@ -11,8 +11,8 @@ import pytest
 from processes import children_of, wait_for
 
 from mimikit.celery_app import app
+from mimikit.delivery.queues import to_broker_priority
 from mimikit.models import Result, Task
-from mimikit.priority import to_broker_priority
 
 
 def test_priority_9_starts_before_queued_priority_1(procs, runtime):
@@ -223,7 +223,7 @@ def test_the_supervisor_tick_overtakes_a_backlog_of_worker_tasks(procs, runtime)
 
 
 def test_two_instances_on_one_redis_keep_their_queues_apart(procs, runtime, monkeypatch):
-    from mimikit.cluster import queue_depths
+    from mimikit.delivery.dispatch import queue_depths
 
     monkeypatch.setenv("MIMIKIT_KEY_PREFIX", "other")
     other = procs.worker(queues="worker", concurrency=1, name="other", wait=False)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from mimikit import lease
-from mimikit.execution import HOSTNAME, owner_alive
+from mimikit.store import lease
+from mimikit.store.identity import HOSTNAME, owner_alive
 
 
 def test_a_lease_has_one_holder_until_released(runtime):

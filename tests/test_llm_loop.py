@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from mimikit.exceptions import LLMUnavailable, ToolError
 from mimikit.llm import LLMClient, RunRecord, run_agent
-from mimikit.tools.registry import Registry, StopRun
+from mimikit.llm.registry import Registry, StopRun
 
 llm = llm_fixtures.llm  # the scripted server fixture
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from mimikit import memory_jobs
 from mimikit.models import Message, Result, utcnow
+from mimikit.supervisor import archival as memory_jobs
 
 
 def _seed_history(runtime, days: int, per_day: int = 2) -> None:

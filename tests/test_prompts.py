@@ -7,7 +7,13 @@ import sys
 
 import pytest
 
-from mimikit.prompts import ROLE_FILES, TELLER_FIRST_LINE, build_system_prompt, choose_mode, load
+from mimikit.agents.prompts import (
+    ROLE_FILES,
+    TELLER_FIRST_LINE,
+    build_system_prompt,
+    choose_mode,
+    load,
+)
 
 
 @pytest.mark.parametrize("role", sorted(ROLE_FILES))

@@ -13,8 +13,12 @@ import pytest
 from processes import wait_for
 from scheduling_helpers import add_trigger
 
-from mimikit import beat, dispatch, recovery, supervisor
+from mimikit.delivery import dispatch, retry
 from mimikit.models import IntervalSchedule, RetryPolicy, Task, utcnow
+from mimikit.scheduling import entries
+from mimikit.supervisor import recovery
+from mimikit.supervisor.tick import tick
+from mimikit.tasks.submit import submit
 
 
 @pytest.fixture
@@ -23,15 +27,12 @@ def stand_in(monkeypatch):
 
 
 def queue_task(runtime, seconds: float, **fields) -> Task:
-    task = Task(prompt=f"sleep {seconds}", **fields)
-    runtime.state.add_tasks([task])
-    dispatch.enqueue(runtime, task)
-    return task
+    return submit(runtime, [Task(prompt=f"sleep {seconds}", **fields)])[0]
 
 
 def ticking(runtime, predicate, timeout: float, message: str):
     def step():
-        supervisor.tick(runtime)
+        tick(runtime)
         return predicate()
 
     return wait_for(step, timeout=timeout, interval=0.2, message=message)
@@ -84,7 +85,7 @@ def test_deferred_task_never_runs_before_defer_until(runtime, procs, stand_in):
     runtime.state.add_tasks([task])
     dispatch.enqueue(runtime, task)  # an early delivery: refused, the task stays deferred
     time.sleep(0.8)
-    supervisor.tick(runtime)
+    tick(runtime)
     assert status(runtime, task.id) == "deferred"
     ticking(runtime, lambda: status(runtime, task.id) == "done", timeout=10,
             message="the task to run after deferUntil")
@@ -96,13 +97,13 @@ def test_startup_recovery_redispatches_queued_work_and_restores_beat_entries(
     orphan = Task(prompt="sleep 0.1")
     runtime.state.add_tasks([orphan])  # stored, but its message was never sent
     trigger = add_trigger(runtime, type="recurring", schedule=IntervalSchedule(interval=3600))
-    beat.delete_entry(trigger.id)
+    entries.delete_entry(trigger.id)
     procs.worker(queues="worker", name="w")
     report = recovery.recover_on_startup(runtime)
-    assert report["restored"] == [trigger.id] and beat.entry_exists(trigger.id)
+    assert report["restored"] == [trigger.id] and entries.entry_exists(trigger.id)
     wait_for(lambda: status(runtime, orphan.id) == "done", message="the orphan to run")
 
 
 def test_backoff_doubles_up_to_a_cap():
-    assert [recovery.backoff_seconds(n) for n in (1, 2, 3, 4)] == [1.0, 2.0, 4.0, 8.0]
-    assert recovery.backoff_seconds(50) == recovery.BACKOFF_MAX_SECONDS
+    assert [retry.backoff_seconds(n) for n in (1, 2, 3, 4)] == [1.0, 2.0, 4.0, 8.0]
+    assert retry.backoff_seconds(50) == retry.BACKOFF_MAX_SECONDS

@@ -10,8 +10,8 @@ import pytest
 from processes import wait_for
 from scheduling_helpers import add_trigger, fired, firing_events, slots
 
-from mimikit import beat, triggers
 from mimikit.models import IntervalSchedule, RunAtSchedule, utcnow
+from mimikit.scheduling import entries, triggers
 
 
 def test_interval_trigger_fires_three_times_in_seven_seconds_with_its_times(runtime, procs):
@@ -38,12 +38,12 @@ def test_scheduled_trigger_fires_on_time_not_early_and_is_gone(runtime, procs):
     procs.beat()
     run_at = utcnow() + timedelta(seconds=3)
     trigger = add_trigger(runtime, type="scheduled", schedule=RunAtSchedule(runAt=run_at))
-    assert beat.entry_exists(trigger.id)
+    assert entries.entry_exists(trigger.id)
     child = wait_for(lambda: fired(runtime, trigger.id), timeout=8, message="firing")[0]
     assert run_at <= child.createdAt < run_at + timedelta(seconds=2)
     done = runtime.state.require_task(trigger.id)
     assert done.status == "done"
-    assert not beat.entry_exists(trigger.id)
+    assert not entries.entry_exists(trigger.id)
     assert trigger.id not in {t.id for t in runtime.state.triggers()}
     time.sleep(1.5)
     assert len(fired(runtime, trigger.id)) == 1
@@ -76,14 +76,14 @@ def test_cron_trigger_fires_at_the_minute_boundary(runtime, procs):
 
 
 def test_canceled_trigger_loses_its_beat_entry_and_stops(runtime, procs):
-    from mimikit.tasklist import cancel_task
+    from mimikit.tasks.cancel import cancel_task
 
     procs.worker(queues="supervisor", name="sup")
     procs.beat()
     trigger = add_trigger(runtime, type="recurring", schedule=IntervalSchedule(interval=1))
     wait_for(lambda: fired(runtime, trigger.id), timeout=5, message="first firing")
     ok, _ = cancel_task(runtime, trigger.id, stop_running=False)
-    assert ok and not beat.entry_exists(trigger.id)
+    assert ok and not entries.entry_exists(trigger.id)
     count = len(fired(runtime, trigger.id))
     time.sleep(2.5)
     assert len(fired(runtime, trigger.id)) == count
@@ -196,7 +196,7 @@ def test_file_changed_glob_fires_within_two_seconds_of_a_touch(runtime, procs):
 def test_chain_runs_through_real_workers_in_order(stack, procs, llm):
     from llm_server import tool_call
 
-    from mimikit import dispatch
+    from mimikit.delivery import dispatch
     from mimikit.models import Task
 
     runtime = stack

@@ -13,8 +13,9 @@ from llm_server import tool_call
 from processes import wait_for
 from scheduling_helpers import add_trigger, fired
 
-from mimikit import llm_eval
-from mimikit.priority import queue_keys, to_broker_priority
+from mimikit.agents.llm_eval import run_batch
+from mimikit.delivery.queues import queue_keys, to_broker_priority
+from mimikit.scheduling import llm_eval
 
 
 def judge(runtime, satisfied: set[str] = frozenset()):  # type: ignore[assignment]
@@ -101,7 +102,7 @@ def test_satisfied_verdict_fires_its_trigger_and_only_it(configured, procs, llm)
     yes, no = semantic(runtime, "release is due"), semantic(runtime, "disk is full")
     llm.default("default", judge(runtime, {f"{yes.id}:c"}))
     procs.worker(queues="supervisor", name="sup")
-    result = llm_eval.run_batch(runtime, None)
+    result = run_batch(runtime, None)
     assert result["conditions"] == 2 and result["fired"] == [yes.id]
     assert len(fired(runtime, yes.id)) == 1 and fired(runtime, no.id) == []
     assert len(llm.requests) == 1
@@ -110,7 +111,5 @@ def test_satisfied_verdict_fires_its_trigger_and_only_it(configured, procs, llm)
 
 
 def test_a_batch_while_another_runs_skips_instead_of_collecting_twice(runtime):
-    from mimikit.llm_eval import run_batch
-
     runtime.redis.set(runtime.keys.meta("llm_eval_batch"), "other-batch", ex=60)
     assert run_batch(runtime, "c2") == {"conditions": 0, "skipped": "another batch is running"}

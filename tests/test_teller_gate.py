@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from mimikit import teller_gate
-from mimikit.execution import HOSTNAME, owner_alive
+from mimikit.conversation import gate as teller_gate
+from mimikit.store.identity import HOSTNAME, owner_alive
 
 
 def test_wakes_while_one_is_queued_send_a_single_run(runtime):
@@ -51,15 +51,14 @@ def test_a_failed_send_leaves_no_queued_mark(runtime):
 def test_a_stale_queued_mark_with_an_empty_queue_is_cleared_and_the_teller_woken(runtime):
     from datetime import timedelta
 
-    from mimikit import supervisor
     from mimikit.models import utcnow
 
     old = (utcnow() - timedelta(seconds=120)).isoformat()
     runtime.redis.set(runtime.keys.teller_queued, old)
     runtime.state.push_inbox({"kind": "notice", "text": "pending"})
     assert not teller_gate.clear_stale_queued(runtime, queue_empty=False)
-    assert supervisor.wake_for_pending(runtime) is True  # cleared, then a new run is queued
-    from mimikit.cluster import queue_depths
+    assert teller_gate.wake_for_pending(runtime) is True  # cleared, then a new run is queued
+    from mimikit.delivery.dispatch import queue_depths
 
     assert queue_depths(runtime)["teller"] == 1
 
@@ -68,7 +67,7 @@ def test_the_supervisor_tick_expires_the_question_with_its_default(runtime):
     from datetime import timedelta
 
     from mimikit.models import PendingQuestion, utcnow
-    from mimikit.supervisor import tick
+    from mimikit.supervisor.tick import tick
 
     asked = utcnow() - timedelta(seconds=10)
     runtime.state.set_question(PendingQuestion(question="Which?", timeout=5, default="A",

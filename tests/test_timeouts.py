@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
-from mimikit import recovery
-from mimikit.execution import RunControl, execute
+from mimikit.delivery.execution import RunControl, execute
 from mimikit.models import Result, RetryPolicy, Task, utcnow
+from mimikit.supervisor import recovery
 
 
 def _sleeper(seconds: float):

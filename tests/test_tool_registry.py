@@ -10,8 +10,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from mimikit.exceptions import NotFound, ToolError
+from mimikit.llm.registry import Registry, StopRun, Tool, render
 from mimikit.models import Condition
-from mimikit.tools.registry import Registry, StopRun, Tool, render
 
 
 class ReplyArgs(BaseModel):

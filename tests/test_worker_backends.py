@@ -9,8 +9,9 @@ import pytest
 from llm_server import tool_call
 from processes import pid_alive, wait_for
 
-from mimikit import dispatch, tasklist
 from mimikit.models import Task
+from mimikit.tasks.cancel import cancel_task
+from mimikit.tasks.submit import submit
 
 BIN = Path(__file__).resolve().parent / "bin"
 
@@ -26,9 +27,7 @@ def codex_stack(runtime, procs, monkeypatch):
 
 
 def _run(runtime, prompt, timeout=None):
-    task = runtime.state.add_tasks([Task(prompt=prompt, timeout=timeout)])[0]
-    dispatch.enqueue(runtime, task)
-    return task
+    return submit(runtime, [Task(prompt=prompt, timeout=timeout)])[0]
 
 
 def _finished(runtime, task):
@@ -69,7 +68,7 @@ def test_canceling_a_running_codex_task_stops_it_within_5_seconds(codex_stack):
     child = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=20,
                          message="the fake codex child"))
     started = time.monotonic()
-    assert tasklist.cancel_task(codex_stack, task.id, stop_running=True)[0]
+    assert cancel_task(codex_stack, task.id, stop_running=True)[0]
     wait_for(lambda: codex_stack.state.get_task(task.id).status == "canceled", timeout=5,
              message="status canceled")
     wait_for(lambda: not pid_alive(child), timeout=5 - (time.monotonic() - started),
@@ -88,7 +87,7 @@ def test_canceling_a_running_shell_task_stops_it_within_5_seconds(stack, llm):
     pid = int(wait_for(lambda: marker.exists() and marker.read_text().strip(), timeout=20,
                        message="the shell command to start"))
     started = time.monotonic()
-    success, _ = tasklist.cancel_task(stack, task.id, stop_running=True)
+    success, _ = cancel_task(stack, task.id, stop_running=True)
     assert success
     wait_for(lambda: not pid_alive(pid), timeout=5, message="the sleep to be killed")
     wait_for(lambda: stack.state.get_task(task.id).status == "canceled",

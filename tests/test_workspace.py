@@ -10,8 +10,8 @@ import pytest
 from processes import pid_alive
 
 from mimikit.exceptions import ToolError
-from mimikit.procgroup import live_process_groups
-from mimikit.workspace import Workspace
+from mimikit.workspace.local import Workspace
+from mimikit.workspace.procgroup import live_process_groups
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ import os
 import time
 
 from mimikit.celery_app import app
-from mimikit.execution import RunControl, execute
+from mimikit.delivery.execution import RunControl, execute
 from mimikit.models import Result
-from mimikit.runtime import get_runtime
+from mimikit.store.runtime import get_runtime
 
 
 @app.task(name="tests.record", acks_late=True)

@@ -8,7 +8,7 @@ from flask import Flask, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from mimikit.config import Settings, load_settings
-from mimikit.runtime import build_runtime
+from mimikit.store.runtime import build_runtime
 
 MAX_BODY_BYTES = 256 * 1024
 

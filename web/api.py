@@ -9,19 +9,19 @@ from flask import Blueprint, abort, current_app, jsonify, request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from mimikit import cluster, dispatch, tasklist
-from mimikit.models import Message
+from mimikit.conversation import input as user_input
+from mimikit.conversation.gate import wake
+from mimikit.conversation.question import answer_question
+from mimikit.memory.service import search_memory
+from mimikit.status import status as status_report
+from mimikit.tasks.cancel import cancel_task
+from mimikit.tasks.listing import SCOPES, list_tasks
 from web.auth import check_token
 from web.context import runtime
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 Body = TypeVar("Body", bound=BaseModel)
-MAX_INPUT_CHARS = 32_768
-
-
-class InputBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    text: str = Field(min_length=1, max_length=MAX_INPUT_CHARS)
+InputBody = user_input.UserInput
 
 
 class AnswerBody(BaseModel):
@@ -88,13 +88,13 @@ def _arg_time(name: str) -> datetime | None:
 
 @bp.get("/status")
 def status() -> Any:
-    return jsonify(cluster.status(runtime()))
+    return jsonify(status_report(runtime()))
 
 
 @bp.post("/input")
 def post_input() -> Any:
     body = parse_body(InputBody)
-    message = dispatch.post_input(runtime(), body.text)
+    message = user_input.post_input(runtime(), body.text)
     return jsonify(id=message.id), 202
 
 
@@ -120,11 +120,11 @@ def export() -> Any:
 def tasks() -> Any:
     scope = request.args.get("scope", "all")
     role = request.args.get("role") or None
-    if scope not in tasklist.SCOPES:
-        abort(400, description=f"query parameter 'scope' must be one of {', '.join(tasklist.SCOPES)}")
+    if scope not in SCOPES:
+        abort(400, description=f"query parameter 'scope' must be one of {', '.join(SCOPES)}")
     if role not in (None, "planner", "worker", "llm_eval"):
         abort(400, description="query parameter 'role' must be planner, worker or llm_eval")
-    found = tasklist.list_tasks(runtime(), scope, role, include_finished=True)
+    found = list_tasks(runtime(), scope, role, include_finished=True)
     return jsonify(tasks=found)
 
 
@@ -144,9 +144,9 @@ def cancel(task_id: str) -> Any:
     rt = runtime()
     if rt.state.get_task(task_id) is None:
         abort(404, description=f"no task with id {task_id!r}")
-    success, message = tasklist.cancel_task(rt, task_id, stop_running=True, source="user")
+    success, message = cancel_task(rt, task_id, stop_running=True, source="user")
     if success:
-        dispatch.wake(rt)
+        wake(rt)
     return jsonify(success=success, message=message)
 
 
@@ -159,11 +159,8 @@ def question() -> Any:
 @bp.post("/question/answer")
 def answer() -> Any:
     body = parse_body(AnswerBody)
-    rt = runtime()
-    if not rt.state.resolve_question(body.answer, source="user"):
+    if not answer_question(runtime(), body.answer):
         abort(409, description="no question is pending")
-    rt.state.append_message(Message(role="user", text=body.answer))
-    dispatch.wake(rt)
     return jsonify(ok=True)
 
 
@@ -176,7 +173,5 @@ def memory_search() -> Any:
         abort(400, description="query parameter 'q' must be at most 1000 characters")
     limit = _arg_int("limit", 5, 1, 50)
     after, before = _arg_time("after"), _arg_time("before")
-    from mimikit.memory_service import search_memory
-
     hits = search_memory(runtime().settings, query, after=after, before=before, limit=limit)
     return jsonify(hits=hits)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import current_app
 
-from mimikit.runtime import Runtime
+from mimikit.store.runtime import Runtime
 
 
 def runtime() -> Runtime:

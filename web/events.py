@@ -22,14 +22,17 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request, stream_with_context
 from redis.exceptions import RedisError
 
-from mimikit import cluster
-from mimikit.runtime import Runtime
-from mimikit.teller_gate import teller_state
+from mimikit.conversation.gate import teller_state
+from mimikit.status import status
+from mimikit.store.runtime import Runtime
 from web.auth import check_token
 from web.context import runtime
-from web.server import MAX_EVENT_STREAMS
 
 bp = Blueprint("events", __name__)
+SSE_THREADS = 64  # gunicorn threads of ``mimikit web``
+# Each open stream holds a thread for as long as it lasts: keep a quarter of the threads free
+# for the API and the page whatever the number of open tabs.
+MAX_EVENT_STREAMS = SSE_THREADS * 3 // 4
 log = logging.getLogger("mimikit.web.events")
 POLL_MS = 1000  # how often the Teller state is looked at while no event arrives
 KEEPALIVE_SECONDS = 15.0
@@ -100,7 +103,7 @@ def _stream(rt: Runtime, cursor: str) -> Iterator[str]:
         try:
             batch = rt.state.read_events(cursor, block_ms=POLL_MS)
             teller_now = teller_state(rt)["state"]
-            status = cluster.status(rt) if teller_now != teller_was else None
+            report = status(rt) if teller_now != teller_was else None
         except RedisError as error:
             # End the stream; the browser reconnects after RETRY_MS with its Last-Event-ID.
             log.warning("event stream stopped: Redis error: %s", error)
@@ -108,10 +111,10 @@ def _stream(rt: Runtime, cursor: str) -> Iterator[str]:
         for entry_id, event, data in batch:
             cursor = entry_id
             yield frame(event, data, entry_id)
-        if status is not None:
+        if report is not None:
             teller_was = teller_now
-            yield frame("status", json.dumps(status, default=str))
-        if batch or status is not None:
+            yield frame("status", json.dumps(report, default=str))
+        if batch or report is not None:
             quiet_since = time.monotonic()
         elif time.monotonic() - quiet_since >= KEEPALIVE_SECONDS:
             quiet_since = time.monotonic()

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from flask import Flask
 from gunicorn.app.base import BaseApplication
 
-from mimikit.config import Settings
-from mimikit.exceptions import ConfigError
+from mimikit.config import Settings, check_web_bind
+from web.events import SSE_THREADS
 
-SSE_THREADS = 64
-# Each open ``/api/events`` stream holds a thread for as long as it lasts: keep a quarter of
-# the threads free for the API and the page whatever the number of open tabs.
-MAX_EVENT_STREAMS = SSE_THREADS * 3 // 4
 # Open SSE streams never finish by themselves: do not wait long for them on shutdown.
 GRACEFUL_SECONDS = 2
 
@@ -31,25 +29,11 @@ class _Gunicorn(BaseApplication):
         return self.application
 
 
-def check_bind(settings: Settings, debug: bool = False) -> None:
-    """Raise ``ConfigError`` for a non-loopback bind without a token, or with ``debug``."""
-    if not settings.host_is_loopback and not settings.api_token:
-        raise ConfigError(
-            f"refusing to serve on {settings.host} without a token: set MIMIKIT_API_TOKEN "
-            "(every /api call will then need 'Authorization: Bearer <token>'), or bind 127.0.0.1"
-        )
-    if debug and not settings.host_is_loopback:
-        raise ConfigError(
-            f"refusing --debug on {settings.host}: the debugger runs any Python code sent to it; "
-            "use --debug only with --host 127.0.0.1, or drop --debug"
-        )
-
-
-def serve(settings: Settings, debug: bool = False) -> int:
-    """Serve the app; refuses a non-loopback bind without a token, or with ``debug``."""
-    check_bind(settings, debug)
-    from web import create_app
-
+def serve(settings: Settings, create_app: Callable[[Settings], Flask], debug: bool = False
+          ) -> int:
+    """Serve the app ``create_app`` builds; refuses a non-loopback bind without a token, or with
+    ``debug``, before anything is built."""
+    check_web_bind(settings, debug)
     app = create_app(settings)
     if debug:
         app.run(host=settings.host, port=settings.port, debug=True, threaded=True)

@@ -5,18 +5,32 @@ from __future__ import annotations
 import logging
 import os
 import time
+from functools import cache
 from typing import Any
 
-from mimikit.llm import LLMClient, run_agent
-from mimikit.llm.loop import RunRecord
-from mimikit.runtime import Runtime
-from mimikit.tools import registry
+from celery.exceptions import SoftTimeLimitExceeded
+
+from mimikit.delivery.execution import TaskCanceled, TaskTimedOut
+from mimikit.llm.client import LLMClient
+from mimikit.llm.loop import RunRecord, run_agent
+from mimikit.llm.registry import Registry
+from mimikit.store.runtime import Runtime
+from mimikit.tools import eval_tools, planner_tools, task_tools, teller_tools, worker_tools
 from mimikit.tools.context import MeteredClient, ToolContext
 
 log = logging.getLogger("mimikit.agents")
 
 
 _clients: dict[tuple[Any, ...], LLMClient] = {}
+
+
+@cache
+def registry() -> Registry:
+    """The process-wide registry with every role's tools (the seeds' permission matrix)."""
+    built = Registry(propagate=(TaskCanceled, TaskTimedOut, SoftTimeLimitExceeded))
+    for module in (task_tools, teller_tools, planner_tools, worker_tools, eval_tools):
+        module.register(built)
+    return built
 
 
 def client_for(runtime: Runtime) -> LLMClient:

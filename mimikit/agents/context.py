@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 
 from mimikit.memory.inject import extract_keywords, format_history, format_memory, select_history
-from mimikit.memory_service import index_for
-from mimikit.runtime import Runtime
+from mimikit.memory.service import index_for
+from mimikit.store.runtime import Runtime
 
 log = logging.getLogger("mimikit.agents")
 HISTORY_WINDOW = 60

@@ -5,15 +5,16 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mimikit import dispatch
 from mimikit.agents.common import run_role
 from mimikit.agents.context import context_sections
-from mimikit.execution import RunControl, execute
+from mimikit.agents.prompts import build_system_prompt, choose_mode
+from mimikit.conversation.gate import wake
+from mimikit.delivery.execution import RunControl, execute
 from mimikit.llm.loop import RunRecord
 from mimikit.models import Result, Task, utcnow
-from mimikit.prompts import build_system_prompt, choose_mode
-from mimikit.runtime import Runtime
-from mimikit.tools import fingerprint
+from mimikit.store.runtime import Runtime
+from mimikit.store.writepipe import WritePipe
+from mimikit.tasks import submit
 from mimikit.tools.context import ToolContext
 
 log = logging.getLogger("mimikit.planner")
@@ -41,7 +42,7 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
 
     decision = execute(runtime.state, task_id, celery_id, runtime.settings.planner_timeout, body)
     if decision.outcome == "started":
-        dispatch.wake(runtime)
+        wake(runtime)
     return decision.outcome
 
 
@@ -58,7 +59,7 @@ def planner_result(task: Task, record: RunRecord, staged: bool) -> Result:
                   traceId=task.traceId)
 
 
-def commit(runtime: Runtime, pipe: Any, staged: list[Task]) -> None:
+def commit(runtime: Runtime, pipe: WritePipe, staged: list[Task]) -> None:
     """Store the staged tasks in the transaction that finishes the Planner task.
 
     They are created now, not when staged: a ``runAt`` that passed while the Planner still
@@ -67,20 +68,13 @@ def commit(runtime: Runtime, pipe: Any, staged: list[Task]) -> None:
     now = utcnow()
     for task in staged:
         task.createdAt = now
-    runtime.state.queue_new_tasks(pipe, staged, note="planned")
-    for task in staged:
-        fingerprint.remember(runtime, task, pipe)
+    submit.stage(runtime, pipe, staged, note="planned")
 
 
 def after_commit(runtime: Runtime, staged: list[Task]) -> None:
-    """Enqueue the committed oneshots, install the triggers, tell the user."""
-    from mimikit import triggers
-
+    """Start the committed tasks (enqueue oneshots, install triggers), tell the user."""
+    submit.start(runtime, staged)
     for task in staged:
-        if task.is_trigger:
-            triggers.install(runtime, task)
-        else:
-            task.celeryId = dispatch.enqueue(runtime, task)
         kind = "" if task.type == "oneshot" else f" ({task.type})"
         runtime.state.system_message(f"Task created{kind}: {task.title or task.prompt[:80]}",
                                      taskId=task.id, traceId=task.traceId)

@@ -12,13 +12,14 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from mimikit import dispatch, llm_health, teller_gate
 from mimikit.agents.common import run_role
 from mimikit.agents.context import context_sections
+from mimikit.agents.prompts import build_system_prompt, choose_mode
+from mimikit.conversation import gate as teller_gate
+from mimikit.conversation import outage
 from mimikit.exceptions import LLMUnavailable
-from mimikit.execution import owner_alive
-from mimikit.prompts import build_system_prompt, choose_mode
-from mimikit.runtime import Runtime
+from mimikit.store.identity import owner_alive
+from mimikit.store.runtime import Runtime
 from mimikit.tools.context import ToolContext
 from mimikit.tools.teller_tools import post_reply
 
@@ -43,7 +44,7 @@ def run_teller(runtime: Runtime, owner: str) -> str:
     finally:
         again = teller_gate.release(runtime, owner)
     if again:
-        dispatch.wake(runtime)
+        teller_gate.wake(runtime)
     return "ran"
 
 
@@ -78,12 +79,12 @@ def teller_pass(runtime: Runtime, items: list[dict[str, Any]]) -> bool:
                           owners=("teller", *(t for t in {trace_id} if t)))
     except LLMUnavailable as error:
         runtime.state.log("llm_unavailable", role="teller", error=str(error), traceId=trace_id)
-        if llm_health.record_failure(runtime, str(error), len(pending_texts)):
+        if outage.record_failure(runtime, str(error), len(pending_texts)):
             runtime.state.system_message(
                 f"The assistant cannot answer right now: {error}. Your messages are kept and "
                 "will be answered when the LLM is back.", traceId=trace_id)
         return False
-    llm_health.record_success(runtime)
+    outage.record_success(runtime)
     if record.status == "done" and record.finalText and not ctx.replies:
         post_reply(ctx, record.finalText.strip())
     elif record.status == "failed":

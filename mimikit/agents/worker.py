@@ -6,15 +6,17 @@ import json
 import logging
 from typing import Any
 
-from mimikit import dispatch, memory_jobs
 from mimikit.agents.common import run_role
-from mimikit.codex import run_codex
-from mimikit.execution import RunControl, execute
+from mimikit.agents.prompts import build_system_prompt
+from mimikit.delivery.execution import RunControl, execute
 from mimikit.models import Result, Task
-from mimikit.prompts import build_system_prompt
-from mimikit.runtime import Runtime
+from mimikit.scheduling.conditions import task_refs
+from mimikit.store.runtime import Runtime
+from mimikit.supervisor import archival
+from mimikit.supervisor.routing import route_again, task_finished
 from mimikit.tools.context import ToolContext
-from mimikit.workspace import Workspace
+from mimikit.workspace.codex import run_codex
+from mimikit.workspace.local import Workspace
 
 log = logging.getLogger("mimikit.worker")
 
@@ -26,12 +28,13 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         task = control.task
         # Hooks first: a timeout or crash of the backend must still reach the user and the
         # triggers waiting on this task.
-        if memory_jobs.summary_target(runtime, task.id):
+        if archival.summary_target(runtime, task.id):
             # Memory upkeep is system work: its result goes to memory/summary/, not the chat.
             control.notify_teller = False
-            control.after_hooks.append(lambda done, res: _write_summary(runtime, done, res))
+            control.after_hooks.append(
+                lambda done, res: archival.write_summary(runtime, done, res))
         else:
-            control.after_hooks.append(lambda done, res: after_worker(runtime, done, res))
+            control.after_hooks.append(lambda done, res: task_finished(runtime, done, res))
         prompt = worker_prompt(runtime, task)
         if runtime.settings.worker_backend == "codex":
             return _run_codex(runtime, task, prompt, control)
@@ -39,13 +42,7 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
 
     decision = execute(runtime.state, task_id, celery_id, runtime.settings.worker_timeout, body)
     if decision.outcome == "finished" and decision.task and decision.detail in ("done", "failed"):
-        # A redelivery after a crash between the commit and the routing: route again (the
-        # triggers claim each firing, so a result already routed fires nothing twice).
-        from mimikit import triggers
-
-        result = runtime.state.get_result(task_id)
-        if result is not None:
-            triggers.on_result(runtime, decision.task, result)
+        route_again(runtime, decision.task)
     return decision.outcome
 
 
@@ -76,10 +73,6 @@ def _run_codex(runtime: Runtime, task: Task, prompt: str, control: RunControl) -
                   traceId=task.traceId)
 
 
-def _write_summary(runtime: Runtime, task: Task, result: Result) -> None:
-    memory_jobs.write_summary(runtime, task, result)
-
-
 def worker_prompt(runtime: Runtime, task: Task) -> str:
     """The task's prompt, plus the results of the tasks it depends on."""
     parts = [f"## Task {task.id}" + (f": {task.title}" if task.title else ""), task.prompt]
@@ -101,27 +94,5 @@ def _upstream_ids(runtime: Runtime, task: Task) -> list[str]:
     trigger = runtime.state.get_task(task.triggerId)
     if trigger is None or trigger.condition is None:
         return []
-    found: list[str] = []
-    _collect_refs(trigger.model_dump(mode="json")["condition"], found)
-    return found
+    return task_refs(trigger.condition)
 
-
-def _collect_refs(condition: dict[str, Any], found: list[str]) -> None:
-    if condition["type"] in ("task_done", "task_failed"):
-        found.append(condition["params"]["taskId"])
-    for child in condition.get("conditions", []):
-        _collect_refs(child, found)
-
-
-def after_worker(runtime: Runtime, task: Task, result: Result) -> None:
-    """Tell the user, route the result to dependent triggers, wake the Teller."""
-    from mimikit import triggers
-
-    label = task.title or task.prompt[:80]
-    if result.status == "failed":
-        text = f"Task failed: {label} — {result.error}"
-    else:
-        text = f"Task completed: {label}"
-    runtime.state.system_message(text, taskId=task.id, traceId=task.traceId)
-    triggers.on_result(runtime, task, result)
-    dispatch.wake(runtime)

@@ -11,8 +11,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from mimikit.llm.client import ChatClient, LLMDeadline, ToolCall
+from mimikit.llm.registry import Registry, ToolOutcome
 from mimikit.models import Model, Usage, new_id, utcnow
-from mimikit.tools.registry import Registry, ToolOutcome
 
 logger = logging.getLogger("mimikit.llm")
 

@@ -1,4 +1,9 @@
-"""Memory: files under the state dir, BM25 search, prompt injection, archival and flush."""
+"""Memory: markdown files under the state dir, BM25 search over them (one index per process,
+kept up to date), prompt injection, archival and flush rules, and the backlog file.
+
+Archival runs as supervisor work (``mimikit.supervisor.archival``); what it writes and when is
+decided here.
+"""
 
 from mimikit.memory.archive import ArchiveReport, archive, flush, should_archive, summary_path
 from mimikit.memory.files import file_date, remember

@@ -89,7 +89,7 @@ def archive(
     state_dir: Path,
     now: datetime,
     claim: Callable[[str], bool],
-    request_summary: Callable[[str, str, list[Message]], None],
+    request_summary: Callable[[str, str, list[Message]], object],
 ) -> ArchiveReport:
     """Archive the conversation into memory.
 
@@ -134,7 +134,7 @@ def _request(
     period: str,
     messages: list[Message],
     claim: Callable[[str], bool],
-    request_summary: Callable[[str, str, list[Message]], None],
+    request_summary: Callable[[str, str, list[Message]], object],
     report: ArchiveReport,
 ) -> None:
     if summary_path(state_dir, kind, period).exists() or not claim(f"archive:{kind}:{period}"):

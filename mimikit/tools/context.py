@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mimikit.models import Task, Usage
-from mimikit.runtime import Runtime
+from mimikit.store.runtime import Runtime
 
 
 @dataclass

@@ -7,9 +7,10 @@ from typing import Any
 from pydantic import Field
 
 from mimikit.exceptions import ToolError
+from mimikit.llm.registry import Registry, StopRun
+from mimikit.scheduling.llm_eval import parse
+from mimikit.tools.args import Args
 from mimikit.tools.context import ToolContext
-from mimikit.tools.registry import Registry, StopRun
-from mimikit.tools.shared import Args
 
 
 class Verdict(Args):
@@ -36,8 +37,6 @@ def register(registry: Registry) -> None:
     @registry.tool("submit_verdicts", roles=roles)
     def submit_verdicts(ctx: ToolContext, args: VerdictsArgs) -> StopRun:
         """Give one verdict per condition id (satisfied true/false, a short reason); ends the run."""
-        from mimikit.llm_eval import parse
-
         wanted = {c["id"] for c in parse(ctx.task.prompt)} if ctx.task else set()
         given = [v.id for v in args.verdicts]
         missing = sorted(wanted - set(given))

@@ -11,11 +11,12 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from mimikit.exceptions import ToolError
+from mimikit.llm.registry import Registry, StopRun
+from mimikit.memory.service import search_memory as search
 from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, Condition, ResultType, Task
-from mimikit.tools import fingerprint
+from mimikit.tasks import fingerprint
+from mimikit.tools.args import Args, finish_with_result
 from mimikit.tools.context import ToolContext
-from mimikit.tools.registry import Registry, StopRun
-from mimikit.tools.shared import Args, finish_with_result
 
 
 class PlannerDelegateArgs(Args):
@@ -135,8 +136,6 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
     @registry.tool("search_memory", roles=planner)
     def search_memory(ctx: ToolContext, args: SearchMemoryArgs) -> dict[str, Any]:
         """BM25 search over memory files and project docs."""
-        from mimikit.memory_service import search_memory as search
-
         return {"hits": search(ctx.runtime.settings, args.query, after=args.after,
                                before=args.before, limit=args.limit)}
 

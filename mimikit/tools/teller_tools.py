@@ -6,13 +6,15 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from mimikit import backlog, dispatch
 from mimikit.exceptions import ToolError
+from mimikit.llm.registry import Registry, StopRun
+from mimikit.memory import backlog
+from mimikit.memory.files import remember as write_memory
 from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, Message, PendingQuestion, Task
-from mimikit.tools import fingerprint
+from mimikit.tasks import fingerprint
+from mimikit.tasks.submit import submit
+from mimikit.tools.args import Args
 from mimikit.tools.context import ToolContext
-from mimikit.tools.registry import Registry, StopRun
-from mimikit.tools.shared import Args
 
 
 class ReplyArgs(Args):
@@ -70,17 +72,13 @@ def register(registry: Registry) -> None:
         if existing:
             return {"taskId": existing, "duplicate": True,
                     "note": "an identical request is already active; not delegated again"}
-        ctx.runtime.state.add_tasks([task])
-        fingerprint.remember(ctx.runtime, task)
-        dispatch.enqueue(ctx.runtime, task)
+        submit(ctx.runtime, [task])
         ctx.created.append(task.id)
         return {"taskId": task.id}
 
     @registry.tool("remember", roles=teller)
     def remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
         """Keep a fact or preference (longTerm: memory.md; else a dated memory file)."""
-        from mimikit.memory.files import remember as write_memory
-
         path = write_memory(ctx.runtime.settings.state_dir, args.content, long_term=args.longTerm)
         return {"path": str(path.relative_to(ctx.runtime.settings.state_dir))}
 

@@ -6,10 +6,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from mimikit.llm.registry import Registry, StopRun
 from mimikit.models import ResultType
+from mimikit.tools.args import Args, finish_with_result
 from mimikit.tools.context import ToolContext
-from mimikit.tools.registry import Registry, StopRun
-from mimikit.tools.shared import Args, finish_with_result
 
 
 class ShellArgs(Args):

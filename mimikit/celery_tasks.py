@@ -1,0 +1,80 @@
+"""Every Celery task of Mimikit; the names are what Flower shows (``mimikit.*``).
+
+Each body is an edge: it gets the process's runtime and hands it to the code that does the
+work. Celery imports this module in workers and beat (``include`` in ``celeryconfig``), which
+is also where the signal handlers are connected, once (``signals.connect``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from mimikit import signals
+from mimikit.agents.llm_eval import run_batch
+from mimikit.agents.planner import run_planner
+from mimikit.agents.teller import run_teller
+from mimikit.agents.worker import run_worker
+from mimikit.celery_app import app
+from mimikit.scheduling.triggers import fire_timed
+from mimikit.store.identity import owner_token
+from mimikit.store.runtime import get_runtime
+from mimikit.supervisor.archival import maybe_archive
+from mimikit.supervisor.recovery import recover_on_startup
+from mimikit.supervisor.tick import tick
+
+
+@app.task(name="mimikit.teller", bind=True, ignore_result=True)
+def teller(self: Any) -> str:
+    """One Teller run: answers everything pending in the inbox."""
+    return run_teller(get_runtime(), owner_token(self.request.id))
+
+
+@app.task(name="mimikit.planner", bind=True)
+def planner(self: Any, task_id: str) -> str:
+    """One Planner task: plans a request into Worker tasks and triggers."""
+    return run_planner(get_runtime(), task_id, self.request.id)
+
+
+@app.task(name="mimikit.worker", bind=True)
+def worker(self: Any, task_id: str) -> str:
+    """One Worker task (``llm`` or ``codex`` backend)."""
+    return run_worker(get_runtime(), task_id, self.request.id)
+
+
+@app.task(name="mimikit.llm_eval_batch", bind=True, ignore_result=True)
+def llm_eval_batch(self: Any, task_id: str | None = None) -> dict[str, Any]:
+    """Evaluate every pending ``llm_eval`` condition in one run (or re-run batch ``task_id``)."""
+    return run_batch(get_runtime(), self.request.id, task_id)
+
+
+@app.task(name="mimikit.supervisor.tick", ignore_result=True, acks_late=False)
+def supervisor_tick() -> dict[str, Any]:
+    """The periodic supervisor pass (every ``TICK_SECONDS``)."""
+    return tick(get_runtime())
+
+
+@app.task(name="mimikit.supervisor.recover", ignore_result=True)
+def recover() -> dict[str, Any]:
+    """Start-up recovery: re-dispatch queued work, restore trigger entries, wake the Teller."""
+    return recover_on_startup(get_runtime())
+
+
+@app.task(name="mimikit.triggers.fire", acks_late=True, ignore_result=True)
+def fire(trigger_id: str, kind: str | None = None, slot: str | None = None,
+         sentAt: str | None = None) -> str:  # noqa: N803 - the message field name
+    """Fire one slot of a recurring or scheduled trigger (sent by its RedBeat entry)."""
+    return fire_timed(get_runtime(), trigger_id, _time(slot), _time(sentAt))
+
+
+@app.task(name="mimikit.memory.archive", ignore_result=True)
+def memory_archive() -> dict[str, Any]:
+    """Archive and flush the conversation into memory (the 6-hourly entry)."""
+    return maybe_archive(get_runtime(), force=True)
+
+
+def _time(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+signals.connect()

@@ -1,0 +1,110 @@
+"""One Teller at a time, cluster-wide, with wakes coalesced and none lost: every wake rule.
+
+A wake sets a flag and enqueues a Teller run unless one is already queued. A run holds a lease
+while it loops over the flag; after releasing the lease it looks at the flag once more, so a wake
+that raced with its end starts the next run. The supervisor wakes the Teller for anything left in
+the inbox (``wake_for_pending``), except while the LLM is away.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from mimikit.conversation import outage
+from mimikit.delivery.dispatch import queue_depths, send_teller
+from mimikit.models import utcnow
+from mimikit.store import lease
+from mimikit.store.runtime import Runtime
+
+STALE_QUEUED_SECONDS = 30
+
+
+def wake(runtime: Runtime) -> bool:
+    """Ask for a Teller run; coalesced with any run already queued or running."""
+    return wake_teller(runtime, send_teller)
+
+
+def wake_for_pending(runtime: Runtime) -> bool:
+    """Wake the Teller when inputs or results wait and no Teller run is queued or running."""
+    if not runtime.redis.llen(runtime.keys.inbox) or outage.in_backoff(runtime):
+        return False
+    state = teller_state(runtime)["state"]
+    if state == "queued":
+        teller_queue_empty = queue_depths(runtime)["teller"] == 0
+        if not clear_stale_queued(runtime, teller_queue_empty):
+            return False
+    elif state != "idle":
+        return False
+    return wake(runtime)
+
+
+def wake_teller(runtime: Runtime, send: Callable[[], None]) -> bool:
+    """Ask for a Teller run; returns True when this call enqueued one."""
+    keys, redis = runtime.keys, runtime.redis
+    redis.set(keys.teller_wake, utcnow().isoformat())
+    queued_seconds = runtime.settings.teller_timeout + 60
+    if redis.set(keys.teller_queued, utcnow().isoformat(), nx=True, ex=queued_seconds):
+        try:
+            send()
+        except BaseException:
+            redis.delete(keys.teller_queued)  # not queued after all: the next wake sends
+            raise
+        return True
+    return False
+
+
+def clear_stale_queued(runtime: Runtime, queue_empty: bool) -> bool:
+    """Forget a ``queued`` mark whose Teller message was lost; True when it was cleared.
+
+    Stale means: older than ``STALE_QUEUED_SECONDS``, nothing in the teller queue, no lease.
+    """
+    redis, keys = runtime.redis, runtime.keys
+    since = redis.get(keys.teller_queued)
+    if since is None or not queue_empty or redis.exists(keys.teller_lock):
+        return False
+    age = (utcnow() - datetime.fromisoformat(since.decode())).total_seconds()
+    return age > STALE_QUEUED_SECONDS and bool(redis.delete(keys.teller_queued))
+
+
+def acquire(runtime: Runtime, owner: str, is_alive: Callable[[str], bool]) -> bool:
+    """Take the Teller lease (at most one holder cluster-wide).
+
+    A lease whose holder died on this host (``is_alive`` says so) is taken over at once
+    instead of blocking the Teller until it expires.
+    """
+    runtime.redis.delete(runtime.keys.teller_queued)
+    return lease.acquire(runtime.redis, runtime.keys.teller_lock, owner,
+                         _lease_seconds(runtime), is_alive)
+
+
+def renew(runtime: Runtime, owner: str) -> bool:
+    """Extend the lease before another pass; False when it is no longer ours."""
+    return lease.renew(runtime.redis, runtime.keys.teller_lock, owner, _lease_seconds(runtime))
+
+
+def _lease_seconds(runtime: Runtime) -> int:
+    return runtime.settings.teller_timeout + 30
+
+
+def take_wake(runtime: Runtime) -> bool:
+    """Consume the wake flag; True when a wake was pending."""
+    return runtime.redis.getdel(runtime.keys.teller_wake) is not None
+
+
+def release(runtime: Runtime, owner: str) -> bool:
+    """Give the lease back; returns True when a wake arrived meanwhile (run again)."""
+    lease.release(runtime.redis, runtime.keys.teller_lock, owner)
+    return bool(runtime.redis.exists(runtime.keys.teller_wake))
+
+
+def teller_state(runtime: Runtime) -> dict[str, Any]:
+    """``idle``, ``queued`` or ``running``, for the status report."""
+    redis, keys = runtime.redis, runtime.keys
+    holder, queued = redis.mget([keys.teller_lock, keys.teller_queued])
+    if holder:
+        return {"state": "running", "owner": holder.decode()}
+    if queued:
+        return {"state": "queued", "since": queued.decode()}
+    return {"state": "idle"}

@@ -1,0 +1,31 @@
+"""A user message: validated, stored in history and the Teller's inbox, then a Teller wake."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mimikit.conversation.gate import wake
+from mimikit.models import Message
+from mimikit.store.runtime import Runtime
+
+MAX_INPUT_CHARS = 32_768
+
+
+class UserInput(BaseModel):
+    """What a user may send: 1 to ``MAX_INPUT_CHARS`` characters of text."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(min_length=1, max_length=MAX_INPUT_CHARS)
+
+
+def post_input(runtime: Runtime, text: str) -> Message:
+    """Store a user message in history and the Teller's inbox, then wake the Teller.
+
+    Its id is also its trace id, which follows it through every run and task it causes.
+    """
+    message = Message(role="user", text=text)
+    message.traceId = message.id
+    runtime.state.append_message(message, to_inbox=True)
+    runtime.state.log("input_received", messageId=message.id, traceId=message.id)
+    wake(runtime)
+    return message

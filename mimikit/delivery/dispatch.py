@@ -1,0 +1,50 @@
+"""Putting work on the Celery queues (Teller runs, Planner and Worker tasks), reading how much
+waits there, and stopping a running delivery."""
+
+from __future__ import annotations
+
+from mimikit.celery_app import app
+from mimikit.delivery.queues import QUEUES, SYSTEM_PRIORITY, queue_keys, to_broker_priority
+from mimikit.models import Task
+from mimikit.store.runtime import Runtime
+
+TASK_NAMES = {"planner": "mimikit.planner", "worker": "mimikit.worker",
+              "llm_eval": "mimikit.llm_eval_batch"}
+SOFT_LIMIT_MARGIN_SECONDS = 30
+TIME_LIMIT_MARGIN_SECONDS = 120
+
+
+def send_teller() -> None:
+    """Enqueue one Teller run (callers go through ``conversation.gate.wake``)."""
+    app.send_task("mimikit.teller", queue="teller", priority=to_broker_priority(10))
+
+
+def enqueue(runtime: Runtime, task: Task) -> str:
+    """Send a queued Planner/Worker task to its Celery queue; returns the Celery task id."""
+    timeout = task.timeout or runtime.settings.timeout_for(task.role)
+    priority = SYSTEM_PRIORITY if task.role == "llm_eval" else to_broker_priority(task.priority)
+    result = app.send_task(
+        TASK_NAMES[task.role], args=[task.id], priority=priority,
+        soft_time_limit=timeout + SOFT_LIMIT_MARGIN_SECONDS,
+        time_limit=timeout + TIME_LIMIT_MARGIN_SECONDS,
+        headers={"traceId": task.traceId},
+    )
+    return str(result.id)
+
+
+def revoke(celery_id: str) -> None:
+    """Stop a running delivery: SIGUSR1 raises SoftTimeLimitExceeded inside the task, which
+    stops its subprocesses and records the cancel; the flag in Redis covers a task between two
+    deliveries."""
+    app.control.revoke(celery_id, terminate=True, signal="SIGUSR1")
+
+
+def queue_depths(runtime: Runtime) -> dict[str, int]:
+    """Messages waiting in each Celery queue (all priority levels)."""
+    pipe = runtime.redis.pipeline(transaction=False)
+    for queue in QUEUES:
+        for key in queue_keys(queue, runtime.settings.key_prefix):
+            pipe.llen(key)
+    counts = iter(pipe.execute())
+    levels = len(queue_keys(QUEUES[0], runtime.settings.key_prefix))
+    return {queue: sum(next(counts) for _ in range(levels)) for queue in QUEUES}

@@ -1,0 +1,100 @@
+"""The scheduling side of the batched ``llm_eval``: which semantic conditions to judge, how they
+are listed for the judge, and what its verdicts do.
+
+It collects the ``llm_eval`` atoms of triggers whose condition is undecided without them, that
+are not cooling down and not already under evaluation (``holding``). Verdicts are kept where the
+conditions read them and fire the satisfied triggers; the Teller is never woken by them. The
+judge itself is an agent (``agents.llm_eval``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from mimikit.models import utcnow
+from mimikit.scheduling import conditions, triggers
+from mimikit.store.keys import as_text
+from mimikit.store.runtime import Runtime
+
+log = logging.getLogger("mimikit.llm_eval")
+_BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
+
+
+def pending_conditions(runtime: Runtime) -> list[dict[str, str]]:
+    """The ``llm_eval`` atoms to judge now: ``[{id, prompt, triggerId}]``."""
+    redis, keys = runtime.redis, runtime.keys
+    ids = sorted(as_text(i) for i in redis.smembers(keys.llm_triggers))
+    if not ids:
+        return []
+    now = utcnow()
+    busy = {as_text(k): float(v) for k, v in redis.hgetall(keys.evaluating).items()}
+    found: list[dict[str, str]] = []
+    for trigger in runtime.state.tasks_by_id(ids):
+        if trigger.finished or trigger.condition is None:
+            redis.srem(keys.llm_triggers, trigger.id)
+            continue
+        if busy.get(trigger.id, 0) > now.timestamp():
+            continue
+        if triggers.cooling_until(trigger, now) is not None:
+            continue
+        evaluation = conditions.evaluate(trigger.condition, conditions.Context(runtime, trigger))
+        if evaluation.value is True:  # decided without the LLM (e.g. a cooldown just ended)
+            triggers.evaluate_and_fire(runtime, trigger.id, cause="llm_eval batch", trigger=trigger)
+        elif evaluation.value is None:
+            found += [{"id": f"{trigger.id}:{path}", "prompt": prompt, "triggerId": trigger.id}
+                      for path, prompt in evaluation.pending]
+    return found
+
+
+def render(conditions_: list[dict[str, str]]) -> str:
+    """The user message of a batch: the conditions as a JSON list of ``{id, prompt}``."""
+    listed = [{"id": c["id"], "prompt": c["prompt"]} for c in conditions_]
+    return ("Judge each of these conditions, then call submit_verdicts once.\n\n```json\n"
+            + json.dumps(listed, ensure_ascii=False, indent=1) + "\n```")
+
+
+def parse(prompt: str) -> list[dict[str, str]]:
+    """The conditions listed in a batch task's prompt (the inverse of ``render``)."""
+    match = _BLOCK.search(prompt)
+    if not match:
+        raise ValueError("the llm_eval task prompt has no ```json condition list")
+    items: list[dict[str, str]] = json.loads(match.group(1))
+    for item in items:
+        item["triggerId"] = item["id"].rsplit(":", 1)[0]
+    return items
+
+
+def store_verdicts(runtime: Runtime, verdicts: list[dict[str, Any]]) -> None:
+    """Keep each verdict (with its time) where the conditions' ``llm_eval`` atoms read it."""
+    at = utcnow().isoformat()
+    mapping = {v["id"]: json.dumps({"satisfied": bool(v["satisfied"]), "at": at,
+                                    "reason": v.get("reason")}) for v in verdicts}
+    if mapping:
+        runtime.redis.hset(runtime.keys.verdicts, mapping=mapping)
+    runtime.state.log("llm_eval_verdicts", count=len(mapping),
+                      satisfied=sum(1 for v in verdicts if v["satisfied"]))
+
+
+@contextmanager
+def holding(runtime: Runtime, trigger_ids: list[str], seconds: float) -> Iterator[None]:
+    """Keep these triggers out of other batches while one judges them (at most ``seconds``)."""
+    if trigger_ids:
+        until = time.time() + seconds
+        runtime.redis.hset(runtime.keys.evaluating, mapping=dict.fromkeys(trigger_ids, until))
+    try:
+        yield
+    finally:
+        if trigger_ids:
+            runtime.redis.hdel(runtime.keys.evaluating, *trigger_ids)
+
+
+def fire_satisfied(runtime: Runtime, trigger_ids: list[str]) -> list[str]:
+    """Fire the triggers whose conditions hold now that the verdicts are in."""
+    return [tid for tid in trigger_ids
+            if triggers.evaluate_and_fire(runtime, tid, cause="llm_eval verdict")]

@@ -1,0 +1,66 @@
+"""The status report of ``GET /api/status`` and ``mimikit status``: Redis, workers, queues, the
+Teller, beat, the LLM and the pending question."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from mimikit.config import Settings
+from mimikit.conversation.gate import teller_state
+from mimikit.conversation.outage import outage
+from mimikit.delivery.dispatch import queue_depths
+from mimikit.delivery.workers import workers
+from mimikit.scheduling.beat import liveness
+from mimikit.store.runtime import Runtime
+
+
+def status(runtime: Runtime) -> dict[str, Any]:
+    """The whole report; ``ok`` is False (with the reason) when Redis does not answer."""
+    settings = runtime.settings
+    llm = llm_report(settings)
+    report: dict[str, Any] = {"ok": False, "redis": {"ok": False, "url": safe_url(settings)},
+                              "workers": [], "queues": {}, "teller": {"state": "unknown"},
+                              "llm": llm, "pendingQuestion": None}
+    try:
+        runtime.redis.ping()
+    except RedisError as error:
+        report["redis"]["error"] = f"{error}; start Redis or run `mimikit up`"
+        return report
+    failing = outage(runtime)
+    if failing:
+        llm.update(error=failing["error"], failingSince=failing["since"])
+    question = runtime.state.get_question()
+    report.update(
+        ok=True, workers=workers(runtime), queues=queue_depths(runtime),
+        teller=teller_state(runtime), pendingQuestion=question.dump() if question else None,
+    )
+    report["redis"]["ok"] = True
+    report["beat"] = beat_state(runtime)
+    return report
+
+
+def llm_report(settings: Settings) -> dict[str, Any]:
+    """Whether an LLM is configured, and each role's model."""
+    llm: dict[str, Any] = {
+        "configured": settings.llm_configured, "model": settings.model_for("teller"),
+        "models": {role: settings.model_for(role) for role in ("teller", "planner", "worker")}}
+    if settings.llm_base_url:
+        llm["baseUrl"] = settings.llm_base_url
+    if not settings.llm_configured:
+        llm["error"] = "no LLM is configured: set MIMIKIT_LLM_BASE_URL or MIMIKIT_LLM_API_KEY"
+    return llm
+
+
+def beat_state(runtime: Runtime) -> dict[str, Any]:
+    """Whether a beat holds the RedBeat lock and ticked lately, and the last supervisor tick."""
+    last_tick = runtime.redis.get(runtime.keys.meta("last_tick"))
+    return {**liveness(runtime), "lastTick": last_tick.decode() if last_tick else None}
+
+
+def safe_url(settings: Settings) -> str:
+    """The Redis URL with any credentials hidden."""
+    url: str = settings.redis_url
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme}://***@{rest.rsplit('@', 1)[1]}" if sep and "@" in rest else url

@@ -1,0 +1,148 @@
+"""Every Redis key Mimikit uses, built in one place from ``KEY_PREFIX``."""
+
+from __future__ import annotations
+
+LOG_MAXLEN = 100_000  # entries kept in the log stream
+EVENTS_MAXLEN = 10_000  # entries kept in the live-event stream (what a reconnect can replay)
+
+
+class Keys:
+    """Key names of one Mimikit instance; ``Keys("mimikit").task("t1") == "mimikit:task:t1"``."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def _k(self, *parts: str) -> str:
+        return ":".join((self.prefix, *parts))
+
+    # tasks and results
+    def task(self, task_id: str) -> str:
+        return self._k("task", task_id)
+
+    def status(self, status: str) -> str:
+        """Set of task ids currently in ``status``."""
+        return self._k("status", status)
+
+    def result(self, task_id: str) -> str:
+        return self._k("result", task_id)
+
+    def heartbeat(self, task_id: str) -> str:
+        return self._k("hb", task_id)
+
+    def runs(self, owner_id: str) -> str:
+        """List of run transcripts (JSON) of a task or a Teller trace."""
+        return self._k("runs", owner_id)
+
+    def task_log(self, task_id: str) -> str:
+        """List of the log events (JSON) of one task, for its detail view."""
+        return self._k("tasklog", task_id)
+
+    def fingerprint(self, digest: str) -> str:
+        return self._k("fingerprint", digest)
+
+    def cancel_requested(self, task_id: str) -> str:
+        return self._k("cancel", task_id)
+
+    # triggers
+    @property
+    def triggers(self) -> str:
+        return self._k("triggers")
+
+    def dependents(self, task_id: str) -> str:
+        """Set of trigger ids whose condition references ``task_id``."""
+        return self._k("dependents", task_id)
+
+    def claim(self, name: str) -> str:
+        return self._k("claim", name)
+
+    def file_seen(self, trigger_id: str) -> str:
+        return self._k("fileseen", trigger_id)
+
+    @property
+    def file_triggers(self) -> str:
+        """Set of trigger ids whose condition has a file atom (evaluated by the tick)."""
+        return self._k("triggers", "files")
+
+    @property
+    def llm_triggers(self) -> str:
+        """Set of trigger ids whose condition has an ``llm_eval`` atom."""
+        return self._k("triggers", "llm")
+
+    @property
+    def cooling(self) -> str:
+        """Sorted set: trigger id -> end of a cooldown that held back a firing."""
+        return self._k("triggers", "cooling")
+
+    @property
+    def verdicts(self) -> str:
+        """Hash: llm_eval condition id -> its latest verdict (JSON)."""
+        return self._k("llmeval", "verdicts")
+
+    @property
+    def evaluating(self) -> str:
+        """Hash: trigger id -> until when a batch evaluation holds it (epoch seconds)."""
+        return self._k("llmeval", "evaluating")
+
+    # conversation
+    @property
+    def inbox(self) -> str:
+        return self._k("inbox")
+
+    @property
+    def history(self) -> str:
+        return self._k("history")
+
+    @property
+    def messages(self) -> str:
+        return self._k("messages")
+
+    @property
+    def history_seen(self) -> str:
+        return self._k("history", "seen")
+
+    @property
+    def question(self) -> str:
+        return self._k("question")
+
+    # teller coordination
+    @property
+    def teller_lock(self) -> str:
+        return self._k("teller", "lock")
+
+    @property
+    def teller_wake(self) -> str:
+        return self._k("teller", "wake")
+
+    @property
+    def teller_queued(self) -> str:
+        return self._k("teller", "queued")
+
+    # logs and live events
+    @property
+    def log(self) -> str:
+        return self._k("log")
+
+    @property
+    def events(self) -> str:
+        return self._k("events")
+
+    # cluster
+    def worker(self, hostname: str) -> str:
+        return self._k("workers", hostname)
+
+    @property
+    def workers_pattern(self) -> str:
+        return self._k("workers", "*")
+
+    def meta(self, name: str) -> str:
+        """Small bookkeeping values (last archive run, last flush, ...)."""
+        return self._k("meta", name)
+
+    @property
+    def all_pattern(self) -> str:
+        return self._k("*")
+
+
+def as_text(value: bytes | str) -> str:
+    """A Redis reply (bytes without ``decode_responses``) as text."""
+    return value.decode() if isinstance(value, bytes) else value

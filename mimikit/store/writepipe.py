@@ -1,0 +1,52 @@
+"""A Redis pipeline that also queues log and live events, so they commit with the change.
+
+Log lines are remembered so the state store can mirror them to ``STATE_DIR/log.jsonl`` once
+the transaction has committed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from redis.client import Pipeline
+
+from mimikit.models import FINISHED, LogEvent, Task
+from mimikit.store.keys import EVENTS_MAXLEN, LOG_MAXLEN, Keys
+
+
+class WritePipe:
+    """A pipeline that can also queue log and live events, remembering lines to mirror."""
+
+    def __init__(self, pipe: Pipeline, pending: list[str]) -> None:
+        self._pipe = pipe
+        self._pending = pending
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pipe, name)
+
+    def put_task(self, keys: Keys, task: Task, previous_status: str | None) -> None:
+        self._pipe.set(keys.task(task.id), task.model_dump_json(exclude_none=True))
+        if previous_status and previous_status != task.status:
+            self._pipe.srem(keys.status(previous_status), task.id)
+        self._pipe.sadd(keys.status(task.status), task.id)
+        if task.is_trigger and task.status in FINISHED:
+            self._pipe.srem(keys.triggers, task.id)
+
+    def log(self, keys: Keys, type_: str, **fields: Any) -> None:
+        event = LogEvent(type=type_, **{k: v for k, v in fields.items() if v is not None})
+        line = event.model_dump_json(exclude_none=True)
+        self._pipe.xadd(keys.log, {"event": line}, maxlen=LOG_MAXLEN, approximate=True)
+        if event.taskId:
+            self._pipe.rpush(keys.task_log(event.taskId), line)
+        self._pending.append(line)
+
+    def event(self, keys: Keys, event: str, data: Any) -> None:
+        queue_event(self._pipe, keys, event, data)
+
+
+def queue_event(target: Any, keys: Keys, event: str, data: Any) -> None:
+    """Queue one live event (``message``, ``task``, ``question``, ``status``) on ``target``."""
+    payload = json.dumps(data, default=str)
+    target.xadd(keys.events, {"event": event, "data": payload},
+                maxlen=EVENTS_MAXLEN, approximate=True)

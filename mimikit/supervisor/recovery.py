@@ -1,0 +1,167 @@
+"""Recovery: tasks whose worker died, deferred retries, and what to redo after a restart.
+
+A running task keeps a heartbeat key alive; when the key expired its worker is gone. The task is
+then re-queued after an exponential backoff (through ``deferUntil``, status ``deferred``) while
+``attempts < retry.maxAttempts``, else it fails with the reason, which routes like any failure.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from mimikit.conversation.gate import wake_for_pending
+from mimikit.delivery.dispatch import enqueue, queue_depths
+from mimikit.delivery.retry import may_retry, next_attempt_at
+from mimikit.models import Result, Task, utcnow
+from mimikit.scheduling import triggers
+from mimikit.scheduling.entries import entry_exists
+from mimikit.store.keys import as_text
+from mimikit.store.runtime import Runtime
+from mimikit.supervisor.routing import task_finished
+
+log = logging.getLogger("mimikit.recovery")
+LOST_REASON = "worker lost (heartbeat expired)"
+SWEEP_SECONDS = 60
+STRANDED_SECONDS = 60
+
+
+def recover_lost(runtime: Runtime, now: datetime) -> list[str]:
+    """Re-queue or fail every running task whose heartbeat expired; returns their ids."""
+    redis, keys = runtime.redis, runtime.keys
+    ids = sorted(as_text(i) for i in redis.smembers(keys.status("running")))
+    if not ids:
+        return []
+    pipe = redis.pipeline(transaction=False)
+    for task_id in ids:
+        pipe.exists(keys.heartbeat(task_id))
+    lost = [task_id for task_id, alive in zip(ids, pipe.execute(), strict=True) if not alive]
+    return [task_id for task_id in lost if _handle_lost(runtime, task_id, now)]
+
+
+def _handle_lost(runtime: Runtime, task_id: str, now: datetime) -> bool:
+    task = runtime.state.get_task(task_id)
+    if task is None or task.status != "running":
+        return False
+    if runtime.state.cancel_requested(task_id):
+        return runtime.state.finish_canceled(task_id) is not None
+    if may_retry(task):
+        return _defer(runtime, task_id, next_attempt_at(task, now))
+    result = Result(id=task_id, status="failed", error=LOST_REASON, attempts=task.attempts,
+                    traceId=task.traceId)
+    finished = runtime.state.complete_task(result, notify_teller=task.role != "llm_eval")
+    if finished is None:
+        return False
+    log.warning("task %s failed: %s after %d attempts", task_id, LOST_REASON, task.attempts)
+    task_finished(runtime, finished, result)
+    return True
+
+
+def _defer(runtime: Runtime, task_id: str, until: datetime) -> bool:
+    hb_key = runtime.keys.heartbeat(task_id)
+
+    def change(task: Task) -> Task | None:
+        if task.status != "running" or runtime.redis.exists(hb_key):
+            return None
+        task.status, task.deferUntil = "deferred", until
+        task.error = LOST_REASON
+        return task
+
+    def note(pipe: Any, before: Task, after: Task) -> None:
+        pipe.log(runtime.keys, "task_retry_scheduled", taskId=task_id, traceId=after.traceId,
+                 attempts=after.attempts, deferUntil=until.isoformat(), reason=LOST_REASON)
+
+    return runtime.state.update_task(task_id, change, note) is not None
+
+
+def release_deferred(runtime: Runtime, now: datetime) -> list[str]:
+    """Queue and enqueue the deferred tasks whose ``deferUntil`` has passed."""
+    ids = sorted(as_text(i) for i in runtime.redis.smembers(runtime.keys.status("deferred")))
+    released = []
+    for task_id in ids:
+        task = runtime.state.get_task(task_id)
+        if task is None or (task.deferUntil and task.deferUntil > now):
+            continue
+
+        def change(current: Task) -> Task | None:
+            if current.status != "deferred":
+                return None
+            current.status = "queued"
+            return current
+
+        queued = runtime.state.update_task(task_id, change)
+        if queued is not None:
+            enqueue(runtime, queued)
+            released.append(task_id)
+    return released
+
+
+def recover_on_startup(runtime: Runtime) -> dict[str, Any]:
+    """Redo what a crash may have left half done (run once when a beat starts).
+
+    Queued tasks are sent again (a duplicate delivery does nothing), timed triggers get their
+    beat entries back, conditional triggers their indexes, and pending inputs wake the Teller.
+    """
+    state = runtime.state
+    queued = [t for t in state.tasks_with_status("queued") if not t.is_trigger]
+    for task in queued:
+        if not (task.deferUntil and task.deferUntil > utcnow()):
+            enqueue(runtime, task)
+    restored = restore_triggers(runtime)
+    woke = wake_for_pending(runtime)
+    runtime.state.log("supervisor_recovered", requeued=len(queued), restored=len(restored))
+    return {"requeued": len(queued), "restored": restored, "woke": woke}
+
+
+def restore_triggers(runtime: Runtime) -> list[str]:
+    """Give timed triggers back a lost beat entry; re-index and re-check conditional ones."""
+    restored = []
+    for trigger in runtime.state.triggers():
+        if trigger.finished:
+            continue
+        if trigger.type in ("recurring", "scheduled") and not entry_exists(trigger.id):
+            triggers.install(runtime, trigger)
+            restored.append(trigger.id)
+        elif trigger.type == "conditional":
+            triggers.index_conditional(runtime, trigger)
+            triggers.evaluate_and_fire(runtime, trigger.id, cause="recovery", trigger=trigger)
+    return restored
+
+
+def sweep(runtime: Runtime, now: datetime) -> dict[str, Any]:
+    """At most every ``SWEEP_SECONDS``: re-send stranded tasks, restore lost trigger entries.
+
+    A crash between a commit and its follow-up (enqueue, beat entry) leaves work that nothing
+    else would pick up; this finds it without waiting for a beat restart.
+    """
+    if not runtime.redis.set(runtime.keys.meta("sweep"), now.isoformat(), nx=True,
+                             ex=SWEEP_SECONDS):
+        return {}
+    done = {"redispatched": redispatch_stranded(runtime, now),
+            "restored": restore_triggers(runtime)}
+    return {k: v for k, v in done.items() if v}
+
+
+def redispatch_stranded(runtime: Runtime, now: datetime) -> list[str]:
+    """Send again the queued tasks that waited over ``STRANDED_SECONDS`` while their Celery
+    queue is empty: their message was lost (a duplicate delivery would do nothing)."""
+    redis, keys = runtime.redis, runtime.keys
+    ids = sorted(as_text(i) for i in redis.sdiff(keys.status("queued"), keys.triggers))
+    if not ids:
+        return []
+    depths = queue_depths(runtime)
+    sent = []
+    for task in runtime.state.tasks_by_id(ids):
+        queue = "planner" if task.role == "planner" else "worker"
+        waited = (now - (task.startedAt or task.createdAt)).total_seconds()
+        if depths[queue] or waited < STRANDED_SECONDS or task.status != "queued":
+            continue
+        if task.deferUntil and task.deferUntil > now:
+            continue
+        if redis.set(keys.meta(f"redispatched:{task.id}"), "1", nx=True, ex=STRANDED_SECONDS):
+            enqueue(runtime, task)
+            runtime.state.log("task_redispatched", taskId=task.id, traceId=task.traceId,
+                              reason="queued with no message in its Celery queue")
+            sent.append(task.id)
+    return sent

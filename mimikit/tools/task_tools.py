@@ -1,0 +1,42 @@
+"""The task tools of both the Teller and the Planner: list_tasks, cancel_task."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from mimikit.exceptions import ToolError
+from mimikit.llm.registry import Registry
+from mimikit.tasks.cancel import cancel_task as cancel
+from mimikit.tasks.listing import list_tasks as listing
+from mimikit.tools.args import Args
+from mimikit.tools.context import ToolContext
+
+
+class ListTasksArgs(Args):
+    scope: Literal["queue", "running", "triggers", "all"] = "all"
+    role: Literal["planner", "worker"] | None = Field(
+        None, description="only with scope queue or running")
+
+
+class CancelTaskArgs(Args):
+    taskId: str = Field(min_length=1)
+
+
+def register(registry: Registry) -> None:
+    roles = {"teller", "planner"}
+
+    @registry.tool("list_tasks", roles=roles)
+    def list_tasks(ctx: ToolContext, args: ListTasksArgs) -> dict[str, Any]:
+        """List tasks: queued, running, triggers (recurring/scheduled/conditional) or all."""
+        return {"tasks": listing(ctx.runtime, args.scope, args.role)}
+
+    @registry.tool("cancel_task", roles=roles)
+    def cancel_task(ctx: ToolContext, args: CancelTaskArgs) -> dict[str, Any]:
+        """Cancel a queued task or remove a trigger (running tasks are not affected)."""
+        success, message = cancel(ctx.runtime, args.taskId, stop_running=False,
+                                                source=ctx.role)
+        if not success:
+            raise ToolError(message)
+        return {"success": True}

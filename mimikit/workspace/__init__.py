@@ -1,0 +1,3 @@
+"""Where Workers act: the work directory's file and shell actions for the ``llm`` backend
+(``local``), the ``codex`` backend, and the process groups that let a timeout or a cancel kill
+a command with everything it started (``procgroup``)."""

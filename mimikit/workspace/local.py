@@ -1,0 +1,175 @@
+"""The Worker's file and shell actions, confined to the work directory.
+
+Every subprocess runs in its own process group so that a timeout, a cancel or a Celery
+revoke can kill the command together with everything it started in the background.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+from mimikit.exceptions import ConfigError, ToolError
+from mimikit.workspace.procgroup import kill_groups, run_process_group
+
+READ_LIMIT_BYTES = 1_000_000
+LIST_LIMIT_ENTRIES = 500
+# A shell command run on behalf of a model gets these variables only: the runtime's own
+# (API token, LLM key, Redis password, Flower auth) never reach it.
+SHELL_ENV_VARS = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ",
+                  "TMPDIR")
+# Files the file tools never touch, relative to the work dir: secrets and Mimikit's own state.
+PRIVATE_NAMES = (".env",)
+
+# --- the workspace ----------------------------------------------------------------------------
+
+
+class Workspace:
+    """File and shell actions confined to one work directory."""
+
+    def __init__(
+        self,
+        root: Path,
+        shell_timeout_default: float = 120,
+        shell_timeout_max: float = 3600,
+        output_limit_bytes: int = 64_000,
+        private: tuple[Path, ...] = (),
+    ) -> None:
+        root = Path(root).expanduser()
+        if not root.is_dir():
+            raise ConfigError(
+                f"work directory {str(root)!r} does not exist or is not a directory; "
+                "create it or set MIMIKIT_WORK_DIR"
+            )
+        self.root = root.resolve()
+        self.private = tuple(Path(p).resolve() for p in private) + tuple(
+            self.root / name for name in PRIVATE_NAMES)
+        self.shell_timeout_default = shell_timeout_default
+        self.shell_timeout_max = shell_timeout_max
+        self.output_limit_bytes = output_limit_bytes
+        self.live_pgids: set[int] = set()
+        self._canceled = threading.Event()
+
+    # -- paths --
+
+    def resolve(self, path: str) -> Path:
+        """The real path of ``path`` (relative to the root); refuses anything outside the root."""
+        if not isinstance(path, str) or not path.strip() or "\x00" in path:
+            raise ToolError(f"path {path!r} is not a valid file path; use e.g. 'notes/todo.md'")
+        candidate = Path(path) if Path(path).is_absolute() else self.root / path
+        lexical = Path(os.path.normpath(candidate))
+        if not lexical.is_relative_to(self.root):
+            raise ToolError(
+                f"path {path!r} is outside the work directory {self.root}; use a path inside it"
+            )
+        real = Path(os.path.realpath(candidate))
+        if not real.is_relative_to(self.root):
+            raise ToolError(
+                f"path {path!r} goes through a symlink to {real}, outside the work directory "
+                f"{self.root}; use a path inside it"
+            )
+        if any(real == p or real.is_relative_to(p) for p in self.private):
+            raise ToolError(
+                f"path {path!r} is private to Mimikit (its state or secrets); the file tools "
+                "cannot read or write it"
+            )
+        return real
+
+    def _relative(self, real: Path) -> str:
+        return real.relative_to(self.root).as_posix() or "."
+
+    # -- files --
+
+    def read_file(self, path: str) -> str:
+        """The text of a UTF-8 file of at most 1 MB."""
+        real = self.resolve(path)
+        if not real.exists():
+            raise ToolError(f"no such file: {path!r}; use list_files to see what exists")
+        if real.is_dir():
+            raise ToolError(f"{path!r} is a directory; use list_files to see its entries")
+        size = real.stat().st_size
+        if size > READ_LIMIT_BYTES:
+            raise ToolError(
+                f"file {path!r} is {size} bytes, over the {READ_LIMIT_BYTES} byte limit; "
+                "use shell (e.g. head, grep) to read parts of it"
+            )
+        data = real.read_bytes()
+        try:
+            if b"\x00" in data[:8192]:
+                raise UnicodeDecodeError("utf-8", data, 0, 1, "NUL byte")
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ToolError(
+                f"file {path!r} is binary (not UTF-8 text); use shell (e.g. file, xxd) to inspect it"
+            ) from None
+
+    def write_file(self, path: str, content: str) -> dict[str, Any]:
+        """Write ``content`` as UTF-8, creating parent directories; returns {path, bytes}."""
+        real = self.resolve(path)
+        if real.is_dir():
+            raise ToolError(f"{path!r} is a directory; give a file path to write")
+        data = content.encode("utf-8")
+        real.parent.mkdir(parents=True, exist_ok=True)
+        real.write_bytes(data)
+        return {"path": self._relative(real), "bytes": len(data)}
+
+    def list_files(self, path: str = ".") -> list[str]:
+        """Entries of a directory, relative to the root, sorted; directories end with '/'."""
+        real = self.resolve(path)
+        if not real.is_dir():
+            raise ToolError(f"no such directory: {path!r}; use list_files('.') to start at the top")
+        entries = sorted(
+            self._relative(child) + ("/" if child.is_dir() else "") for child in real.iterdir()
+        )
+        if len(entries) > LIST_LIMIT_ENTRIES:
+            hidden = len(entries) - LIST_LIMIT_ENTRIES
+            entries = entries[:LIST_LIMIT_ENTRIES]
+            entries.append(f"[{hidden} more entries not shown; list a subdirectory]")
+        return entries
+
+    # -- shell --
+
+    def shell(self, command: str, timeout: float | None = None) -> dict[str, Any]:
+        """Run ``command`` in the work directory; background children die with it.
+
+        Returns:
+            {exitCode, stdout, stderr, timedOut, canceled, durationMs}.
+        """
+        if self._canceled.is_set():
+            raise ToolError("the task was canceled; no more commands run")
+        if not command.strip():
+            raise ToolError("command is empty; give a shell command such as 'ls -la'")
+        if timeout is not None and timeout <= 0:
+            raise ToolError(f"timeout {timeout} is not positive; give seconds, e.g. 60")
+        seconds = min(timeout or self.shell_timeout_default, self.shell_timeout_max)
+        shell = shutil.which("bash") or "/bin/sh"
+        env = {k: v for k, v in os.environ.items() if k in SHELL_ENV_VARS or k.startswith("LC_")}
+        run = run_process_group(
+            [shell, "-c", command],
+            cwd=self.root,
+            timeout=seconds,
+            output_limit_bytes=self.output_limit_bytes,
+            stop=self._canceled.is_set,
+            env=env,
+            owner=self.live_pgids,
+        )
+        return {
+            "exitCode": run.exitCode,
+            "stdout": run.stdout,
+            "stderr": run.stderr,
+            "timedOut": run.timedOut,
+            "canceled": run.stopped,
+            "durationMs": run.durationMs,
+        }
+
+    @property
+    def canceled(self) -> bool:
+        return self._canceled.is_set()
+
+    def cancel(self) -> None:
+        """Kill the running command (from any thread) and refuse further ones."""
+        self._canceled.set()
+        kill_groups(self.live_pgids)
