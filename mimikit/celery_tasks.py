@@ -1,7 +1,7 @@
 """Every Celery task of Mimikit; the names are what Flower shows (``mimikit.*``).
 
 Each body is an edge: it gets the process's runtime and hands it to the code that does the
-work. Celery imports this module in workers and beat (``include`` in ``celeryconfig``), which
+work. Celery imports this module in workers and beat (``include`` in ``celeryconfig.py``), which
 is also where the signal handlers are connected, once (``signals.connect``).
 """
 
@@ -16,7 +16,8 @@ from mimikit.agents.planner import run_planner
 from mimikit.agents.teller import run_teller
 from mimikit.agents.worker import run_worker
 from mimikit.celery_app import app
-from mimikit.scheduling.triggers import fire_timed
+from mimikit.scheduling.timed import fire_timed
+from mimikit.scheduling.triggers import guarded
 from mimikit.store.identity import owner_token
 from mimikit.store.runtime import get_runtime
 from mimikit.supervisor.archival import maybe_archive
@@ -62,9 +63,12 @@ def recover() -> dict[str, Any]:
 
 @app.task(name="mimikit.triggers.fire", acks_late=True, ignore_result=True)
 def fire(trigger_id: str, kind: str | None = None, slot: str | None = None,
-         sentAt: str | None = None) -> str:  # noqa: N803 - the message field name
-    """Fire one slot of a recurring or scheduled trigger (sent by its RedBeat entry)."""
-    return fire_timed(get_runtime(), trigger_id, _time(slot), _time(sentAt))
+         sentAt: str | None = None, **entry: Any) -> str:  # noqa: N803 - the message field
+    """Fire one slot of a recurring or scheduled trigger (sent by its RedBeat entry, whose other
+    fields, e.g. a cron's expression, are only the entry's own)."""
+    runtime = get_runtime()
+    return guarded(runtime, trigger_id, f"firing slot {slot}",
+                   lambda: fire_timed(runtime, trigger_id, _time(slot), _time(sentAt)), "failed")
 
 
 @app.task(name="mimikit.memory.archive", ignore_result=True)

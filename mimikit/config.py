@@ -8,14 +8,17 @@ from ipaddress import ip_address
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlparse
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import AliasChoices, Field, ValidationError, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mimikit.exceptions import ConfigError
 from mimikit.models import MAX_TASK_TIMEOUT_SECONDS
 
 Role = Literal["teller", "planner", "worker"]
+# Settings whose values are never printed, not even in an error about them.
+SECRET_SETTINGS = frozenset({"api_token", "llm_api_key", "flower_basic_auth"})
 
 
 class Settings(BaseSettings):
@@ -34,14 +37,14 @@ class Settings(BaseSettings):
     work_dir: Path = Path(".")
     host: str = "127.0.0.1"
     port: int = Field(8787, ge=1, le=65535)
-    api_token: str | None = None
-    flower_basic_auth: str | None = Field(
-        None, pattern=r"^[^:\s]+:\S+$", description="user:password for `mimikit flower`")
+    api_token: SecretStr | None = None
+    flower_basic_auth: SecretStr | None = Field(
+        None, description="user:password for `mimikit flower`")
 
     llm_base_url: str | None = Field(
         None, validation_alias=AliasChoices("MIMIKIT_LLM_BASE_URL", "OPENAI_BASE_URL")
     )
-    llm_api_key: str | None = Field(
+    llm_api_key: SecretStr | None = Field(
         None, validation_alias=AliasChoices("MIMIKIT_LLM_API_KEY", "OPENAI_API_KEY")
     )
     model: str = "gpt-4o-mini"
@@ -54,6 +57,7 @@ class Settings(BaseSettings):
     tick_seconds: float = Field(1.0, gt=0, le=3600)
     llm_eval_interval: float = Field(300.0, gt=0)
     key_prefix: str = Field("mimikit", pattern=r"^[A-Za-z0-9_.-]+$")
+    timezone: str = Field("UTC", description="IANA zone naive times and cron are read in")
 
     teller_timeout: int = Field(120, gt=0, le=MAX_TASK_TIMEOUT_SECONDS, description="seconds a Teller run may take")
     planner_timeout: int = Field(600, gt=0, le=MAX_TASK_TIMEOUT_SECONDS, description="seconds a Planner run may take")
@@ -67,7 +71,27 @@ class Settings(BaseSettings):
     @classmethod
     def _redis_scheme(cls, value: str) -> str:
         if urlparse(value).scheme not in {"redis", "rediss", "unix"}:
-            raise ValueError(f"{value!r} is not a redis:// URL; use e.g. redis://127.0.0.1:6379/0")
+            raise ValueError("not a redis:// URL; use e.g. redis://127.0.0.1:6379/0")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError("not an IANA time zone; use e.g. UTC, Europe/Berlin or "
+                             "America/New_York") from None
+        return value
+
+    @field_validator("flower_basic_auth")
+    @classmethod
+    def _user_and_password(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None:
+            return None
+        user, sep, password = value.get_secret_value().partition(":")
+        if not (user and sep and password) or any(c.isspace() for c in user + password):
+            raise ValueError("must be user:password (no spaces)")
         return value
 
     @field_validator("llm_base_url", "api_token", "llm_api_key", "flower_basic_auth",
@@ -75,6 +99,11 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_is_none(cls, value: str | None) -> str | None:
         return value or None
+
+    @property
+    def tz(self) -> ZoneInfo:
+        """The configured time zone (naive times from models and users are read in it)."""
+        return ZoneInfo(self.timezone)
 
     def model_for(self, role: str) -> str:
         """The model name a role uses (its own setting, else ``MODEL``)."""
@@ -134,7 +163,31 @@ def load_settings(**overrides: object) -> Settings:
     except ValidationError as error:
         problems = []
         for item in error.errors():
-            name = "MIMIKIT_" + str(item["loc"][0]).upper() if item["loc"] else "settings"
+            field = str(item["loc"][0]) if item["loc"] else ""
+            name = f"MIMIKIT_{field.upper()}" if field else "settings"
             value = os.environ.get(name, item.get("input"))
-            problems.append(f"{name}={value!r}: {item['msg']}")
+            problems.append(f"{name}={shown_value(field, value)}: {item['msg']}")
         raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
+
+
+def shown_value(field: str, value: object) -> str:
+    """How a setting's value may appear in a message: secrets never, URL passwords hidden."""
+    if field in SECRET_SETTINGS:
+        return "'***'"
+    if isinstance(value, str):
+        return repr(hide_password(value))
+    return repr(value)
+
+
+def hide_password(url: str) -> str:
+    """``url`` with any credentials replaced by ``***`` (``redis://***@host:6379/0``)."""
+    scheme, sep, rest = url.partition("://")
+    netloc = rest.split("/", 1)[0]
+    if not sep or "@" not in netloc:
+        return url
+    return f"{scheme}://***@{netloc.rpartition('@')[2]}{rest[len(netloc):]}"
+
+
+def secret_text(value: SecretStr | None) -> str | None:
+    """The value of a secret setting, for the one place that must use it."""
+    return value.get_secret_value() if value is not None else None

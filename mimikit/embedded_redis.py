@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 from redis import Redis
 from redis.exceptions import RedisError
 
-from mimikit.config import is_loopback
+from mimikit.config import hide_password, is_loopback
 from mimikit.exceptions import ConfigError
 
 
@@ -37,7 +37,7 @@ def loopback_port(url: str) -> int:
     parsed = urlparse(url)
     if parsed.scheme != "redis" or not is_loopback(parsed.hostname or ""):
         raise ConfigError(
-            f"Redis at {url} does not answer and is not on this machine; start it, or unset "
+            f"Redis at {hide_password(url)} does not answer and is not on this machine; start it, or unset "
             "MIMIKIT_REDIS_URL to use the embedded server"
         )
     return parsed.port or 6379

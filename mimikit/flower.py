@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from mimikit.config import Settings, is_loopback
+from mimikit.config import Settings, is_loopback, secret_text
 from mimikit.exceptions import ConfigError
 
 BASIC_AUTH_VARIABLE = "MIMIKIT_FLOWER_BASIC_AUTH"
@@ -24,7 +24,7 @@ def flower_argv(settings: Settings, address: str, port: int) -> list[str]:
     Also sets or clears ``FLOWER_UNAUTHENTICATED_API`` in this process's environment, which
     Flower reads on every API request.
     """
-    basic_auth = settings.flower_basic_auth  # validated as user:password by Settings
+    basic_auth = secret_text(settings.flower_basic_auth)  # validated as user:password
     loopback = is_loopback(address)
     if not loopback and not basic_auth:
         raise ConfigError(

@@ -20,7 +20,7 @@ from typing import IO, Any
 from redis.exceptions import RedisError
 
 from mimikit import embedded_redis
-from mimikit.config import Settings, check_web_bind
+from mimikit.config import Settings, check_web_bind, hide_password
 from mimikit.exceptions import AlreadyRunning, MimikitError
 
 STOP_GRACE_SECONDS = 20
@@ -65,7 +65,9 @@ def lock_state_dir(state_dir: Path) -> IO[str]:
 
 def children_for(settings: Settings) -> list[Child]:
     """The processes of one instance: an agents worker, a task worker, beat, web."""
-    me = [sys.executable, "-m", "mimikit"]
+    # -P: the current directory (often the work directory) is not put on sys.path, so a
+    # mimikit/, web.py or celeryconfig.py there cannot replace the installed modules.
+    me = [sys.executable, "-P", "-m", "mimikit"]
     return [
         Child("worker-agents", me + ["worker", "--queues", "teller,planner,supervisor",
                                      "--concurrency", "3", "--name", "agents@%h"]),
@@ -122,10 +124,11 @@ class Launcher:
     def _ensure_redis(self) -> None:
         url = self.settings.redis_url
         if embedded_redis.reachable(url):
-            self.say(f"using Redis at {url}")
+            self.say(f"using Redis at {hide_password(url)}")
             return
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.say(f"no Redis answers at {url}; starting the embedded redis-server (AOF on)")
+        self.say(f"no Redis answers at {hide_password(url)}; starting the embedded "
+                 "redis-server (AOF on)")
         self.redis = embedded_redis.start(url, self.settings.state_dir / "redis",
                                           self.log_dir / "redis.log")
 

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 
 TaskType = Literal["oneshot", "recurring", "scheduled", "conditional"]
 TaskStatus = Literal["queued", "running", "done", "failed", "canceled", "deferred"]
@@ -19,6 +26,14 @@ FINISHED: frozenset[str] = frozenset({"done", "failed", "canceled"})
 MAX_TASK_TIMEOUT_SECONDS = 24 * 3600
 
 
+StoredModel = TypeVar("StoredModel", bound="Model")
+
+
+def load(model: type[StoredModel], raw: str | bytes) -> StoredModel:
+    """A stored record as ``model``, tolerant of fields another version wrote."""
+    return model.model_validate_json(raw, context=STORED)
+
+
 def utcnow() -> datetime:
     """The current time, timezone-aware UTC."""
     return datetime.now(UTC)
@@ -29,10 +44,24 @@ def new_id(kind: str) -> str:
     return f"{kind}-{uuid.uuid4().hex[:12]}"
 
 
+STORED = {"stored": True}  # validation context of data read back from the store
+
+
 class Model(BaseModel):
-    """Base: unknown fields are errors, names are accepted in camelCase."""
+    """Base: unknown fields are errors, names are accepted in camelCase.
+
+    Data read back from the store (validated with ``context=STORED``, see ``load``) may come
+    from another version: there unknown fields are dropped instead, at every level.
+    """
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_unknown_when_stored(cls, data: Any, info: ValidationInfo) -> Any:
+        if isinstance(data, dict) and info.context and info.context.get("stored"):
+            return {key: value for key, value in data.items() if key in cls.model_fields}
+        return data
 
     def dump(self) -> dict[str, Any]:
         """JSON-ready dict without unset optional fields."""
@@ -103,6 +132,7 @@ AnyOf.model_rebuild()
 class IntervalSchedule(Model):
     interval: float | None = Field(None, gt=0, description="seconds between runs")
     cron: str | None = Field(None, description="five-field cron expression")
+    timezone: str | None = Field(None, description="IANA zone the cron is read in (None: UTC)")
     lastRunAt: datetime | None = None
     nextRunAt: datetime | None = None
 
@@ -240,8 +270,9 @@ class Result(Model):
     traceId: str | None = None
 
     @model_validator(mode="after")
-    def _result_matches_type(self) -> Result:
-        if self.status == "done" or self.result:
+    def _result_matches_type(self, info: ValidationInfo) -> Result:
+        stored = bool(info.context and info.context.get("stored"))  # checked when written
+        if (self.status == "done" or self.result) and not stored:
             check_result(self.resultType, self.result)
         if self.status == "failed" and not self.error:
             raise ValueError("a failed result needs 'error'")

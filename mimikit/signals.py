@@ -6,6 +6,7 @@
   (same user) cannot read their environment, and with it the runtime's secrets, from
   ``/proc/<pid>/environ``.
 - ``beat_init``: once RedBeat holds its lock, note the holder and run the start-up recovery.
+Workers and beat also bring the stored data up to this version's schema when they start.
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ import logging
 from typing import Any
 
 from celery.signals import beat_init, worker_process_init, worker_ready, worker_shutdown
+from redis.exceptions import RedisError
 
 from mimikit.delivery.workers import Registration, worker_info
+from mimikit.exceptions import MimikitError
 from mimikit.scheduling.beat import on_beat_init
 from mimikit.store.runtime import get_runtime
+from mimikit.supervisor.upgrades import upgrade
 
 log = logging.getLogger("mimikit.signals")
 PR_SET_DUMPABLE = 4
@@ -33,10 +37,11 @@ def connect() -> None:
                             dispatch_uid="mimikit.worker_shutdown")
     worker_process_init.connect(_hide_environment, weak=False,
                                 dispatch_uid="mimikit.worker_process_init")
-    beat_init.connect(on_beat_init, weak=False, dispatch_uid="mimikit.beat_init")
+    beat_init.connect(_on_beat_init, weak=False, dispatch_uid="mimikit.beat_init")
 
 
 def _on_worker_ready(sender: Any = None, **_: Any) -> None:
+    _upgrade()
     registration = Registration(get_runtime(), worker_info(sender))
     _registrations.append(registration)
     registration.start()
@@ -45,6 +50,18 @@ def _on_worker_ready(sender: Any = None, **_: Any) -> None:
 def _on_worker_shutdown(**_: Any) -> None:
     while _registrations:
         _registrations.pop().stop()
+
+
+def _on_beat_init(sender: Any = None, **kwargs: Any) -> None:
+    _upgrade()
+    on_beat_init(sender, **kwargs)
+
+
+def _upgrade() -> None:
+    try:
+        upgrade(get_runtime())
+    except (MimikitError, RedisError) as error:  # the process still serves; it says why
+        log.error("cannot bring the stored data up to date: %s", error)
 
 
 def _hide_environment(**_: Any) -> None:

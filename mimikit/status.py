@@ -7,7 +7,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from mimikit.config import Settings
+from mimikit.config import Settings, hide_password
 from mimikit.conversation.gate import teller_state
 from mimikit.conversation.outage import outage
 from mimikit.delivery.dispatch import queue_depths
@@ -61,6 +61,4 @@ def beat_state(runtime: Runtime) -> dict[str, Any]:
 
 def safe_url(settings: Settings) -> str:
     """The Redis URL with any credentials hidden."""
-    url: str = settings.redis_url
-    scheme, sep, rest = url.partition("://")
-    return f"{scheme}://***@{rest.rsplit('@', 1)[1]}" if sep and "@" in rest else url
+    return hide_password(settings.redis_url)

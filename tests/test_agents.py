@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from agent_helpers import (
     last_tool_result,
@@ -311,3 +312,19 @@ def test_inputs_sent_while_the_llm_is_down_are_kept_and_answered_when_it_is_back
     last = llm.requests_for("teller")[-1]
     assert "first" in user_prompt(last) and "second" in user_prompt(last)
     assert "error" not in status(stack)["llm"]
+
+
+def test_a_planner_answer_without_delegations_reaches_the_user_once(stack, llm):
+    llm.script("teller", tool_calls([("delegate", {"prompt": "What did we decide about logs?"}),
+                                     ("reply", {"text": "Let me look that up."})]))
+    llm.script("planner", tool_call("submit_result", status="done", resultType="text",
+                                    result={"text": "You decided to keep logs for 30 days."}))
+    llm.default("teller", lambda body: tool_call("reply", text="Found it: 30 days."))
+    post_input(stack, "what did we decide about logs?")
+    wait_history(stack, lambda h: ("assistant", "Found it: 30 days.") in h,
+                 message="the Teller to report the Planner's answer")
+    reports = [r for r in llm.requests_for("teller")
+               if "You decided to keep logs for 30 days." in user_prompt(r)]
+    assert len(reports) == 1
+    time.sleep(1.0)  # no second report arrives
+    assert len(llm.requests_for("teller")) == 2

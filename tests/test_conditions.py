@@ -10,7 +10,7 @@ from scheduling_helpers import add_trigger, fired
 
 from mimikit.models import Result, Task, utcnow
 from mimikit.scheduling import conditions, llm_eval, triggers
-from mimikit.scheduling.slots import latest_cron, next_cron, parse_cron
+from mimikit.scheduling.cron import Cron
 from mimikit.supervisor import tick as supervisor
 
 DONE = {"status": "done", "resultType": "text", "result": {"text": "ok"}}
@@ -163,14 +163,14 @@ def test_unschedule_removes_every_index_of_a_trigger(runtime):
 def test_cron_times_are_computed_in_utc_minutes():
     from datetime import UTC, datetime
 
-    cron = parse_cron("*/15 9 * * 1")  # Mondays 09:00, 09:15, ...
+    cron = Cron.parse("*/15 9 * * 1")  # Mondays 09:00, 09:15, ...
     sunday = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-    assert next_cron(cron, sunday) == datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    assert cron.next_after(sunday) == datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
     monday_late = datetime(2026, 3, 2, 9, 50, tzinfo=UTC)
-    assert latest_cron(cron, sunday, monday_late) == datetime(2026, 3, 2, 9, 45, tzinfo=UTC)
+    assert cron.latest_in(sunday, monday_late) == datetime(2026, 3, 2, 9, 45, tzinfo=UTC)
     for bad in ("* * *", "61 * * * *", "* * 31 2 *"):
         try:
-            parse_cron(bad)
+            Cron.parse(bad)
         except ValueError as error:
             assert repr(bad) in str(error)
         else:
@@ -202,3 +202,55 @@ def test_overlapping_runs_of_a_recurring_predecessor_each_fire_the_next_step(run
     for run, result in zip(runs, results, strict=True):
         triggers.on_result(runtime, runtime.state.require_task(run.id), result)
     assert len(fired(runtime, b.id)) == 2
+
+
+def test_file_changed_inside_and_counts_changes_since_install(runtime):
+    watched = Path(runtime.settings.work_dir, "watched.txt")
+    watched.write_text("v1")
+    a = oneshot(runtime, "A")
+    trigger = add_trigger(runtime, type="conditional", condition={"type": "and", "conditions": [
+        on_done(a.id), {"type": "file_changed", "params": {"path": "watched.txt"}}]})
+    _touch(watched)  # changed after install, while task_done(A) still short-circuits the and
+    assert fired(runtime, trigger.id) == []
+    finish(runtime, a)
+    assert len(fired(runtime, trigger.id)) == 1
+
+
+def test_file_exists_inside_and_means_the_file_exists_now(runtime):
+    from mimikit.models import IntervalSchedule
+
+    Path(runtime.settings.work_dir, ".deploy").write_text("go")
+    recurring = add_trigger(runtime, type="recurring", schedule=IntervalSchedule(interval=3600))
+    deploy = add_trigger(runtime, type="conditional", condition={"type": "and", "conditions": [
+        on_done(recurring.id), {"type": "file_exists", "params": {"path": ".deploy"}}]})
+    for n in (1, 2):  # two runs of the recurring step, the file unchanged between them
+        run = Task(prompt=f"run {n}", triggerId=recurring.id)
+        runtime.state.add_tasks([run])
+        finish(runtime, run)
+        assert len(fired(runtime, deploy.id)) == n
+
+
+def test_a_trigger_whose_glob_leaves_the_work_dir_does_not_stop_the_tick(runtime):
+    from datetime import timedelta
+
+    from mimikit.models import PendingQuestion
+    from mimikit.supervisor.tick import tick
+
+    # Stored as an older version accepted it: an absolute glob outside the work dir.
+    bad = add_trigger(runtime, type="conditional", title="watch etc",
+                      condition={"type": "file_changed", "params": {"path": "/etc/*.conf"}})
+    Path(runtime.settings.work_dir, "ok.txt").write_text("v1")
+    good = add_trigger(runtime, type="conditional",
+                       condition={"type": "file_changed", "params": {"path": "ok.txt"}})
+    runtime.state.set_question(PendingQuestion(question="Deploy?", default="no", timeout=1,
+                                               createdAt=utcnow() - timedelta(seconds=5)))
+    assert runtime.state.require_task(bad.id).status == "queued"  # one failure: kept for now
+    _touch(Path(runtime.settings.work_dir, "ok.txt"))
+    done = tick(runtime)  # its restore (the sweep) and its file check fail too: three in a row
+    assert done["expired"] is True and runtime.state.get_question() is None
+    assert len(fired(runtime, good.id)) == 1
+    failed = runtime.state.require_task(bad.id)
+    assert failed.status == "failed" and "outside the work directory" in failed.error
+    assert not runtime.redis.sismember(runtime.keys.file_triggers, bad.id)
+    assert any(m.text.startswith("Trigger failed: watch etc") and m.taskId == bad.id
+               for m in runtime.state.recent_messages(10))

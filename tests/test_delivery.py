@@ -66,3 +66,15 @@ def test_a_queued_task_whose_message_was_lost_is_sent_again(runtime):
     assert recovery.sweep(runtime, utcnow()) == {}  # at most once a minute
     assert fresh.id not in [e.get("taskId") for e in state.recent_log()
                             if e["type"] == "task_redispatched"]
+
+
+def test_failing_a_lost_task_rechecks_its_heartbeat_so_a_fresh_redelivery_is_not_failed(runtime):
+    state = runtime.state
+    task = state.add_tasks([Task(prompt="x")])[0]
+    state.start_task(task.id, "h:1:a", None, lambda _h: True)
+    runtime.redis.delete(runtime.keys.heartbeat(task.id))  # its worker died
+    # Recovery saw the heartbeat gone; before it fails the task, a redelivery starts it again.
+    assert state.start_task(task.id, "h:2:b", None, lambda _h: False).outcome == "started"
+    assert recovery.handle_lost(runtime, task.id, utcnow()) is False
+    assert state.require_task(task.id).status == "running"
+    assert state.get_result(task.id) is None

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from llm_server import tool_call
 from processes import ROOT, TESTS, free_port, run_mimikit, wait_for
+from pydantic import SecretStr
 
 from mimikit.models import Task
 from mimikit.tasks.submit import submit
@@ -146,7 +147,7 @@ def test_flower_argv_opens_the_api_only_on_loopback_without_auth(runtime, monkey
     monkeypatch.delenv("FLOWER_UNAUTHENTICATED_API", raising=False)  # restored afterwards
     argv = flower_argv(runtime.settings, "127.0.0.1", 5555)
     assert "--address=127.0.0.1" in argv and os.environ["FLOWER_UNAUTHENTICATED_API"] == "true"
-    with_auth = runtime.settings.model_copy(update={"flower_basic_auth": "u:p"})
+    with_auth = runtime.settings.model_copy(update={"flower_basic_auth": SecretStr("u:p")})
     argv = flower_argv(with_auth, "0.0.0.0", 5555)
     assert "--basic-auth=u:p" in argv and "FLOWER_UNAUTHENTICATED_API" not in os.environ
     monkeypatch.setenv("MIMIKIT_FLOWER_BASIC_AUTH", "no-colon")

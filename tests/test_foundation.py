@@ -240,3 +240,28 @@ def test_two_instances_on_one_redis_keep_their_queues_apart(procs, runtime, monk
     procs.worker(queues="worker", concurrency=1, name="ours")
     wait_for(lambda: runtime.redis.llen(runtime.keys.meta("started")) == 1,
              message="our own worker to take it")
+
+
+def test_a_config_error_never_prints_a_secret_or_a_redis_password(monkeypatch):
+    from mimikit.config import load_settings
+    from mimikit.exceptions import ConfigError
+
+    monkeypatch.setenv("MIMIKIT_FLOWER_BASIC_AUTH", "only-a-hunter2-password")
+    monkeypatch.setenv("MIMIKIT_REDIS_URL", "http://admin:hunter2@redis.example:6379/0")
+    monkeypatch.setenv("MIMIKIT_TIMEZONE", "Mars/Olympus")
+    with pytest.raises(ConfigError) as error:
+        load_settings()
+    text = str(error.value)
+    assert "hunter2" not in text
+    assert "MIMIKIT_FLOWER_BASIC_AUTH='***': Value error, must be user:password" in text
+    assert "MIMIKIT_REDIS_URL='http://***@redis.example:6379/0'" in text
+    assert "MIMIKIT_TIMEZONE='Mars/Olympus'" in text and "IANA" in text
+
+
+def test_settings_never_show_secrets_in_their_repr(monkeypatch):
+    from mimikit.config import load_settings
+
+    monkeypatch.setenv("MIMIKIT_API_TOKEN", "tok-hunter2")
+    monkeypatch.setenv("MIMIKIT_LLM_API_KEY", "sk-hunter2")
+    settings = load_settings()
+    assert "hunter2" not in repr(settings) and "hunter2" not in str(settings.model_dump())

@@ -257,3 +257,71 @@ def test_run_record_dumps_as_camelcase_json(llm: ScriptedLLM) -> None:
     assert data["usage"]["totalTokens"] > 0
     assert data["id"].startswith("run-")
     assert RunRecord.model_validate(data).toolCalls[0].name == "add"
+
+
+class FinishArgs(BaseModel):
+    answer: str
+
+
+def finishing_registry() -> Registry:
+    """``add`` plus a ``finish`` that ends the run, as submit_result does."""
+    registry = make_registry()
+
+    @registry.tool("finish", roles={"worker"}, alone=True)
+    def finish(ctx: Ctx, args: FinishArgs) -> StopRun:
+        """Finish with the answer."""
+        return StopRun({"answer": args.answer})
+
+    return registry
+
+
+def run_worker(server: ScriptedLLM, max_steps: int = 6) -> RunRecord:
+    client = LLMClient(server.url, None, timeout=5, max_retries=0)
+    return run_agent(client, MODEL, "worker", "You are a test.", "hello", finishing_registry(),
+                     Ctx(), max_steps, text_ends_run=False)
+
+
+def test_a_plain_answer_where_a_tool_must_finish_is_corrected_and_the_run_goes_on(llm):
+    llm.script(MODEL, text("The sum is 5."), tool_call("finish", answer="5"))
+    record = run_worker(llm)
+    assert record.status == "stopped" and record.stopValue == {"answer": "5"}
+    correction = llm.requests[1]["messages"][-1]
+    assert correction["role"] == "user" and "plain text" in correction["content"]
+    assert "'finish'" in correction["content"]
+
+
+def test_a_model_that_never_calls_the_finishing_tool_ends_at_the_step_limit(llm):
+    llm.default(MODEL, text("Done, I think."))
+    record = run_worker(llm, max_steps=3)
+    assert record.status == "failed" and "step limit of 3" in record.error
+    assert "plain text" in record.error and len(llm.requests) == 3
+
+
+@pytest.mark.parametrize("written", [
+    '{"name": "reply", "arguments": {"text": "hi"}}',
+    '```json\n{"function": {"name": "reply", "arguments": "{}"}}\n```',
+    '<tool_call>{"name": "reply", "arguments": {"text": "hi"}}</tool_call>',
+])
+def test_a_tool_call_written_into_the_text_is_not_taken_for_the_answer(llm, written):
+    llm.script(MODEL, text(written), tool_call("reply", text="hi"), text(""))
+    record, ctx = run(llm)
+    assert ctx.replies == ["hi"] and record.finalText == ""
+    correction = llm.requests[1]["messages"][-1]["content"]
+    assert "'reply' written as text" in correction and "tool_calls" in correction
+
+
+def test_a_finishing_call_beside_other_calls_is_refused_and_the_others_run(llm):
+    llm.script(MODEL, tool_calls([("add", {"a": 2, "b": 3}), ("finish", {"answer": "5"})]),
+               tool_call("finish", answer="5"))
+    record = run_worker(llm)
+    assert record.status == "stopped" and record.stopValue == {"answer": "5"}
+    first_results = [m["content"] for m in llm.requests[1]["messages"] if m["role"] == "tool"]
+    assert first_results[0] == '{"sum": 5}'
+    assert "'finish' ends the run: call it alone" in first_results[1]
+
+
+def test_arguments_encoded_twice_are_read(llm):
+    llm.script(MODEL, raw_arguments("add", json.dumps(json.dumps({"a": 1, "b": 2}))),
+               tool_call("finish", answer="3"))
+    record = run_worker(llm)
+    assert record.toolCalls[0].ok and record.toolCalls[0].content == '{"sum": 3}'

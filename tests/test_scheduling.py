@@ -11,7 +11,7 @@ from processes import wait_for
 from scheduling_helpers import add_trigger, fired, firing_events, slots
 
 from mimikit.models import IntervalSchedule, RunAtSchedule, utcnow
-from mimikit.scheduling import entries, triggers
+from mimikit.scheduling import entries, timed
 
 
 def test_interval_trigger_fires_three_times_in_seven_seconds_with_its_times(runtime, procs):
@@ -229,7 +229,7 @@ def test_concurrent_firings_of_one_slot_create_exactly_one_task(runtime):
     slot = trigger.schedule.nextRunAt
     with ThreadPoolExecutor(max_workers=8) as pool:
         outcomes = list(pool.map(
-            lambda _n: triggers.fire_timed(runtime, trigger.id, slot, now()), range(16)))
+            lambda _n: timed.fire_timed(runtime, trigger.id, slot, now()), range(16)))
     # one claims the slot; the rest find it claimed, or the trigger already past it
     assert outcomes.count("fired") == 1, outcomes
     assert set(outcomes) <= {"fired", "duplicate", "stale"}, outcomes

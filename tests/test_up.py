@@ -150,3 +150,64 @@ def test_up_starts_embedded_redis_serves_status_and_leaves_nothing_behind(tmp_pa
              message="every child to exit")
     assert (tmp_path / ".mimikit" / "redis" / "appendonly.aof").exists() or any(
         (tmp_path / ".mimikit" / "redis").glob("appendonly*"))
+
+
+HOSTILE_FILES = {
+    "celeryconfig.py": 'broker_url = "memory://"\nresult_backend = "cache+memory://"\n',
+    "web.py": 'raise SystemExit("a web.py from the work directory was imported")\n',
+    "mimikit/__init__.py": 'raise SystemExit("a mimikit/ from the work directory was imported")\n',
+    "prompts/__init__.py": "",
+    "prompts/agents/teller/identity.md": "HOSTILE IDENTITY\n",
+}
+
+
+def _hostile_dir(root: Path) -> Path:
+    for name, body in HOSTILE_FILES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(body)
+    return root
+
+
+@pytest.mark.slow
+def test_up_in_a_hostile_work_dir_uses_its_own_broker_modules_and_prompts(tmp_path, llm):
+    from llm_server import tool_call
+
+    llm.default("teller", tool_call("reply", text="hello from the real prompts"))
+    web_port, redis_port = free_port(), free_port()
+    env = _up_env(redis_port, MIMIKIT_LLM_BASE_URL=llm.url, MIMIKIT_TELLER_MODEL="teller")
+    mimikit = str(Path(sys.executable).parent / "mimikit")  # the installed command
+    up = subprocess.Popen([mimikit, "up", "--port", str(web_port)], cwd=_hostile_dir(tmp_path),
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for(lambda: len((_status(web_port) or {}).get("workers", [])) == 2, timeout=60,
+                 interval=0.2, message="both workers registered in the real Redis")
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{web_port}/api/input", data=b'{"text": "hi"}', method="POST",
+            headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=5) as reply:
+            assert reply.status == 202
+        wait_for(lambda: llm.requests_for("teller"), timeout=30, message="a Teller run")
+    finally:
+        output = _stop_up(up)
+    system = llm.requests_for("teller")[0]["messages"][0]["content"]
+    assert system.startswith("You are the Mimikit runtime teller.") and "HOSTILE" not in system
+    assert "imported" not in output, output
+
+
+@pytest.mark.slow
+def test_celery_a_mimikit_app_ignores_a_celeryconfig_in_the_current_directory(runtime, tmp_path):
+    from mimikit.launcher import spawn, stop_processes
+
+    (tmp_path / "celeryconfig.py").write_text(HOSTILE_FILES["celeryconfig.py"])
+    celery = str(Path(sys.executable).parent / "celery")
+    name = f"hostile-{os.getpid()}@test"
+    worker = spawn([celery, "-A", "mimikit.celery_app", "worker", "-Q", "worker", "-c", "1",
+                    "-n", name, "--without-mingle", "--without-gossip"],
+                   tmp_path / "worker.log", cwd=tmp_path, env=dict(os.environ))
+    try:
+        wait_for(lambda: runtime.redis.exists(runtime.keys.worker(name)) or worker.poll(),
+                 timeout=30, message="the worker to register in the real Redis")
+        assert worker.poll() is None, (tmp_path / "worker.log").read_text()
+    finally:
+        stop_processes([worker], 10)
+    assert "memory://" not in (tmp_path / "worker.log").read_text()

@@ -6,6 +6,7 @@ import json
 from datetime import timedelta
 
 import pytest
+from pydantic import SecretStr
 
 from mimikit.models import Message, PendingQuestion, Result, Task, utcnow
 
@@ -23,7 +24,7 @@ def client(runtime):
 def token_client(runtime):
     from web import create_app
 
-    settings = runtime.settings.model_copy(update={"api_token": TOKEN})
+    settings = runtime.settings.model_copy(update={"api_token": SecretStr(TOKEN)})
     return create_app(settings).test_client()
 
 
@@ -67,8 +68,10 @@ def test_status_with_redis_down_is_a_json_report_not_a_crash(runtime, redis_serv
     app_client = create_app(settings).test_client()
     body = app_client.get("/api/status").get_json()
     assert body["ok"] is False and body["redis"]["ok"] is False and body["redis"]["error"]
-    # an endpoint that needs Redis answers a JSON 500 naming the error, never an HTML page
-    assert_json_error(app_client.get("/api/messages"), 500, "internal error")
+    # an endpoint that needs Redis answers a JSON 503 naming the cause, never an HTML page
+    away = app_client.get("/api/messages")
+    assert_json_error(away, 503, "cannot reach Redis")
+    assert away.headers["Retry-After"] == "5"
 
 
 def test_wrong_method_and_unknown_path_are_json_errors(client):
@@ -503,3 +506,13 @@ def test_memory_search_finds_a_memory_file(client, runtime):
 ])
 def test_memory_search_with_a_bad_query_is_a_400(client, query, words):
     assert_json_error(client.get(f"/api/memory/search?{query}"), 400, *words)
+
+
+def test_a_500_says_internal_error_and_a_log_id_but_not_the_exception(client, runtime, caplog):
+    task_id = "task-broken"
+    runtime.redis.set(runtime.keys.task(task_id), '{"id": "task-broken", "prompt": "sk-SECRET')
+    response = client.get(f"/api/tasks/{task_id}")
+    body = assert_json_error(response, 500, "internal error")
+    assert "SECRET" not in response.get_data(as_text=True)
+    assert "ValidationError" not in body["error"] and body["logId"] in body["error"]
+    assert any(body["logId"] in record.getMessage() for record in caplog.records)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
-from flask import Flask, jsonify, request
+from flask import Flask, current_app, jsonify, request
+from redis.exceptions import RedisError
 from werkzeug.exceptions import HTTPException
 
-from mimikit.config import Settings, load_settings
+from mimikit.config import Settings, hide_password, load_settings
 from mimikit.store.runtime import build_runtime
 
 MAX_BODY_BYTES = 256 * 1024
@@ -27,6 +29,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(api.bp)
     app.register_blueprint(events.bp)
     app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(RedisError, _redis_away)
     app.register_error_handler(Exception, _unexpected_error)
     return app
 
@@ -37,8 +40,18 @@ def _http_error(error: HTTPException) -> Any:
     return jsonify(error=error.description or error.name, status=error.code), error.code
 
 
-def _unexpected_error(error: Exception) -> Any:
-    from flask import current_app
+def _redis_away(error: RedisError) -> Any:
+    current_app.logger.warning("Redis unavailable on %s: %s", request.path, error)
+    url = hide_password(current_app.extensions["mimikit"].settings.redis_url)
+    body = jsonify(error=f"cannot reach Redis at {url}; start it or run `mimikit up`",
+                   status=503)
+    return body, 503, {"Retry-After": "5"}
 
-    current_app.logger.exception("unexpected error on %s", request.path)
-    return jsonify(error=f"internal error: {type(error).__name__}: {error}", status=500), 500
+
+def _unexpected_error(error: Exception) -> Any:
+    """A 500 that says only "internal error" and a log id: the exception text may hold data
+    or secrets; the log has it under that id."""
+    log_id = uuid.uuid4().hex[:12]
+    current_app.logger.exception("internal error %s on %s %s", log_id, request.method,
+                                 request.path)
+    return jsonify(error=f"internal error (log id {log_id})", logId=log_id, status=500), 500

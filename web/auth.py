@@ -6,12 +6,13 @@ import hmac
 
 from flask import abort, request
 
+from mimikit.config import secret_text
 from web.context import runtime
 
 
 def check_token(allow_query: bool = False) -> None:
     """Abort with 401 unless the request carries the configured token."""
-    token = runtime().settings.api_token
+    token = secret_text(runtime().settings.api_token)
     if not token:
         return
     header = request.headers.get("Authorization", "")

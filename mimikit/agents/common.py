@@ -52,6 +52,7 @@ def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: str, user_prompt
         MeteredClient(client_for(runtime), ctx), settings.model_for(ctx.role), ctx.role,
         system_prompt, user_prompt, registry(), ctx, settings.max_steps,
         deadline=time.monotonic() + timeout, on_step=on_step,
+        text_ends_run=ctx.role == "teller",  # the others finish with submit_result/_verdicts
     )
     record.traceId = ctx.trace_id
     keep_run(runtime, record, owners)

@@ -28,16 +28,19 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         ctx = ToolContext(runtime=runtime, role="planner", trace_id=task.traceId, task=task)
         sections = context_sections(runtime, [task.prompt])
         system = build_system_prompt("planner", choose_mode("planner", bool(sections)), sections)
-        user = (f"Current time (UTC): {utcnow().isoformat(timespec='seconds')}\n\n"
+        now = utcnow().astimezone(runtime.settings.tz).isoformat(timespec="seconds")
+        user = (f"Current time: {now} (time zone {runtime.settings.timezone})\n\n"
                 f"## User request\n{task.prompt}")
         record = run_role(runtime, ctx, system, user, control.remaining(),
                           on_step=lambda _r: control.check(), owners=(task.id,))
-        result = planner_result(task, record, bool(ctx.staged))
+        result = planner_result(task, record)
         if result.status == "done" and ctx.staged:
             staged = list(ctx.staged)
             control.commit_hooks.append(lambda pipe, _t: commit(runtime, pipe, staged))
             control.after_hooks.append(lambda _t, _r: after_commit(runtime, staged))
-        control.notify_teller = result.status != "done"
+        # The Teller hears of every result but a plan whose tasks report for themselves; a
+        # Planner that answered from history or memory delegated nothing.
+        control.notify_teller = not (result.status == "done" and ctx.staged)
         return result
 
     decision = execute(runtime.state, task_id, celery_id, runtime.settings.planner_timeout, body)
@@ -46,14 +49,11 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
     return decision.outcome
 
 
-def planner_result(task: Task, record: RunRecord, staged: bool) -> Result:
+def planner_result(task: Task, record: RunRecord) -> Result:
     """The Planner's Result from how its run ended."""
     if record.status == "stopped" and isinstance(record.stopValue, dict):
         value: dict[str, Any] = record.stopValue
         return Result(id=task.id, attempts=task.attempts, traceId=task.traceId, **value)
-    if record.status == "done" and staged:
-        return Result(id=task.id, status="done", result={"text": record.finalText or "planned"},
-                      attempts=task.attempts, traceId=task.traceId)
     error = record.error or "the Planner ended without calling submit_result"
     return Result(id=task.id, status="failed", error=error, attempts=task.attempts,
                   traceId=task.traceId)

@@ -9,10 +9,13 @@ Only the Teller has the fixed first line and ``voice.md``.
 from __future__ import annotations
 
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Literal
 
 PromptMode = Literal["full", "minimal", "none"]
+# The prompt files installed beside the mimikit package, read by path: a prompts/ folder in the
+# current directory never replaces them.
+PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
 TELLER_FIRST_LINE = "You are the Mimikit runtime teller."
 ROLE_FILES = {
     "teller": ("identity", "voice", "tools", "rules", "output"),
@@ -24,8 +27,7 @@ ROLE_FILES = {
 @cache
 def load(relative: str) -> str:
     """The text of one prompt file, e.g. ``agents/teller/identity.md``."""
-    path = resources.files("prompts").joinpath(relative)
-    return path.read_text(encoding="utf-8").strip()
+    return (PROMPTS_DIR / relative).read_text(encoding="utf-8").strip()
 
 
 def role_text(role: str) -> str:

@@ -58,8 +58,6 @@ def _run_llm(runtime: Runtime, task: Task, prompt: str, control: RunControl) -> 
     base: dict[str, Any] = {"id": task.id, "attempts": task.attempts, "traceId": task.traceId}
     if record.status == "stopped" and isinstance(record.stopValue, dict):
         return Result(**base, **record.stopValue)
-    if record.status == "done" and record.finalText:
-        return Result(**base, status="done", result={"text": record.finalText})
     return Result(**base, status="failed", error=record.error or "the Worker ended without a result")
 
 

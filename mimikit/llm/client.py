@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 import openai
 
+from mimikit.config import secret_text
 from mimikit.exceptions import LLMUnavailable
 from mimikit.models import Usage
 
@@ -91,7 +92,7 @@ class LLMClient:
         """Build a client from ``Settings`` (``llm_base_url``, ``llm_api_key``, timeouts)."""
         return cls(
             base_url=settings.llm_base_url,
-            api_key=settings.llm_api_key,
+            api_key=secret_text(settings.llm_api_key),
             timeout=settings.llm_timeout,
             max_retries=settings.llm_retries,
         )

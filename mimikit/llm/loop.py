@@ -1,4 +1,10 @@
-"""The agent loop: ask the model, run the tool calls it makes, feed results back, repeat."""
+"""The agent loop: ask the model, run the tool calls it makes, feed results back, repeat.
+
+Real models do not always call tools the way they are asked to. An answer in plain text (where
+the role must finish with a tool), a tool call written as JSON in the message text, or a
+finishing call sent together with other calls each get one corrective message and the run goes
+on; the step limit still bounds a model that never complies.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from mimikit.llm.client import ChatClient, LLMDeadline, ToolCall
+from mimikit.llm.client import ChatClient, Completion, LLMDeadline, ToolCall
+from mimikit.llm.corrections import plain_answer_correction
 from mimikit.llm.registry import Registry, ToolOutcome
 from mimikit.models import Model, Usage, new_id, utcnow
 
@@ -57,6 +64,7 @@ def run_agent(
     max_steps: int,
     deadline: float | None = None,
     on_step: Callable[[RunRecord], None] | None = None,
+    text_ends_run: bool = True,
 ) -> RunRecord:
     """Run one agent until it answers without a tool call, a tool stops it, or a limit hits.
 
@@ -72,6 +80,8 @@ def run_agent(
         deadline: A ``time.monotonic()`` value after which the run fails as timed out.
         on_step: Called with the record before each LLM request; may raise to abort the run
             (the exception propagates).
+        text_ends_run: Whether a plain answer ends the run (the Teller's reply); otherwise it
+            is corrected and the run goes on until a tool ends it.
 
     Returns:
         The run record: status "done" (plain answer, see ``finalText``), "stopped" (a tool
@@ -80,66 +90,110 @@ def run_agent(
     Raises:
         LLMUnavailable: The LLM is not configured or cannot be reached.
     """
-    started = time.monotonic()
     record = RunRecord(role=role, model=model)
     record.messages = [
         {"role": "system", "content": system_prompt},
         {"role": "user", "content": user_prompt},
     ]
+    loop = _Loop(client, record, registry, ctx, max_steps, deadline, on_step, text_ends_run)
     try:
-        _loop(client, record, registry, ctx, max_steps, deadline, started, on_step)
+        loop.run()
     finally:
-        record.durationMs = int((time.monotonic() - started) * 1000)
+        record.durationMs = int((time.monotonic() - loop.started) * 1000)
     logger.info("%s run %s %s after %d steps", role, record.id, record.status, record.steps)
     return record
 
 
-def _loop(
-    client: ChatClient,
-    record: RunRecord,
-    registry: Registry,
-    ctx: Any,
-    max_steps: int,
-    deadline: float | None,
-    started: float,
-    on_step: Callable[[RunRecord], None] | None,
-) -> None:
-    tools = registry.schemas_for(record.role) or None
-    last_error: str | None = None
-    while record.steps < max_steps:
-        if deadline is not None and time.monotonic() >= deadline:
-            return _timed_out(record, deadline, started)
-        if on_step is not None:
-            on_step(record)
-        try:
-            completion = client.chat(record.model, record.messages, tools, deadline=deadline)
-        except LLMDeadline:
-            return _timed_out(record, deadline or started, started)
-        record.steps += 1
-        record.usage = record.usage + completion.usage
-        record.messages.append(completion.raw_message)
-        if not completion.tool_calls:
-            record.status, record.finalText = "done", completion.content
+class _Loop:
+    """The steps of one run: each asks the model, then handles its answer."""
+
+    def __init__(self, client: ChatClient, record: RunRecord, registry: Registry, ctx: Any,
+                 max_steps: int, deadline: float | None,
+                 on_step: Callable[[RunRecord], None] | None, text_ends_run: bool) -> None:
+        self.client, self.record, self.registry, self.ctx = client, record, registry, ctx
+        self.max_steps, self.deadline, self.on_step = max_steps, deadline, on_step
+        self.text_ends_run = text_ends_run
+        self.started = time.monotonic()
+        self.last_error: str | None = None
+        self.tools = registry.schemas_for(record.role) or None
+
+    def run(self) -> None:
+        record = self.record
+        while record.steps < self.max_steps:
+            completion = self._ask()
+            if completion is None:
+                return
+            if not completion.tool_calls:
+                if self._plain_answer(completion.content):
+                    return
+            elif self._run_calls(completion.tool_calls):
+                return
+        record.status = "failed"
+        record.error = (f"step limit of {self.max_steps} reached without finishing; last tool "
+                        f"error: {self.last_error or 'none (the model kept calling tools)'}")
+
+    def _ask(self) -> Completion | None:
+        """One LLM request; None when the run timed out (its record says so)."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self._timed_out(self.deadline)
             return None
+        if self.on_step is not None:
+            self.on_step(self.record)
+        try:
+            completion = self.client.chat(self.record.model, self.record.messages, self.tools,
+                                          deadline=self.deadline)
+        except LLMDeadline:
+            self._timed_out(self.deadline or self.started)
+            return None
+        self.record.steps += 1
+        self.record.usage = self.record.usage + completion.usage
+        self.record.messages.append(completion.raw_message)
+        return completion
+
+    def _plain_answer(self, content: str | None) -> bool:
+        """True when a plain answer ends the run; otherwise it is corrected."""
+        correction = plain_answer_correction(content, self.registry, self.record.role,
+                                             self.text_ends_run)
+        if correction is None:
+            self.record.status, self.record.finalText = "done", content
+            return True
+        self.record.messages.append({"role": "user", "content": correction})
+        self.last_error = correction
+        return False
+
+    def _run_calls(self, calls: list[ToolCall]) -> bool:
+        """Run one message's tool calls; True when one of them ended the run."""
         finish: ToolOutcome | None = None
-        for index, call in enumerate(completion.tool_calls):
-            outcome = _execute(registry, record, call, ctx)
+        for index, call in enumerate(calls):
+            if len(calls) > 1 and self.registry.must_be_alone(self.record.role, call.name):
+                outcome = self._refuse(call, f"{call.name!r} ends the run: call it alone, in a "
+                                             "message of its own, once your other calls' results "
+                                             "are in")
+            else:
+                outcome = _execute(self.registry, self.record, call, self.ctx)
             if not outcome.ok:
-                last_error = outcome.content
+                self.last_error = outcome.content
             if outcome.stop and outcome.after_batch:
                 finish = finish or outcome
             elif outcome.stop:
-                _skip_rest(record, completion.tool_calls[index + 1 :], call.name)
-                record.status, record.stopValue = "stopped", outcome.value
-                return None
+                _skip_rest(self.record, calls[index + 1 :], call.name)
+                self.record.status, self.record.stopValue = "stopped", outcome.value
+                return True
         if finish is not None:
-            record.status, record.stopValue = "stopped", finish.value
-            return None
-    record.status = "failed"
-    record.error = f"step limit of {max_steps} reached without finishing; last tool error: " + (
-        last_error or "none (the model kept calling tools)"
-    )
-    return None
+            self.record.status, self.record.stopValue = "stopped", finish.value
+            return True
+        return False
+
+    def _refuse(self, call: ToolCall, reason: str) -> ToolOutcome:
+        content = f"error: {reason}"
+        self.record.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+        self.record.toolCalls.append(ToolCallRecord(name=call.name, arguments=call.arguments,
+                                                    ok=False, content=content, durationMs=0))
+        return ToolOutcome(ok=False, content=content)
+
+    def _timed_out(self, deadline: float) -> None:
+        self.record.status = "failed"
+        self.record.error = f"timed out after {round(deadline - self.started, 1):g} s"
 
 
 def _execute(registry: Registry, record: RunRecord, call: ToolCall, ctx: Any) -> ToolOutcome:
@@ -168,8 +222,3 @@ def _skip_rest(record: RunRecord, calls: list[ToolCall], stopper: str) -> None:
                 "content": f"error: not run: the run ended at {stopper!r}",
             }
         )
-
-
-def _timed_out(record: RunRecord, deadline: float, started: float) -> None:
-    record.status = "failed"
-    record.error = f"timed out after {round(deadline - started, 1):g} s"

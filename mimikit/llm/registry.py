@@ -49,6 +49,7 @@ class Tool:
     args: type[BaseModel]
     roles: frozenset[str]
     handler: Handler
+    alone: bool = False  # ends the run: only valid as the one call of its message
 
 
 @dataclass(frozen=True)
@@ -92,11 +93,14 @@ class Registry:
         return tool
 
     def tool(
-        self, name: str, *, roles: Iterable[str], description: str | None = None
+        self, name: str, *, roles: Iterable[str], description: str | None = None,
+        alone: bool = False,
     ) -> Callable[[Handler], Handler]:
         """Decorator: register ``handler(ctx, args)``; the args model is its annotation.
 
-        The description defaults to the handler's docstring.
+        The description defaults to the handler's docstring. An ``alone`` tool finishes the
+        run and must be the only call of its message (its result is final, so the results of
+        calls made beside it would never be seen).
         """
 
         def decorate(handler: Handler) -> Handler:
@@ -107,6 +111,7 @@ class Registry:
                     args=_args_model(handler),
                     roles=frozenset(roles),
                     handler=handler,
+                    alone=alone,
                 )
             )
             return handler
@@ -116,6 +121,15 @@ class Registry:
     def get(self, role: str, name: str) -> Tool | None:
         """The tool ``name`` as the role sees it, or None."""
         return self._tools.get((role, name))
+
+    def must_be_alone(self, role: str, name: str) -> bool:
+        """True when the role's tool ``name`` must be the only call of its message."""
+        tool = self._tools.get((role, name))
+        return bool(tool and tool.alone)
+
+    def finishers(self, role: str) -> list[str]:
+        """The role's tools that finish a run (e.g. ``submit_result``)."""
+        return [n for n in self.names_for(role) if self._tools[(role, n)].alone]
 
     def names_for(self, role: str) -> list[str]:
         """The tool names a role may call, sorted."""
@@ -203,6 +217,11 @@ def _parse_args(tool: Tool, arguments_json: str) -> BaseModel | ToolOutcome:
             f"the arguments of {tool.name!r} are not valid JSON: {error.msg} at line "
             f"{error.lineno} column {error.colno} (near {near!r}); send one JSON object"
         )
+    if isinstance(data, str) and data.strip().startswith("{"):
+        try:  # arguments encoded twice (a JSON string holding the JSON object)
+            data = json.loads(data)
+        except json.JSONDecodeError:
+            pass
     if not isinstance(data, dict):
         return _error(
             f"the arguments of {tool.name!r} must be a JSON object, not {type(data).__name__}"

@@ -23,7 +23,7 @@ from redbeat.schedulers import LUA_EXTEND_TO_SCRIPT, get_redis
 from redis.exceptions import LockError, RedisError
 
 from mimikit.models import utcnow
-from mimikit.scheduling.entries import FIRE_TASK, next_due, slot_of
+from mimikit.scheduling import entries
 from mimikit.store import lease
 from mimikit.store.identity import HOSTNAME, owner_alive
 from mimikit.store.runtime import Runtime, get_runtime
@@ -38,7 +38,7 @@ class Scheduler(RedBeatScheduler):
     lock: Any = None
 
     def __init__(self, app: Any, **kwargs: Any) -> None:
-        self._advanced: list[Any] = []
+        self._advanced: list[tuple[Any, datetime]] = []
         self.runtime = get_runtime()  # Celery builds the scheduler: this is the edge
         super().__init__(app, **kwargs)
         try:
@@ -99,10 +99,10 @@ class Scheduler(RedBeatScheduler):
 
     def apply_async(self, entry: Any, producer: Any = None, advance: bool = True,
                     **kwargs: Any) -> Any:
-        if entry.task != FIRE_TASK:
+        if entry.task != entries.FIRE_TASK:
             return self._publish(entry, producer, advance)
         now = datetime.now(UTC)
-        slot = slot_of(entry, now)
+        slot = entries.slot_of(entry, now)
         plain = entry.kwargs
         entry.kwargs = {**(plain or {}), "slot": slot.isoformat(), "sentAt": now.isoformat()}
         try:
@@ -113,8 +113,7 @@ class Scheduler(RedBeatScheduler):
         if (plain or {}).get("kind") == "at":
             entry.delete()
         else:
-            entry.last_run_at = slot
-            self._advanced.append(entry)
+            self._advanced.append((entry, entries.advance(entry, slot)))
         return result
 
     def _until_next_entry(self) -> float:
@@ -131,10 +130,10 @@ class Scheduler(RedBeatScheduler):
             return
         schedule_key = self.app.redbeat_conf.schedule_key
         with get_redis(self.app).pipeline() as pipe:
-            for entry in self._advanced:
+            for entry, due in self._advanced:
                 meta = json.dumps({"last_run_at": entry.last_run_at}, cls=RedBeatJSONEncoder)
-                pipe.hset(entry.key, "meta", meta)
-                pipe.zadd(schedule_key, {entry.key: next_due(entry).timestamp()})
+                pipe.hset(entry.key, mapping={"meta": meta, "definition": entries.definition(entry)})
+                pipe.zadd(schedule_key, {entry.key: due.timestamp()})
             pipe.execute()
         self._advanced.clear()
 

@@ -5,8 +5,10 @@ Every atom says whether something happened that this trigger has not yet acted o
 - ``task_done`` / ``task_failed``: the referenced task's latest result (a trigger id stands for
   its latest fired task) has that status and completed after the trigger last fired;
 - ``file_changed``: the fingerprint (paths, mtimes, sizes) of the files matching the glob differs
-  from the one recorded when the trigger last fired, or at install (the baseline);
-- ``file_exists``: some file matches and that match was not yet acted on;
+  from the one recorded when the trigger last fired, or at install (the baseline, recorded for
+  every file atom at install, whatever its siblings);
+- ``file_exists``: some file matches now (a firing is claimed once per evidence, so the same
+  files do not fire a lone ``file_exists`` twice);
 - ``llm_eval``: a satisfied verdict newer than the last firing; otherwise unknown (``None``),
   which makes the condition pending for the batched evaluation.
 
@@ -34,6 +36,7 @@ from mimikit.models import (
     TaskDone,
     TaskFailed,
 )
+from mimikit.scheduling.validation import inside_work_dir
 from mimikit.store.keys import as_text
 from mimikit.store.runtime import Runtime
 
@@ -105,7 +108,7 @@ class FileScanner:
         return hashlib.sha1("\n".join(sorted(lines)).encode()).hexdigest()[:20]
 
     def _matches(self, pattern: str) -> list[Path]:
-        relative = pattern.lstrip("/") if not Path(pattern).is_absolute() else pattern
+        relative = inside_work_dir(pattern, self.root)  # ValueError when it leaves the root
         if not _GLOB_CHARS & set(relative):
             candidate = self.root / relative
             return [candidate] if candidate.is_file() else []
@@ -158,13 +161,13 @@ class Context:
         self.observed[path] = current
         last = self.seen().get(path)
         if isinstance(atom, FileChanged):
-            if last is None:  # first observation: the baseline, not a change
+            if last is None:  # a trigger stored before baselines were recorded at install
                 self.runtime.redis.hsetnx(self.runtime.keys.file_seen(self.trigger.id), path,
                                           current)
                 self.seen()[path] = current
                 return False, f"{pattern}={current}"
             return current != last, f"{pattern}={current}"
-        return bool(current) and current != last, f"{pattern}={current}"
+        return bool(current), f"{pattern}={current}"
 
     def llm_atom(self, path: str) -> tuple[bool | None, str]:
         condition_id = f"{self.trigger.id}:{path}"
@@ -176,6 +179,13 @@ class Context:
         if verdict.get("satisfied") and (self.since is None or at > self.since):
             return True, f"{condition_id}@{verdict['at']}"
         return None, ""
+
+    def baselines(self) -> dict[str, str]:
+        """Every file atom's fingerprint now (recorded at install: what later changes count
+        against, whichever sibling decides first)."""
+        return {path: self.files.fingerprint(atom.params.path)
+                for path, atom in atoms(self.trigger.condition)
+                if isinstance(atom, FileChanged | FileExists)}
 
     def file_marks(self) -> dict[str, str]:
         """The fingerprints to record when the trigger fires (its file atoms acted on)."""

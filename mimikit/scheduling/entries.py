@@ -19,6 +19,7 @@ from mimikit.celery_app import app
 from mimikit.delivery.queues import SYSTEM_PRIORITY
 from mimikit.models import IntervalSchedule
 from mimikit.scheduling import slots
+from mimikit.scheduling.cron import Cron
 
 FIRE_TASK = "mimikit.triggers.fire"
 FIRE_OPTIONS = {"queue": "supervisor", "priority": SYSTEM_PRIORITY}
@@ -34,17 +35,16 @@ def save_entry(trigger_id: str, schedule: IntervalSchedule | None, due: datetime
 
     ``schedule`` is the recurring schedule, or None for a one-off (``runAt``) entry.
     """
-    if schedule is None:
-        run_every = max(due - now, timedelta(milliseconds=1))
-        celery_schedule, last, kind = every(run_every), now, "at"
-    elif schedule.interval is not None:
+    kwargs: dict[str, Any] = {"kind": "at"}
+    if schedule is not None and schedule.interval is not None:
         step = timedelta(seconds=schedule.interval)
-        celery_schedule, last, kind = every(step), due - step, "interval"
+        celery_schedule, last, kwargs = every(step), due - step, {"kind": "interval"}
     else:
-        cron = slots.parse_cron(schedule.cron or "")
-        celery_schedule, last, kind = cron, due - timedelta(seconds=1), "cron"
+        celery_schedule, last = every(max(due - now, timedelta(milliseconds=1))), now
+        if schedule is not None:  # cron: the gap to the next slot changes at every firing
+            kwargs = {"kind": "cron", "cron": schedule.cron, "zone": schedule.timezone}
     entry = RedBeatSchedulerEntry(entry_name(trigger_id), FIRE_TASK, celery_schedule,
-                                  args=[trigger_id], kwargs={"kind": kind},
+                                  args=[trigger_id], kwargs=kwargs,
                                   options=dict(FIRE_OPTIONS), app=app, last_run_at=last)
     entry.save()
     # The score is the real due time (RedBeat's own estimate can put it after that time).
@@ -75,8 +75,21 @@ def slot_of(entry: Any, now: datetime) -> datetime:
         step = entry.schedule.run_every.total_seconds()
         return slots.grid_slot(last + timedelta(seconds=step), step, now)
     if kind == "cron":
-        return slots.latest_cron(entry.schedule, last, now) or now
+        return _cron(entry).latest_in(last, now) or now
     return last + entry.schedule.run_every
+
+
+def advance(entry: Any, slot: datetime) -> datetime:
+    """Move a recurring entry past ``slot``; returns when it is due next.
+
+    A cron entry's interval becomes the gap to its next slot, so that RedBeat's own due check
+    agrees with the score.
+    """
+    entry.last_run_at = slot
+    following = next_due(entry)
+    if (entry.kwargs or {}).get("kind") == "cron":
+        entry.schedule = every(max(following - slot, timedelta(milliseconds=1)))
+    return following
 
 
 def next_due(entry: Any) -> datetime:
@@ -87,8 +100,21 @@ def next_due(entry: Any) -> datetime:
     """
     last = aware(entry.last_run_at)
     if (entry.kwargs or {}).get("kind") == "cron":
-        return slots.next_cron(entry.schedule, last) or last + timedelta(days=3650)
+        return _cron(entry).next_after(last)
     return last + entry.schedule.run_every
+
+
+def definition(entry: Any) -> str:
+    """The stored definition of an entry (what RedBeat keeps under ``definition``)."""
+    return json.dumps({"name": entry.name, "task": entry.task, "args": entry.args,
+                       "kwargs": entry.kwargs, "options": entry.options,
+                       "schedule": entry.schedule, "enabled": entry.enabled},
+                      cls=RedBeatJSONEncoder)
+
+
+def _cron(entry: Any) -> Cron:
+    kwargs = entry.kwargs or {}
+    return Cron.parse(kwargs.get("cron") or "", kwargs.get("zone"))
 
 
 def aware(value: datetime) -> datetime:

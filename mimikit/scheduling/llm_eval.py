@@ -15,10 +15,12 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from mimikit.models import utcnow
 from mimikit.scheduling import conditions, triggers
+from mimikit.scheduling.triggers import cooling_until
 from mimikit.store.keys import as_text
 from mimikit.store.runtime import Runtime
 
@@ -41,11 +43,16 @@ def pending_conditions(runtime: Runtime) -> list[dict[str, str]]:
             continue
         if busy.get(trigger.id, 0) > now.timestamp():
             continue
-        if triggers.cooling_until(trigger, now) is not None:
+        if cooling_until(trigger, now) is not None:
             continue
-        evaluation = conditions.evaluate(trigger.condition, conditions.Context(runtime, trigger))
+        evaluation = triggers.guarded(
+            runtime, trigger.id, "llm_eval collection",
+            partial(conditions.evaluate, trigger.condition, conditions.Context(runtime, trigger)),
+            None)
+        if evaluation is None:
+            continue
         if evaluation.value is True:  # decided without the LLM (e.g. a cooldown just ended)
-            triggers.evaluate_and_fire(runtime, trigger.id, cause="llm_eval batch", trigger=trigger)
+            triggers.evaluate(runtime, trigger.id, cause="llm_eval batch", trigger=trigger)
         elif evaluation.value is None:
             found += [{"id": f"{trigger.id}:{path}", "prompt": prompt, "triggerId": trigger.id}
                       for path, prompt in evaluation.pending]
@@ -97,4 +104,4 @@ def holding(runtime: Runtime, trigger_ids: list[str], seconds: float) -> Iterato
 def fire_satisfied(runtime: Runtime, trigger_ids: list[str]) -> list[str]:
     """Fire the triggers whose conditions hold now that the verdicts are in."""
     return [tid for tid in trigger_ids
-            if triggers.evaluate_and_fire(runtime, tid, cause="llm_eval verdict")]
+            if triggers.evaluate(runtime, tid, cause="llm_eval verdict")]

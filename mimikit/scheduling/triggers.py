@@ -1,9 +1,12 @@
-"""Triggers: recurring, scheduled and conditional tasks, and their firing.
+"""Triggers: recurring, scheduled and conditional tasks, installed, routed to, and given up on.
 
 Recurring and scheduled triggers are RedBeat entries that send ``mimikit.triggers.fire`` at each
-slot; conditional triggers are indexed by what they depend on (task ids, files, ``llm_eval``).
-Every firing creates a oneshot Worker task and claims its occurrence (trigger id + slot) in the
-same transaction, guarded by WATCH on the trigger, so no occurrence ever runs twice.
+slot (``timed``); conditional triggers are indexed by what they depend on (task ids, files,
+``llm_eval``) and evaluated when that changes. Every firing creates a oneshot Worker task and
+claims its occurrence (trigger id + slot, or the evidence its condition rests on) in the same
+transaction, guarded by WATCH on the trigger, so no occurrence ever runs twice. A trigger whose evaluation fails is logged with its id
+and skipped, so the others go on; one that fails ``FAILURES_BEFORE_FAILED`` times in a row is
+marked failed with the reason.
 """
 
 from __future__ import annotations
@@ -11,7 +14,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
+
+from redis.exceptions import RedisError
 
 from mimikit.delivery.dispatch import enqueue
 from mimikit.exceptions import NotFound
@@ -23,7 +28,10 @@ from mimikit.store.runtime import Runtime
 from mimikit.store.state import summarize
 
 log = logging.getLogger("mimikit.triggers")
+FAILURES_BEFORE_FAILED = 3
+FAILURE_WINDOW_SECONDS = 600  # failures further apart than this do not add up
 CLAIM_TTL_SECONDS = 7 * 24 * 3600
+Value = TypeVar("Value")
 
 
 def install(runtime: Runtime, trigger: Task) -> None:
@@ -65,7 +73,7 @@ def _install_timed(runtime: Runtime, trigger: Task) -> None:
     schedule = trigger.schedule
     if isinstance(schedule, IntervalSchedule):
         if schedule.cron is not None:
-            slots.parse_cron(schedule.cron)
+            slots.cron_of(schedule)  # a stored expression that no longer parses fails here
         next_run = schedule.nextRunAt or slots.next_after(schedule, now)
         if schedule.nextRunAt != next_run:
             trigger = _set_next_run(runtime, trigger.id, next_run) or trigger
@@ -86,9 +94,23 @@ def _set_next_run(runtime: Runtime, trigger_id: str, next_run: datetime) -> Task
 
 def _install_conditional(runtime: Runtime, trigger: Task) -> None:
     index_conditional(runtime, trigger)
-    # The first look records the file_changed baselines and fires at once what already holds
-    # (e.g. task_done of a task that finished before this trigger existed).
-    evaluate_and_fire(runtime, trigger.id, cause="installed", trigger=trigger)
+    record_baselines(runtime, trigger)
+    # What already holds fires at once (e.g. task_done of a task that finished before this
+    # trigger existed).
+    guarded(runtime, trigger.id, "install",
+            lambda: evaluate_and_fire(runtime, trigger.id, cause="installed", trigger=trigger),
+            False)
+
+
+def record_baselines(runtime: Runtime, trigger: Task) -> None:
+    """Note every file atom's state now, unless noted before (a restore keeps the old one)."""
+    if trigger.condition is None or not conditions.has_files(trigger.condition):
+        return
+    key = runtime.keys.file_seen(trigger.id)
+    pipe = runtime.redis.pipeline(transaction=False)
+    for path, fingerprint in conditions.Context(runtime, trigger).baselines().items():
+        pipe.hsetnx(key, path, fingerprint)
+    pipe.execute()
 
 
 def index_conditional(runtime: Runtime, trigger: Task) -> None:
@@ -102,9 +124,6 @@ def index_conditional(runtime: Runtime, trigger: Task) -> None:
     if conditions.has_llm(condition):
         pipe.sadd(keys.llm_triggers, trigger.id)
     pipe.execute()
-
-
-# --- firing ------------------------------------------------------------------------------------
 
 
 def on_result(runtime: Runtime, task: Task, result: Any) -> list[str]:
@@ -121,7 +140,7 @@ def on_result(runtime: Runtime, task: Task, result: Any) -> list[str]:
     ids = sorted({as_text(i) for members in pipe.execute() for i in members})
     cause = f"result of {task.id} ({getattr(result, 'status', '?')})"
     routed = {ref: result for ref in (task.id, task.triggerId) if ref}
-    return [tid for tid in ids if evaluate_and_fire(runtime, tid, cause=cause, routed=routed)]
+    return [tid for tid in ids if evaluate(runtime, tid, cause=cause, routed=routed)]
 
 
 def cooling_until(trigger: Task, now: datetime) -> datetime | None:
@@ -167,78 +186,10 @@ def evaluate_and_fire(runtime: Runtime, trigger_id: str, *, cause: str,
             pipe.hset(runtime.keys.file_seen(trigger.id), mapping=marks)
         pipe.zrem(runtime.keys.cooling, trigger.id)
 
-    child = _child(trigger, catch_up=False)
+    child = child_of(trigger, catch_up=False)
     fired = commit_firing(runtime, trigger, evaluation.digest(), change, child,
                           {"cause": cause}, extra)
     return fired is not None
-
-
-def fire_timed(runtime: Runtime, trigger_id: str, slot: datetime | None = None,
-               sent_at: datetime | None = None) -> str:
-    """Fire one slot of a recurring or scheduled trigger (the body of ``mimikit.triggers.fire``).
-
-    Returns ``fired``, ``caught_up``, ``skipped`` (missed slots under ``misfire: skip``),
-    ``duplicate`` (slot already claimed), ``stale``, ``early`` or ``gone``.
-    """
-    trigger = runtime.state.get_task(trigger_id)
-    if trigger is None or trigger.finished or trigger.type not in ("recurring", "scheduled"):
-        delete_entry(trigger_id)
-        return "gone"
-    sent_at = sent_at or utcnow()
-    if trigger.type == "scheduled":
-        return _fire_once(runtime, trigger, sent_at)
-    schedule = trigger.schedule
-    assert isinstance(schedule, IntervalSchedule)
-    expected = schedule.nextRunAt or sent_at
-    slot = slot or slots.current_slot(schedule, expected, sent_at)
-    if slot < expected - timedelta(seconds=slots.EARLY_TOLERANCE_SECONDS):
-        return "stale"
-    missed = (slot > expected + timedelta(seconds=slots.EARLY_TOLERANCE_SECONDS)
-              or (sent_at - slot).total_seconds() > slots.grace_seconds(trigger, slot))
-    run = not (missed and trigger.misfire == "skip")
-    following = slots.next_after(schedule, slot)
-
-    def change(task: Task) -> Task | None:
-        current = task.schedule
-        assert isinstance(current, IntervalSchedule)
-        if current.nextRunAt and current.nextRunAt > slot + timedelta(seconds=0.5):
-            return None  # a later slot already ran
-        current.nextRunAt = following
-        if run:
-            current.lastRunAt, task.lastTriggeredAt = slot, utcnow()
-        return task
-
-    child = _child(trigger, catch_up=missed) if run else None
-    details = {"slot": slot.isoformat(), "catchUp": missed or None,
-               "skipped": (not run) or None,
-               "lateMs": int((sent_at - slot).total_seconds() * 1000)}
-    if commit_firing(runtime, trigger, slot.isoformat(), change, child, details) is None:
-        return "duplicate"
-    return ("caught_up" if missed else "fired") if run else "skipped"
-
-
-def _fire_once(runtime: Runtime, trigger: Task, sent_at: datetime) -> str:
-    due = slots.run_at_due(trigger)
-    if sent_at < due - timedelta(seconds=slots.EARLY_TOLERANCE_SECONDS):
-        save_entry(trigger.id, None, due, utcnow())  # never early: wait for the real time
-        return "early"
-    missed = (sent_at - due).total_seconds() > slots.MISFIRE_GRACE_SECONDS
-    run = not (missed and trigger.misfire == "skip")
-
-    def change(task: Task) -> Task | None:
-        task.status, task.completedAt = "done", utcnow()
-        if run:
-            task.lastTriggeredAt = task.completedAt
-        return task
-
-    child = _child(trigger, catch_up=missed) if run else None
-    details = {"slot": due.isoformat(), "catchUp": missed or None, "skipped": (not run) or None}
-    committed = commit_firing(runtime, trigger, due.isoformat(), change, child, details)
-    delete_entry(trigger.id)
-    if committed is None:
-        return "duplicate"
-    unschedule(runtime, committed)
-    return ("caught_up" if missed else "fired") if run else "skipped"
 
 
 def commit_firing(runtime: Runtime, trigger: Task, occurrence: str,
@@ -282,9 +233,56 @@ def commit_firing(runtime: Runtime, trigger: Task, occurrence: str,
     return updated
 
 
-def _child(trigger: Task, catch_up: bool) -> Task:
+def child_of(trigger: Task, catch_up: bool) -> Task:
     """The oneshot task one firing of ``trigger`` runs."""
     return Task(type="oneshot", role="planner" if trigger.role == "planner" else "worker",
                 prompt=trigger.prompt, title=trigger.title, priority=trigger.priority,
                 timeout=trigger.timeout, retry=trigger.retry, traceId=trigger.traceId,
                 parentId=trigger.parentId, triggerId=trigger.id, catchUp=catch_up)
+
+
+def evaluate(runtime: Runtime, trigger_id: str, *, cause: str, **context: Any) -> bool:
+    """``evaluate_and_fire`` for one trigger among many: a failure is logged, counted against
+    this trigger and skipped (False), so the others are still evaluated."""
+    return guarded(runtime, trigger_id, cause,
+                   lambda: evaluate_and_fire(runtime, trigger_id, cause=cause, **context), False)
+
+
+def guarded(runtime: Runtime, trigger_id: str, doing: str, step: Callable[[], Value],
+            on_failure: Value) -> Value:
+    """Run one step of one trigger; a failure (other than Redis being away, which stops the
+    whole pass) is noted against the trigger and ``on_failure`` returned instead."""
+    try:
+        return step()
+    except RedisError:
+        raise
+    except Exception as error:  # a bad trigger must not stop the other triggers
+        log.exception("trigger %s: %s failed", trigger_id, doing)
+        note_failure(runtime, trigger_id, f"{doing}: {type(error).__name__}: {error}")
+        return on_failure
+
+
+def note_failure(runtime: Runtime, trigger_id: str, reason: str) -> bool:
+    """Count a failure of the trigger; True when it was marked failed by this one."""
+    key = runtime.keys.meta(f"trigger_failures:{trigger_id}")
+    pipe = runtime.redis.pipeline(transaction=True)
+    pipe.incr(key)
+    pipe.expire(key, FAILURE_WINDOW_SECONDS)
+    count = int(pipe.execute()[0])
+    runtime.state.log("trigger_error", taskId=trigger_id, error=reason, failures=count)
+    if count < FAILURES_BEFORE_FAILED:
+        return False
+    runtime.redis.delete(key)
+    return mark_failed(runtime, trigger_id, f"failed {count} times in a row; last: {reason}")
+
+
+def mark_failed(runtime: Runtime, trigger_id: str, reason: str) -> bool:
+    """Give up on a trigger: it is failed with the reason, unscheduled, and the user told."""
+    failed = runtime.state.set_status(trigger_id, "failed", reason=reason)
+    if failed is None:
+        return False
+    unschedule(runtime, failed)
+    label = failed.title or failed.prompt[:80]
+    runtime.state.system_message(f"Trigger failed: {label} — {reason}", taskId=failed.id,
+                                 traceId=failed.traceId)
+    return True

@@ -14,7 +14,7 @@ from typing import Any
 
 from redis import Redis
 
-from mimikit.models import Message, PendingQuestion
+from mimikit.models import Message, PendingQuestion, load
 from mimikit.store.keys import EVENTS_MAXLEN, Keys
 
 _APPEND_MESSAGE = """
@@ -76,7 +76,7 @@ class ConversationStore:
         if not ids:
             return []
         raws = self.redis.hmget(self.keys.messages, ids)
-        return [Message.model_validate_json(raw) for raw in raws if raw]
+        return [load(Message, raw) for raw in raws if raw]
 
     def push_inbox(self, item: dict[str, Any]) -> None:
         """Queue an item for the next Teller run (input, result, answer or notice)."""
@@ -92,7 +92,7 @@ class ConversationStore:
 
     def get_question(self) -> PendingQuestion | None:
         raw = self.redis.get(self.keys.question)
-        return PendingQuestion.model_validate_json(raw) if raw else None
+        return load(PendingQuestion, raw) if raw else None
 
     def set_question(self, question: PendingQuestion) -> None:
         body = question.model_dump_json(exclude_none=True)
@@ -116,7 +116,7 @@ class ConversationStore:
             raw = pipe.get(self.keys.question)
             if raw is None:
                 return False
-            question = PendingQuestion.model_validate_json(raw)
+            question = load(PendingQuestion, raw)
             if question_id and question.id != question_id:
                 return False
             pipe.multi()

@@ -17,7 +17,7 @@ from redis import Redis
 from redis.client import Pipeline
 
 from mimikit.exceptions import InvalidTransition, NotFound
-from mimikit.models import FINISHED, Result, Task, utcnow
+from mimikit.models import FINISHED, Result, Task, load, utcnow
 from mimikit.store.conversation import ConversationStore
 from mimikit.store.keys import Keys, as_text
 from mimikit.store.writepipe import WritePipe
@@ -111,7 +111,7 @@ class StateStore(ConversationStore):
 
     def get_task(self, task_id: str) -> Task | None:
         raw = self.redis.get(self.keys.task(task_id))
-        return Task.model_validate_json(raw) if raw else None
+        return load(Task, raw) if raw else None
 
     def require_task(self, task_id: str) -> Task:
         task = self.get_task(task_id)
@@ -136,7 +136,7 @@ class StateStore(ConversationStore):
         if not ids:
             return []
         raws = self.redis.mget([self.keys.task(i) for i in ids])
-        return [Task.model_validate_json(raw) for raw in raws if raw]
+        return [load(Task, raw) for raw in raws if raw]
 
     def add_tasks(self, tasks: list[Task], note: str | None = None) -> list[Task]:
         """Store new tasks (and triggers) together, in one transaction."""
@@ -160,10 +160,12 @@ class StateStore(ConversationStore):
             pipe.event(self.keys, "task", summarize(task))
 
     def update_task(self, task_id: str, change: Callable[[Task], Task | None],
-                    also: Callable[[WritePipe, Task, Task], None] | None = None) -> Task | None:
+                    also: Callable[[WritePipe, Task, Task], None] | None = None,
+                    watch: tuple[str, ...] = ()) -> Task | None:
         """Apply ``change`` to a task atomically; ``None`` from ``change`` means no write.
 
-        ``also(pipe, before, after)`` may queue further writes in the same transaction.
+        ``also(pipe, before, after)`` may queue further writes in the same transaction;
+        ``watch`` names other keys that ``change`` reads (a write to them meanwhile retries).
         """
         key = self.keys.task(task_id)
 
@@ -171,7 +173,7 @@ class StateStore(ConversationStore):
             raw = pipe.get(key)
             if raw is None:
                 raise NotFound(f"no task with id {task_id!r}")
-            before = Task.model_validate_json(raw)
+            before = load(Task, raw)
             after = change(before.model_copy(deep=True))
             if after is None:
                 return None
@@ -182,7 +184,7 @@ class StateStore(ConversationStore):
             pipe.event(self.keys, "task", summarize(after))
             return after
 
-        return self.transaction(write, key)
+        return self.transaction(write, key, *watch)
 
     def set_status(self, task_id: str, status: str, *, reason: str | None = None,
                    **fields: Any) -> Task | None:
@@ -270,16 +272,22 @@ class StateStore(ConversationStore):
         return True
 
     def complete_task(self, result: Result, *, notify_teller: bool = True,
-                      also: Callable[[WritePipe, Task], None] | None = None) -> Task | None:
+                      also: Callable[[WritePipe, Task], None] | None = None,
+                      only_if_lost: bool = False) -> Task | None:
         """Write ``result`` and finish its task in one transaction.
 
         Returns the finished task, or None when the task had already finished (a second
-        delivery), in which case nothing is written.
+        delivery), in which case nothing is written. With ``only_if_lost`` (recovery failing a
+        task whose worker died) nothing is written either when a delivery holds its heartbeat
+        now: a redelivery that just started is never failed.
         """
         status = "done" if result.status in ("done", "needs_input") else "failed"
+        hb_key = self.keys.heartbeat(result.id)
 
         def change(task: Task) -> Task | None:
             if task.finished:
+                return None
+            if only_if_lost and (task.status != "running" or self.redis.exists(hb_key)):
                 return None
             task.status, task.completedAt = status, result.completedAt  # type: ignore[assignment]
             task.error = result.error if status == "failed" else None
@@ -302,7 +310,7 @@ class StateStore(ConversationStore):
             if also:
                 also(pipe, after)
 
-        return self.update_task(result.id, change, write)
+        return self.update_task(result.id, change, write, watch=(hb_key,) if only_if_lost else ())
 
     def request_cancel(self, task_id: str, reason: str = "canceled") -> Task | None:
         """Cancel a task: queued tasks and triggers at once, running ones at their next check.
@@ -328,7 +336,7 @@ class StateStore(ConversationStore):
 
     def get_result(self, task_id: str) -> Result | None:
         raw = self.redis.get(self.keys.result(task_id))
-        return Result.model_validate_json(raw) if raw else None
+        return load(Result, raw) if raw else None
 
     def task_log(self, task_id: str) -> list[dict[str, Any]]:
         return [json.loads(raw) for raw in self.redis.lrange(self.keys.task_log(task_id), 0, -1)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from mimikit.conversation.gate import wake_for_pending
@@ -37,10 +38,12 @@ def recover_lost(runtime: Runtime, now: datetime) -> list[str]:
     for task_id in ids:
         pipe.exists(keys.heartbeat(task_id))
     lost = [task_id for task_id, alive in zip(ids, pipe.execute(), strict=True) if not alive]
-    return [task_id for task_id in lost if _handle_lost(runtime, task_id, now)]
+    return [task_id for task_id in lost if handle_lost(runtime, task_id, now)]
 
 
-def _handle_lost(runtime: Runtime, task_id: str, now: datetime) -> bool:
+def handle_lost(runtime: Runtime, task_id: str, now: datetime) -> bool:
+    """Re-queue (after a backoff) or fail one running task found without a heartbeat; both
+    re-check the heartbeat in their transaction. True when it did either."""
     task = runtime.state.get_task(task_id)
     if task is None or task.status != "running":
         return False
@@ -50,7 +53,8 @@ def _handle_lost(runtime: Runtime, task_id: str, now: datetime) -> bool:
         return _defer(runtime, task_id, next_attempt_at(task, now))
     result = Result(id=task_id, status="failed", error=LOST_REASON, attempts=task.attempts,
                     traceId=task.traceId)
-    finished = runtime.state.complete_task(result, notify_teller=task.role != "llm_eval")
+    finished = runtime.state.complete_task(result, notify_teller=task.role != "llm_eval",
+                                           only_if_lost=True)
     if finished is None:
         return False
     log.warning("task %s failed: %s after %d attempts", task_id, LOST_REASON, task.attempts)
@@ -72,7 +76,7 @@ def _defer(runtime: Runtime, task_id: str, until: datetime) -> bool:
         pipe.log(runtime.keys, "task_retry_scheduled", taskId=task_id, traceId=after.traceId,
                  attempts=after.attempts, deferUntil=until.isoformat(), reason=LOST_REASON)
 
-    return runtime.state.update_task(task_id, change, note) is not None
+    return runtime.state.update_task(task_id, change, note, watch=(hb_key,)) is not None
 
 
 def release_deferred(runtime: Runtime, now: datetime) -> list[str]:
@@ -121,12 +125,18 @@ def restore_triggers(runtime: Runtime) -> list[str]:
         if trigger.finished:
             continue
         if trigger.type in ("recurring", "scheduled") and not entry_exists(trigger.id):
-            triggers.install(runtime, trigger)
-            restored.append(trigger.id)
+            if triggers.guarded(runtime, trigger.id, "restore",
+                                partial(_reinstall, runtime, trigger), False):
+                restored.append(trigger.id)
         elif trigger.type == "conditional":
             triggers.index_conditional(runtime, trigger)
-            triggers.evaluate_and_fire(runtime, trigger.id, cause="recovery", trigger=trigger)
+            triggers.evaluate(runtime, trigger.id, cause="recovery", trigger=trigger)
     return restored
+
+
+def _reinstall(runtime: Runtime, trigger: Task) -> bool:
+    triggers.install(runtime, trigger)
+    return True
 
 
 def sweep(runtime: Runtime, now: datetime) -> dict[str, Any]:

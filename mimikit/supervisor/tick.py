@@ -3,14 +3,20 @@
 A tick re-queues tasks whose worker died, releases deferred tasks whose time came, evaluates the
 file conditions and the triggers whose cooldown ended, expires the pending question, archives
 memory when its thresholds are met, and wakes the Teller for pending inputs.
-Overlapping ticks skip (a short Redis lock); with nothing to do a tick costs a few Redis reads.
+Each step stands alone: one that fails is logged and the others still run (a bad trigger is
+skipped by itself, see ``triggers.guarded``). Overlapping ticks skip (a short Redis lock); with
+nothing to do a tick costs a few Redis reads.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
+
+from redis.exceptions import RedisError
 
 from mimikit.conversation.gate import wake_for_pending
 from mimikit.conversation.question import expire_question
@@ -37,17 +43,27 @@ def tick(runtime: Runtime) -> dict[str, Any]:
     if not lease.acquire(redis, lock_key, token, seconds, owner_alive):
         return {"skipped": "another tick is running"}
     try:
-        done: dict[str, Any] = {}
-        done["recovered"] = recovery.recover_lost(runtime, now)
-        done["released"] = recovery.release_deferred(runtime, now)
-        done["swept"] = recovery.sweep(runtime, now)
-        done["fired"] = fire_watched(runtime, now)
-        done["expired"] = expire_question(runtime)
-        done["memory"] = maybe_archive(runtime)
-        done["woke"] = wake_for_pending(runtime)
-        return {k: v for k, v in done.items() if v}
+        done = {name: _step(name, step, runtime, now) for name, step in STEPS}
+        errors = [name for name, value in done.items() if value is _FAILED]
+        done = {name: value for name, value in done.items() if value and value is not _FAILED}
+        return {**done, "errors": errors} if errors else done
     finally:
         lease.release(redis, lock_key, token)
+
+
+_FAILED = object()
+
+
+def _step(name: str, step: Callable[[Runtime, datetime], Any], runtime: Runtime,
+          now: datetime) -> Any:
+    """Run one step; a failure is logged and the tick goes on (Redis away stops it)."""
+    try:
+        return step(runtime, now)
+    except RedisError:
+        raise
+    except Exception:  # one broken step must not hold back the others
+        log.exception("supervisor tick: step %r failed", name)
+        return _FAILED
 
 
 def fire_watched(runtime: Runtime, now: Any) -> list[str]:
@@ -68,7 +84,17 @@ def fire_watched(runtime: Runtime, now: Any) -> list[str]:
         if trigger.finished:
             triggers.unschedule(runtime, trigger)
             continue
-        if triggers.evaluate_and_fire(runtime, trigger.id, cause="tick", trigger=trigger,
-                                      files=files):
+        if triggers.evaluate(runtime, trigger.id, cause="tick", trigger=trigger, files=files):
             fired.append(trigger.id)
     return fired
+
+
+STEPS: list[tuple[str, Callable[[Runtime, datetime], Any]]] = [
+    ("recovered", recovery.recover_lost),
+    ("released", recovery.release_deferred),
+    ("swept", recovery.sweep),
+    ("fired", fire_watched),
+    ("expired", lambda runtime, _now: expire_question(runtime)),
+    ("memory", lambda runtime, _now: maybe_archive(runtime)),
+    ("woke", lambda runtime, _now: wake_for_pending(runtime)),
+]

@@ -7,6 +7,8 @@ delegations, memory summaries, the ``llm_eval`` batch, tests and the benchmark.
 
 from __future__ import annotations
 
+from functools import partial
+
 from mimikit.delivery.dispatch import enqueue
 from mimikit.models import Task
 from mimikit.scheduling import triggers
@@ -44,7 +46,8 @@ def stage(runtime: Runtime, pipe: WritePipe, tasks: list[Task], note: str | None
 def start(runtime: Runtime, tasks: list[Task]) -> None:
     """Enqueue the committed oneshots (noting their Celery ids) and install the triggers."""
     for task in tasks:
-        if task.is_trigger:
-            triggers.install(runtime, task)
+        if task.is_trigger:  # one trigger that cannot start must not keep the others back
+            triggers.guarded(runtime, task.id, "install",
+                             partial(triggers.install, runtime, task), None)
         else:
             task.celeryId = enqueue(runtime, task)

@@ -34,7 +34,7 @@ class ListArgs(Args):
 def register(registry: Registry) -> None:
     roles = {"llm_eval"}
 
-    @registry.tool("submit_verdicts", roles=roles)
+    @registry.tool("submit_verdicts", roles=roles, alone=True)
     def submit_verdicts(ctx: ToolContext, args: VerdictsArgs) -> StopRun:
         """Give one verdict per condition id (satisfied true/false, a short reason); ends the run."""
         wanted = {c["id"] for c in parse(ctx.task.prompt)} if ctx.task else set()

@@ -1,6 +1,9 @@
 """The Planner's tools: delegate, schedule, history and memory look-ups, submit_result.
 
-Delegations are staged in the run's context and committed only when the run ends ``done``.
+Delegations are staged in the run's context and committed only when the run ends ``done``;
+everything that would fail later (a cron, a past ``runAt``, a path outside the work directory,
+an unknown upstream task id) is refused here, with the reason, so the model can correct it.
+Times without an offset are read in ``MIMIKIT_TIMEZONE``.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ from pydantic import Field, ValidationError
 from mimikit.exceptions import ToolError
 from mimikit.llm.registry import Registry, StopRun
 from mimikit.memory.service import search_memory as search
-from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, Condition, ResultType, Task
+from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, Condition, ResultType, Task, utcnow
+from mimikit.scheduling import conditions, validation
 from mimikit.tasks import fingerprint
-from mimikit.tools.args import Args, finish_with_result
+from mimikit.tools.args import Args, Seconds, finish_with_result
 from mimikit.tools.context import ToolContext
 
 
@@ -25,20 +29,22 @@ class PlannerDelegateArgs(Args):
     type: Literal["oneshot", "conditional"] = "oneshot"
     condition: Condition | None = Field(None, description="required when type is conditional")
     priority: int = Field(5, ge=0, le=10, description="0-10, larger runs first")
-    timeout: float | None = Field(None, gt=0, le=MAX_TASK_TIMEOUT_SECONDS,
-                                  description="seconds; null = role default")
+    timeout: Seconds | None = Field(None, gt=0, le=MAX_TASK_TIMEOUT_SECONDS,
+                                    description="seconds; null = role default")
     title: str | None = Field(None, max_length=200)
 
 
 class ScheduleArgs(Args):
     prompt: str = Field(min_length=1, max_length=50_000)
     type: Literal["recurring", "scheduled", "conditional"]
-    interval: float | None = Field(None, gt=0, description="seconds (recurring)")
-    cron: str | None = Field(None, description="five-field cron expression (recurring)")
-    runAt: datetime | None = Field(None, description="ISO 8601 time (scheduled)")
+    interval: Seconds | None = Field(None, gt=0, description="seconds between runs (recurring)")
+    cron: str | None = Field(None, description="five-field cron, e.g. '0 9 * * 1-5' (recurring; "
+                                               "read in the configured time zone)")
+    runAt: datetime | None = Field(None, description="ISO 8601 time (scheduled); without an "
+                                                     "offset it is the configured time zone")
     condition: Condition | None = None
-    cooldown: float = Field(0, ge=0, description="seconds between firings (conditional)")
-    timeout: float | None = Field(None, gt=0, le=MAX_TASK_TIMEOUT_SECONDS)
+    cooldown: Seconds = Field(0, ge=0, description="seconds between firings (conditional)")
+    timeout: Seconds | None = Field(None, gt=0, le=MAX_TASK_TIMEOUT_SECONDS)
     priority: int = Field(5, ge=0, le=10)
     title: str | None = Field(None, max_length=200)
     misfire: Literal["skip", "once"] = "once"
@@ -69,13 +75,46 @@ class PlannerResultArgs(Args):
     error: str | None = None
 
 
-def _stage(ctx: ToolContext, task: Task) -> dict[str, Any]:
+def _stage(ctx: ToolContext, task: Task, **about: Any) -> dict[str, Any]:
     existing = fingerprint.active_duplicate(ctx.runtime, task, ctx.staged)
     if existing:
         return {"taskId": existing, "duplicate": True,
                 "note": "an identical task is already active; use this id"}
     ctx.staged.append(task)
-    return {"taskId": task.id}
+    return {"taskId": task.id, **about}
+
+
+def _checked(ctx: ToolContext, condition: Any) -> Any:
+    """``condition`` with its paths made relative; unknown upstream task ids refused."""
+    if condition is None:
+        return None
+    known = {t.id for t in ctx.staged}
+    missing = [ref for ref in conditions.task_refs(condition)
+               if ref not in known and ctx.runtime.state.get_task(ref) is None]
+    if missing:
+        raise ToolError(f"condition refers to unknown task ids {missing}; use a taskId that "
+                        "delegate or schedule returned")
+    try:
+        return validation.relative_paths(condition, ctx.runtime.settings.work_dir)
+    except ValueError as error:
+        raise ToolError(str(error)) from None
+
+
+def _timing(ctx: ToolContext, args: ScheduleArgs) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``schedule`` of a recurring or scheduled task, and what to tell the model of it."""
+    settings, now = ctx.runtime.settings, utcnow()
+    try:
+        if args.type == "scheduled":
+            if args.runAt is None:
+                raise ValueError("a scheduled task needs 'runAt' (ISO 8601 time)")
+            run_at = validation.check_run_at(args.runAt, settings.tz, now)
+            return {"runAt": run_at}, {"runAt": run_at.isoformat()}
+        if args.cron is None:
+            return {"interval": args.interval}, {}
+        about = validation.describe_cron(args.cron, settings.timezone, now)
+    except ValueError as error:
+        raise ToolError(str(error)) from None
+    return {"interval": args.interval, "cron": args.cron, "timezone": settings.timezone}, about
 
 
 def _task(**fields: Any) -> Task:
@@ -97,7 +136,7 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
     @registry.tool("delegate", roles=planner)
     def delegate(ctx: ToolContext, args: PlannerDelegateArgs) -> dict[str, Any]:
         """Create a Worker sub-task (oneshot now, or conditional); returns its taskId."""
-        task = _task(type=args.type, prompt=args.prompt, condition=args.condition,
+        task = _task(type=args.type, prompt=args.prompt, condition=_checked(ctx, args.condition),
                      priority=args.priority, timeout=args.timeout, title=args.title,
                      traceId=ctx.trace_id, parentId=ctx.task.id if ctx.task else None)
         return _stage(ctx, task)
@@ -106,19 +145,16 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
     def schedule(ctx: ToolContext, args: ScheduleArgs) -> dict[str, Any]:
         """Create a recurring (interval/cron), scheduled (runAt) or conditional trigger."""
         shape: dict[str, Any] = {}
-        if args.type == "recurring":
-            shape["schedule"] = {"interval": args.interval, "cron": args.cron}
-        elif args.type == "scheduled":
-            if args.runAt is None:
-                raise ToolError("a scheduled task needs 'runAt' (ISO 8601 time)")
-            shape["schedule"] = {"runAt": args.runAt}
+        about: dict[str, Any] = {}
+        if args.type == "conditional":
+            shape["condition"] = _checked(ctx, args.condition)
         else:
-            shape["condition"] = args.condition
+            shape["schedule"], about = _timing(ctx, args)
         task = _task(type=args.type, prompt=args.prompt, cooldown=args.cooldown,
                      timeout=args.timeout, priority=args.priority, title=args.title,
                      misfire=args.misfire, traceId=ctx.trace_id,
                      parentId=ctx.task.id if ctx.task else None, **shape)
-        return _stage(ctx, task)
+        return _stage(ctx, task, **about)
 
     @registry.tool("get_recent_history", roles=planner)
     def get_recent_history(ctx: ToolContext, args: RecentHistoryArgs) -> dict[str, Any]:
@@ -128,7 +164,9 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
     @registry.tool("get_history_by_time", roles=planner)
     def get_history_by_time(ctx: ToolContext, args: HistoryByTimeArgs) -> dict[str, Any]:
         """Messages between two ISO 8601 times (inclusive; either order)."""
-        low, high = args.after, args.before or datetime.now(args.after.tzinfo)
+        zone = ctx.runtime.settings.tz
+        low = validation.local_time(args.after, zone)
+        high = validation.local_time(args.before, zone) if args.before else utcnow()
         if low > high:
             low, high = high, low
         return _messages(ctx.runtime.state.messages_between(low, high, limit=500))
@@ -136,10 +174,13 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
     @registry.tool("search_memory", roles=planner)
     def search_memory(ctx: ToolContext, args: SearchMemoryArgs) -> dict[str, Any]:
         """BM25 search over memory files and project docs."""
-        return {"hits": search(ctx.runtime.settings, args.query, after=args.after,
-                               before=args.before, limit=args.limit)}
+        zone = ctx.runtime.settings.tz
+        after = validation.local_time(args.after, zone) if args.after else None
+        before = validation.local_time(args.before, zone) if args.before else None
+        return {"hits": search(ctx.runtime.settings, args.query, after=after, before=before,
+                               limit=args.limit)}
 
-    @registry.tool("submit_result", roles=planner)
+    @registry.tool("submit_result", roles=planner, alone=True)
     def submit_result(ctx: ToolContext, args: PlannerResultArgs) -> StopRun:
         """Finish planning: done (commits your delegations), needs_input, or failed."""
         if args.status == "needs_input" and not args.question:

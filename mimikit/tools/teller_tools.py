@@ -13,7 +13,7 @@ from mimikit.memory.files import remember as write_memory
 from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, Message, PendingQuestion, Task
 from mimikit.tasks import fingerprint
 from mimikit.tasks.submit import submit
-from mimikit.tools.args import Args
+from mimikit.tools.args import Args, Seconds
 from mimikit.tools.context import ToolContext
 
 
@@ -24,7 +24,7 @@ class ReplyArgs(Args):
 class TellerDelegateArgs(Args):
     prompt: str = Field(min_length=1, max_length=50_000,
                         description="self-contained request for the Planner")
-    timeout: float | None = Field(None, gt=0, le=MAX_TASK_TIMEOUT_SECONDS,
+    timeout: Seconds | None = Field(None, gt=0, le=MAX_TASK_TIMEOUT_SECONDS,
                                   description="seconds; null = role default")
 
 
@@ -35,7 +35,7 @@ class RememberArgs(Args):
 
 class AskUserArgs(Args):
     question: str = Field(min_length=1, max_length=4000)
-    timeout: float = Field(3600, gt=0, le=7 * 24 * 3600, description="seconds")
+    timeout: Seconds = Field(3600, gt=0, le=7 * 24 * 3600, description="seconds")
     default: str | None = Field(None, description="used when the question times out")
     options: list[str] | None = Field(None, max_length=20)
 

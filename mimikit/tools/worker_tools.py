@@ -8,13 +8,13 @@ from pydantic import Field
 
 from mimikit.llm.registry import Registry, StopRun
 from mimikit.models import ResultType
-from mimikit.tools.args import Args, finish_with_result
+from mimikit.tools.args import Args, Seconds, finish_with_result
 from mimikit.tools.context import ToolContext
 
 
 class ShellArgs(Args):
     command: str = Field(min_length=1, max_length=20_000)
-    timeout: float | None = Field(None, gt=0, description="seconds (default 120)")
+    timeout: Seconds | None = Field(None, gt=0, description="seconds (default 120)")
 
 
 class PathArgs(Args):
@@ -59,7 +59,7 @@ def register(registry: Registry) -> None:
         """List a directory inside the work directory (directories end with /)."""
         return {"entries": ctx.workspace.list_files(args.path)}
 
-    @registry.tool("submit_result", roles=worker)
+    @registry.tool("submit_result", roles=worker, alone=True)
     def submit_result(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
         """Finish the task with its structured result (must match resultType's schema)."""
         return finish_with_result(args)

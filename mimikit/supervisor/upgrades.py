@@ -1,0 +1,27 @@
+"""The migrations of the stored data, one per schema version (see ``store.schema``)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from mimikit.scheduling import triggers
+from mimikit.store.runtime import Runtime
+from mimikit.store.schema import Migration, migrate
+
+
+def cron_entries_carry_their_expression(runtime: Runtime) -> None:
+    """Version 2: a cron trigger's beat entry names its expression and zone (cron is read as
+    standard cron, in a zone); entries written before are replaced."""
+    for trigger in runtime.state.triggers():
+        schedule = trigger.schedule
+        if not trigger.finished and getattr(schedule, "cron", None):
+            triggers.guarded(runtime, trigger.id, "migration to schema 2",
+                             partial(triggers.install, runtime, trigger), None)
+
+
+MIGRATIONS: dict[int, Migration] = {2: cron_entries_carry_their_expression}
+
+
+def upgrade(runtime: Runtime) -> list[int]:
+    """Bring the stored data up to this version's schema (at worker and beat start)."""
+    return migrate(runtime, MIGRATIONS)

@@ -1,0 +1,121 @@
+"""The Planner's tools read what real models send, or refuse it with a reason to act on."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from mimikit.agents.common import registry
+from mimikit.models import Task, utcnow
+from mimikit.tools.context import ToolContext
+
+
+@pytest.fixture
+def planner(runtime):
+    """Call a Planner tool the way the agent loop does: name + the model's JSON arguments."""
+    task = runtime.state.add_tasks([Task(role="planner", prompt="plan it")])[0]
+    ctx = ToolContext(runtime=runtime, role="planner", trace_id="trace-1", task=task)
+
+    def call(name: str, **arguments):
+        outcome = registry().call("planner", name, json.dumps(arguments, default=str), ctx)
+        return outcome, ctx
+
+    return call
+
+
+def berlin(runtime):
+    runtime.settings = runtime.settings.model_copy(update={"timezone": "Europe/Berlin"})
+    return runtime
+
+
+def test_a_naive_run_at_is_read_in_the_configured_time_zone(runtime, planner):
+    berlin(runtime)
+    when = (utcnow() + timedelta(days=2)).astimezone(runtime.settings.tz).replace(tzinfo=None)
+    outcome, ctx = planner("schedule", type="scheduled", prompt="send the report",
+                           runAt=when.isoformat(timespec="minutes"))
+    assert outcome.ok, outcome.content
+    stored = ctx.staged[0].schedule.runAt
+    assert stored.utcoffset() is not None
+    assert stored == when.replace(second=0, microsecond=0).replace(tzinfo=runtime.settings.tz)
+    assert json.loads(outcome.content)["runAt"] == stored.isoformat()
+
+
+def test_a_run_at_in_the_past_is_refused_with_the_current_time(runtime, planner):
+    outcome, ctx = planner("schedule", type="scheduled", prompt="too late",
+                           runAt="2020-01-01T09:00:00")
+    assert not outcome.ok and "in the past" in outcome.content and "now is" in outcome.content
+    assert ctx.staged == []
+
+
+def test_a_cron_is_read_in_the_configured_zone_and_its_next_runs_are_returned(runtime, planner):
+    berlin(runtime)
+    outcome, ctx = planner("schedule", type="recurring", prompt="standup notes",
+                           cron="0 9 * * 1-5")
+    assert outcome.ok, outcome.content
+    about = json.loads(outcome.content)
+    assert about["timezone"] == "Europe/Berlin" and len(about["nextRuns"]) == 3
+    assert all(run.endswith(("+01:00", "+02:00")) and "T09:00" in run for run in about["nextRuns"])
+    assert ctx.staged[0].schedule.timezone == "Europe/Berlin"
+
+
+def test_a_cron_with_both_day_fields_runs_on_either_and_says_so(runtime, planner):
+    outcome, _ctx = planner("schedule", type="recurring", prompt="x", cron="0 9 1 * 1")
+    assert outcome.ok and "EITHER" in json.loads(outcome.content)["note"]
+
+
+@pytest.mark.parametrize("cron", ["every monday at 9", "0 9 * * 1-5 *", "61 * * * *", "@reboot"])
+def test_an_invalid_cron_is_refused_when_the_tool_is_called(runtime, planner, cron):
+    outcome, ctx = planner("schedule", type="recurring", prompt="x", cron=cron)
+    assert not outcome.ok and repr(cron) in outcome.content and "0 9 * * 1-5" in outcome.content
+    assert ctx.staged == []
+
+
+def test_durations_may_be_written_the_way_models_write_them(runtime, planner):
+    outcome, ctx = planner("schedule", type="recurring", prompt="poll", interval="5m",
+                           timeout="PT10M")
+    assert outcome.ok, outcome.content
+    assert (ctx.staged[0].schedule.interval, ctx.staged[0].timeout) == (300, 600)
+    outcome, _ctx = planner("schedule", type="recurring", prompt="poll", interval="often")
+    assert not outcome.ok and "'often' is not a duration" in outcome.content
+
+
+def test_an_absolute_path_inside_the_work_dir_is_made_relative(runtime, planner):
+    inside = runtime.settings.work_dir.resolve() / "src" / "*.py"
+    outcome, ctx = planner("schedule", type="conditional", prompt="lint", condition={
+        "type": "file_changed", "params": {"path": str(inside)}})
+    assert outcome.ok, outcome.content
+    assert ctx.staged[0].condition.params.path == "src/*.py"
+
+
+@pytest.mark.parametrize("path", ["/etc/*.conf", "../secrets/*", "src/../../x"])
+def test_a_path_outside_the_work_dir_is_refused_when_the_tool_is_called(runtime, planner, path):
+    condition = {"type": "and", "conditions": [
+        {"type": "file_exists", "params": {"path": "ok.txt"}},
+        {"type": "file_changed", "params": {"path": path}}]}
+    outcome, ctx = planner("delegate", type="conditional", prompt="x", condition=condition)
+    assert not outcome.ok and "outside the work directory" in outcome.content
+    assert ctx.staged == []
+
+
+def test_a_condition_on_an_unknown_task_id_is_refused(runtime, planner):
+    outcome, _ctx = planner("delegate", type="conditional", prompt="then B",
+                            condition={"type": "task_done", "params": {"taskId": "task-made-up"}})
+    assert not outcome.ok and "task-made-up" in outcome.content
+    first, _ctx = planner("delegate", prompt="A")
+    a_id = json.loads(first.content)["taskId"]
+    then, _ctx = planner("delegate", type="conditional", prompt="then B",
+                         condition={"type": "task_done", "params": {"taskId": a_id}})
+    assert then.ok, then.content
+
+
+def test_history_by_time_reads_naive_times_in_the_configured_zone(runtime, planner):
+    from mimikit.models import Message
+
+    berlin(runtime)
+    at = datetime(2026, 7, 1, 8, 30, tzinfo=UTC)  # 10:30 in Berlin (CEST)
+    runtime.state.append_message(Message(role="user", text="summer note", createdAt=at))
+    outcome, _ctx = planner("get_history_by_time", after="2026-07-01T10:00:00",
+                            before="2026-07-01T11:00:00")
+    assert [m["text"] for m in json.loads(outcome.content)["messages"]] == ["summer note"]
