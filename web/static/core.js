@@ -53,6 +53,13 @@
     });
   }
 
+  /** A <time> saying when(value): the clock today, the day and clock for another day. */
+  function whenEl(value) {
+    const date = parseDate(value);
+    if (!date) return null;
+    return h('time', { datetime: date.toISOString(), title: date.toLocaleString() }, when(value));
+  }
+
   function duration(ms) {
     if (typeof ms !== 'number' || !Number.isFinite(ms)) return '';
     if (ms < 1000) return `${Math.round(ms)} ms`;
@@ -204,7 +211,7 @@
   }
 
   window.Mimikit = {
-    $, h, numberFormat, parseDate, clock, timeEl, when, duration, usageText, cut, pretty,
+    $, h, numberFormat, parseDate, clock, timeEl, when, whenEl, duration, usageText, cut, pretty,
     showText, notice, ApiError, getToken, request, failure, api, onToken, promptToken,
   };
 })();

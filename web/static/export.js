@@ -6,7 +6,7 @@
 'use strict';
 
 (() => {
-  const { $, h, showText, request, failure } = window.Mimikit;
+  const { $, h, notice, request, failure } = window.Mimikit;
   const FORMATS = {
     markdown: { accept: 'text/markdown', extension: 'md' },
     json: { accept: 'application/json', extension: 'json' },
@@ -31,16 +31,13 @@
 
   async function download(format) {
     const { accept, extension } = FORMATS[format];
-    const status = $('#export-status');
-    showText(status, 'Preparing…');
+    $('#export-menu').open = false;
     try {
       const res = await request(`/api/messages/export?format=${format}`, { accept });
       if (!res.ok) throw await failure(res);
-      const name = fileName(res, extension);
-      save(await res.blob(), name);
-      showText(status, `Saved ${name}`);
+      save(await res.blob(), fileName(res, extension));
     } catch (err) {
-      showText(status, `Export failed: ${err.message}`);
+      notice(`Export failed: ${err.message}`);
     }
   }
 

@@ -54,10 +54,10 @@
     const before = encodeURIComponent(oldest.createdAt);
     const data = await api(`/api/messages?limit=${limit}&before=${before}`);
     const list = data.messages || [];
+    // Marker first: putting older messages above keeps the view on what the reader sees.
+    if (list.length < limit) setAtStart();
     const added = messages().prependOlder(list);
-    if (list.length < limit) {
-      setAtStart();
-    } else if (!added) {
+    if (!added && !state.atStart) {
       state.atStart = true; // paging by time cannot get past this many equal times
       notice(`Older messages could not be loaded: more than ${MAX_LIMIT} share one time.`);
     }

@@ -6,7 +6,7 @@
 'use strict';
 
 (() => {
-  const { $, h, parseDate, timeEl, usageText, notice, api } = window.Mimikit;
+  const { $, h, parseDate, whenEl, usageText, notice, api } = window.Mimikit;
   const RECENT_LIMIT = 100;
   const NEAR_BOTTOM_PX = 48;
   const FOUND_HIGHLIGHT_MS = 2500;
@@ -25,7 +25,7 @@
     const text = h('div', { class: 'msg-text' });
     if (role === 'user') text.textContent = m.text || '';
     else text.innerHTML = window.MimikitMarkdown.render(m.text || '');
-    const meta = h('div', { class: 'msg-meta' }, timeEl(m.createdAt));
+    const meta = h('div', { class: 'msg-meta' }, whenEl(m.createdAt));
     const usage = role === 'assistant' ? usageText(m.usage, m.elapsedMs) : '';
     if (usage) meta.append(h('span', { class: 'msg-usage' }, usage));
     if (m.taskId) {

@@ -7,7 +7,7 @@
 'use strict';
 
 (() => {
-  const { $, h, timeEl, when, cut, showText, api } = window.Mimikit;
+  const { $, h, whenEl, when, cut, showText, api } = window.Mimikit;
   const HISTORY_LIMIT = 30;
   const MEMORY_LIMIT = 10;
   const CONTEXT_CHARS = 70; // text shown on each side of a match
@@ -59,7 +59,7 @@
     item.append(
       h('button', { type: 'button', class: 'search-hit-open', onclick: () => openHit(hit, item) },
         h('span', { class: 'search-hit-meta' }, h('span', { class: `role role-${hit.role}` }, hit.role),
-          timeEl(hit.createdAt)),
+          whenEl(hit.createdAt)),
         h('span', { class: 'search-hit-text' }, snippet(hit.text, query))),
       h('p', { class: 'search-hit-note', hidden: true }));
     return item;
