@@ -370,6 +370,20 @@ def test_before_includes_every_message_at_that_very_time(client, runtime):
     assert {m["id"] for m in found["messages"][1:]} == {m.id for m in same}
 
 
+def test_a_limited_time_range_is_its_newest_messages_in_history_order(client, runtime):
+    start = utcnow() - timedelta(hours=1)
+    for n in range(30):
+        runtime.state.append_message(Message(role="user", text=f"m{n}",
+                                             createdAt=start + timedelta(seconds=n // 4)))
+    full = client.get("/api/messages/export").get_json()["messages"]
+    for seconds, limit in [(3, 5), (3, 16), (7, 30), (0, 2)]:
+        before = (start + timedelta(seconds=seconds)).isoformat()
+        query = {"before": before, "limit": limit}
+        found = client.get("/api/messages", query_string=query).get_json()["messages"]
+        end = min(30, 4 * (seconds + 1))  # up to that second, the whole second included
+        assert found == full[max(0, end - limit):end], (seconds, limit)
+
+
 def test_export_as_markdown_is_a_transcript_to_download(client, runtime):
     first = add_message(runtime, "user", "Deploy the **site** please", minutes_ago=3)
     add_message(runtime, "assistant", "Deployed to staging.\n\n- build ok\n- tests ok", minutes_ago=2)

@@ -69,10 +69,11 @@ class ConversationStore:
         """Messages with ``after <= createdAt <= before`` (inclusive), oldest first."""
         low = after.timestamp() if after else "-inf"
         high = before.timestamp() if before else "+inf"
-        ids = self.redis.zrangebyscore(self.keys.history, low, high)
-        if limit is not None:
-            ids = ids[-limit:]
-        return self._load_messages(ids)
+        if limit is None:
+            return self._load_messages(self.redis.zrangebyscore(self.keys.history, low, high))
+        # The newest ``limit`` of the range, read from its end (paging back stays cheap).
+        ids = self.redis.zrevrangebyscore(self.keys.history, high, low, start=0, num=limit)
+        return self._load_messages(list(reversed(ids)))
 
     def search_messages(self, text: str, limit: int, max_scanned: int
                         ) -> tuple[list[Message], int]:

@@ -96,9 +96,7 @@
     }
   }
 
-  if (typeof document !== 'undefined') document.addEventListener('click', onCopyClick);
+  document.addEventListener('click', onCopyClick);
 
-  const api = { render };
-  if (typeof module !== 'undefined' && module.exports) module.exports = api;
-  root.MimikitMarkdown = api;
-})(typeof window !== 'undefined' ? window : globalThis);
+  root.MimikitMarkdown = { render };
+})(window);
