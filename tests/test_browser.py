@@ -3,60 +3,19 @@ the scripted LLM."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-from pathlib import Path
 
 import pytest
 from llm_server import delay, tool_call
 from processes import wait_for
-from web_helpers import WebServer, commands_running
+from web_helpers import WebServer, chat_page, chromium, commands_running  # noqa: F401
 
-from mimikit.models import Task
+from mimikit.models import Message, Task
 from mimikit.tasks.submit import submit
 
 pytestmark = pytest.mark.browser
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--no-first-run", "--disable-sync"]
 SLEEP_ARG = "41.5"  # an unusual duration, so the test finds only its own sleep process
 XSS = "<img src=x onerror=alert(1)>"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
-        if os.environ.get("MIMIKIT_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"{CHROMIUM} is missing and MIMIKIT_REQUIRE_BROWSER=1: "
-                        "install Debian's chromium")
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
-
-
-@pytest.fixture
-def page(stack, browser, tmp_path):
-    """The chat page of a running instance, with its dialogs and console errors recorded."""
-    server = WebServer(tmp_path / "web.log").start()
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    context.set_default_timeout(20_000)
-    tab = context.new_page()
-    tab.dialogs = []
-    tab.errors = []
-    tab.on("dialog", lambda dialog: (tab.dialogs.append(dialog.message), dialog.dismiss()))
-    tab.on("pageerror", lambda error: tab.errors.append(str(error)))
-    tab.goto(server.url + "/")
-    tab.wait_for_selector("#status-conn[data-state=ok]")
-    yield tab
-    context.close()
-    server.stop()
-    assert tab.errors == [], f"script errors on the page: {tab.errors}"
 
 
 def send(page, text: str) -> None:
@@ -184,7 +143,8 @@ def test_with_an_api_token_the_page_asks_once_and_keeps_it(runtime, browser, tmp
     from playwright.sync_api import expect
 
     server = WebServer(tmp_path / "web.log", env={"MIMIKIT_API_TOKEN": "page-token"}).start()
-    context = browser.new_context()
+    runtime.state.append_message(Message(role="user", text="kept behind the token"))
+    context = browser.new_context(accept_downloads=True)
     context.set_default_timeout(20_000)
     try:
         tab = context.new_page()
@@ -197,6 +157,14 @@ def test_with_an_api_token_the_page_asks_once_and_keeps_it(runtime, browser, tmp
         tab.reload()
         expect(tab.locator("#status-conn")).to_have_attribute("data-state", "ok")
         expect(tab.locator("#token-dialog")).to_be_hidden()
+        expect(tab.locator(".msg.user .msg-text")).to_have_text("kept behind the token")
+        tab.click("#export-menu summary")  # a download, fetched with the token too
+        with tab.expect_download() as download:
+            tab.click(".export-markdown")
+        saved = tmp_path / "export.md"
+        download.value.save_as(saved)
+        assert "## User · " in saved.read_text(encoding="utf-8")
+        assert "kept behind the token" in saved.read_text(encoding="utf-8")
     finally:
         context.close()
         server.stop()

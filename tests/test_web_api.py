@@ -84,7 +84,8 @@ def test_wrong_method_and_unknown_path_are_json_errors(client):
 
 API_CALLS = [
     ("get", "/api/status"), ("post", "/api/input"), ("get", "/api/messages"),
-    ("get", "/api/messages/export"), ("get", "/api/events"), ("get", "/api/tasks"),
+    ("get", "/api/messages/export"), ("get", "/api/messages/export?format=markdown"),
+    ("get", "/api/messages/search?q=x"), ("get", "/api/events"), ("get", "/api/tasks"),
     ("get", "/api/tasks/task_x"), ("post", "/api/tasks/task_x/cancel"), ("get", "/api/question"),
     ("post", "/api/question/answer"), ("get", "/api/memory/search?q=x"),
 ]
@@ -355,6 +356,128 @@ def test_export_returns_the_whole_history(client, runtime):
 def test_export_refuses_other_methods_and_the_missing_token(client, token_client):
     assert_json_error(client.post("/api/messages/export"), 405)
     assert_json_error(token_client.get("/api/messages/export"), 401)
+
+
+def test_before_includes_every_message_at_that_very_time(client, runtime):
+    """The page pages back with ``before`` = its oldest time and ``limit`` = page + the ones it
+    already shows at that time: this holds only because ``before`` is inclusive."""
+    moment = utcnow() - timedelta(minutes=5)
+    same = [Message(role="user", text=f"same {n}", createdAt=moment) for n in range(3)]
+    for message in same:
+        runtime.state.append_message(message)
+    older = add_message(runtime, "user", "older", minutes_ago=10)
+    add_message(runtime, "user", "newer", minutes_ago=1)
+    before = moment.isoformat()
+    found = client.get("/api/messages", query_string={"before": before, "limit": 4}).get_json()
+    assert [m["id"] for m in found["messages"]][0] == older.id
+    assert {m["id"] for m in found["messages"][1:]} == {m.id for m in same}
+
+
+def test_a_limited_time_range_is_its_newest_messages_in_history_order(client, runtime):
+    start = utcnow() - timedelta(hours=1)
+    for n in range(30):
+        runtime.state.append_message(Message(role="user", text=f"m{n}",
+                                             createdAt=start + timedelta(seconds=n // 4)))
+    full = client.get("/api/messages/export").get_json()["messages"]
+    for seconds, limit in [(3, 5), (3, 16), (7, 30), (0, 2)]:
+        before = (start + timedelta(seconds=seconds)).isoformat()
+        query = {"before": before, "limit": limit}
+        found = client.get("/api/messages", query_string=query).get_json()["messages"]
+        end = min(30, 4 * (seconds + 1))  # up to that second, the whole second included
+        assert found == full[max(0, end - limit):end], (seconds, limit)
+
+
+def test_export_as_markdown_is_a_transcript_to_download(client, runtime):
+    first = add_message(runtime, "user", "Deploy the **site** please", minutes_ago=3)
+    add_message(runtime, "assistant", "Deployed to staging.\n\n- build ok\n- tests ok", minutes_ago=2)
+    add_message(runtime, "system", "Task done: Deploy", minutes_ago=1)
+    response = client.get("/api/messages/export?format=markdown")
+    assert response.status_code == 200
+    assert response.content_type == "text/markdown; charset=utf-8"
+    disposition = response.headers["Content-Disposition"]
+    assert disposition.startswith("attachment;") and disposition.endswith('.md"')
+    text = response.get_data(as_text=True)
+    assert text.startswith("# Mimikit conversation\n") and "3 messages" in text
+    when = first.createdAt.strftime("%Y-%m-%d %H:%M:%S UTC")
+    assert f"## User · {when}\n\nDeploy the **site** please\n" in text
+    headings = [line.split(" · ")[0] for line in text.splitlines() if line.startswith("## ")]
+    assert headings == ["## User", "## Assistant", "## System"]
+    assert "- build ok\n- tests ok" in text
+
+
+def test_export_as_json_is_a_download_too(client, runtime):
+    add_message(runtime, "user", "hello")
+    response = client.get("/api/messages/export?format=json")
+    assert response.headers["Content-Disposition"].endswith('.json"')
+    assert [m["text"] for m in response.get_json()["messages"]] == ["hello"]
+
+
+@pytest.mark.parametrize("query", ["format=pdf", "format=", "format=MARKDOWN"])
+def test_export_in_an_unknown_format_is_a_400_naming_the_formats(client, runtime, query):
+    add_message(runtime, "user", "hello")
+    assert_json_error(client.get(f"/api/messages/export?{query}"), 400, "'format'", "json",
+                      "markdown")
+    assert runtime.state.history_count() == 1
+
+
+# --- history search -----------------------------------------------------------------------------
+
+
+def test_history_search_is_case_insensitive_newest_first_and_limited(client, runtime):
+    add_message(runtime, "user", "Where is the Deploy log?", minutes_ago=40)
+    add_message(runtime, "assistant", "Lunch was nice", minutes_ago=30)
+    add_message(runtime, "assistant", "The deploy finished.", minutes_ago=20)
+    add_message(runtime, "system", "Task done: DEPLOY staging", minutes_ago=10)
+    body = client.get("/api/messages/search?q=deploy").get_json()
+    assert [m["text"] for m in body["messages"]] == [
+        "Task done: DEPLOY staging", "The deploy finished.", "Where is the Deploy log?"]
+    assert body["truncated"] is False and body["scanned"] == 4
+    body = client.get("/api/messages/search?q=Deploy&limit=2").get_json()
+    assert [m["text"] for m in body["messages"]] == ["Task done: DEPLOY staging",
+                                                      "The deploy finished."]
+    assert client.get("/api/messages/search?q=nothing+like+this").get_json()["messages"] == []
+
+
+def test_history_search_finds_chinese_text_and_keeps_every_field(client, runtime):
+    add_message(runtime, "user", "上次部署用了 Cloudflare Workers", minutes_ago=5)
+    found = client.get("/api/messages/search", query_string={"q": "部署"}).get_json()["messages"]
+    assert len(found) == 1 and found[0]["role"] == "user"
+    assert set(found[0]) >= {"id", "role", "text", "createdAt"}
+
+
+def test_history_search_reads_a_bounded_number_of_messages(client, runtime, monkeypatch):
+    import web.api
+
+    add_message(runtime, "user", "the needle", minutes_ago=500)
+    for n in range(60):
+        add_message(runtime, "user", f"hay {n}", minutes_ago=100 - n)
+    monkeypatch.setattr(web.api, "SEARCH_MAX_SCANNED_MESSAGES", 50)
+    body = client.get("/api/messages/search?q=needle").get_json()
+    assert body == {"messages": [], "scanned": 50, "truncated": True}
+    monkeypatch.setattr(web.api, "SEARCH_MAX_SCANNED_MESSAGES", 1000)
+    body = client.get("/api/messages/search?q=needle").get_json()
+    assert [m["text"] for m in body["messages"]] == ["the needle"]
+    assert body["scanned"] == 61 and body["truncated"] is False
+
+
+@pytest.mark.parametrize(("query", "words"), [
+    ("", ["'q'", "required"]),
+    ("q=+++", ["'q'", "required"]),
+    ("q=" + "x" * 1001, ["'q'", "1000", "1001"]),
+    ("q=deploy&limit=0", ["'limit'", "between 1 and 100"]),
+    ("q=deploy&limit=101", ["'limit'", "between 1 and 100"]),
+    ("q=deploy&limit=ten", ["'limit'", "integer"]),
+])
+def test_history_search_with_a_bad_query_is_a_400_and_changes_nothing(client, runtime, query,
+                                                                       words):
+    add_message(runtime, "user", "deploy it")
+    assert_json_error(client.get(f"/api/messages/search?{query}"), 400, *words)
+    assert runtime.state.history_count() == 1
+    assert runtime.state.read_inbox() == []
+
+
+def test_history_search_refuses_other_methods(client):
+    assert_json_error(client.post("/api/messages/search?q=x"), 405)
 
 
 # --- tasks --------------------------------------------------------------------------------------

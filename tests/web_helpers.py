@@ -1,10 +1,12 @@
-"""A real ``mimikit web`` process on a free loopback port, and a small SSE reader."""
+"""A real ``mimikit web`` process on a free loopback port, a small SSE reader, and the chat page
+in headless chromium (Debian's ``/usr/bin/chromium`` driven by Playwright)."""
 
 from __future__ import annotations
 
 import http.client
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -76,6 +78,73 @@ def web_server(runtime, tmp_path: Path) -> Iterator[WebServer]:
     server = WebServer(tmp_path / "web.log")
     yield server
     server.stop()
+
+
+# --- the page in chromium -----------------------------------------------------------------------
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--no-first-run", "--disable-sync"]
+
+
+@pytest.fixture(name="browser", scope="module")
+def chromium() -> Iterator[Any]:
+    """Headless chromium for the tests of one module (import it as a fixture: ``chromium``)."""
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        if os.environ.get("MIMIKIT_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"{CHROMIUM} is missing and MIMIKIT_REQUIRE_BROWSER=1: "
+                        "install Debian's chromium")
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+class ChatTab:
+    """A browser tab on one ``mimikit web``, recording dialogs and script errors."""
+
+    def __init__(self, browser: Any, server: WebServer) -> None:
+        self.server = server
+        self.context = browser.new_context(viewport={"width": 1280, "height": 800},
+                                           accept_downloads=True)
+        self.context.set_default_timeout(20_000)
+        self.tab = self.context.new_page()
+        self.tab.dialogs = []
+        self.tab.errors = []
+        self.tab.on("dialog", lambda dialog: (self.tab.dialogs.append(dialog.message),
+                                              dialog.dismiss()))
+        self.tab.on("pageerror", lambda error: self.tab.errors.append(str(error)))
+
+    def open(self) -> Any:
+        """Load the chat page and wait for its live updates to connect."""
+        self.tab.goto(self.server.url + "/")
+        self.tab.wait_for_selector("#status-conn[data-state=ok]")
+        return self.tab
+
+    def close(self) -> None:
+        self.context.close()
+        self.server.stop()
+        assert self.tab.errors == [], f"script errors on the page: {self.tab.errors}"
+
+
+@pytest.fixture(name="page")
+def chat_page(stack, browser, tmp_path: Path) -> Iterator[Any]:
+    """The chat page of a running instance (workers and the scripted LLM), loaded."""
+    chat = ChatTab(browser, WebServer(tmp_path / "web.log").start())
+    yield chat.open()
+    chat.close()
+
+
+@pytest.fixture(name="chat")
+def chat_tab(runtime, browser, tmp_path: Path) -> Iterator[ChatTab]:
+    """A tab on ``mimikit web`` without workers, not loaded yet: seed the state, then ``open``."""
+    tab = ChatTab(browser, WebServer(tmp_path / "web.log").start())
+    yield tab
+    tab.close()
 
 
 class EventStream:

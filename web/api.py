@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, TypeVar
 
-from flask import Blueprint, abort, current_app, jsonify, request
+from flask import Blueprint, Response, abort, current_app, jsonify, request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from werkzeug.exceptions import RequestEntityTooLarge
 
@@ -13,15 +13,21 @@ from mimikit.conversation import input as user_input
 from mimikit.conversation.gate import wake
 from mimikit.conversation.question import answer_question
 from mimikit.memory.service import search_memory
+from mimikit.models import utcnow
 from mimikit.status import status as status_report
 from mimikit.tasks.cancel import cancel_task
 from mimikit.tasks.listing import SCOPES, list_tasks
 from web.auth import check_token
 from web.context import runtime
+from web.transcript import filename, transcript
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 Body = TypeVar("Body", bound=BaseModel)
 InputBody = user_input.UserInput
+EXPORT_FORMATS = ("json", "markdown")
+QUERY_MAX_CHARS = 1000
+# A history search reads at most this many of the newest messages, however long the history.
+SEARCH_MAX_SCANNED_MESSAGES = 20_000
 
 
 class AnswerBody(BaseModel):
@@ -86,6 +92,23 @@ def _arg_time(name: str) -> datetime | None:
         abort(400, description=f"query parameter '{name}' must be an ISO 8601 time, got {raw!r}")
 
 
+def _arg_query() -> str:
+    """The search words ``q``: required, 1 to ``QUERY_MAX_CHARS`` characters."""
+    query = (request.args.get("q") or "").strip()
+    if not query:
+        abort(400, description="query parameter 'q' is required (the words to search for)")
+    if len(query) > QUERY_MAX_CHARS:
+        abort(400, description=f"query parameter 'q' must be at most {QUERY_MAX_CHARS} "
+                               f"characters, got {len(query)}; search for fewer words")
+    return query
+
+
+def _attachment(response: Response, name: str) -> Response:
+    """``response`` as a file to save (browsers download it instead of showing it)."""
+    response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
 @bp.get("/status")
 def status() -> Any:
     return jsonify(status_report(runtime()))
@@ -110,10 +133,29 @@ def messages() -> Any:
     return jsonify(messages=[m.dump() for m in found])
 
 
+@bp.get("/messages/search")
+def search_messages() -> Any:
+    query = _arg_query()
+    limit = _arg_int("limit", 20, 1, 100)
+    state = runtime().state
+    found, scanned = state.search_messages(query, limit, SEARCH_MAX_SCANNED_MESSAGES)
+    # Fewer hits than asked for and messages left unread: older matches may exist.
+    truncated = len(found) < limit and scanned < state.history_count()
+    return jsonify(messages=[m.dump() for m in found], scanned=scanned, truncated=truncated)
+
+
 @bp.get("/messages/export")
 def export() -> Any:
+    form = request.args.get("format", "json")
+    if form not in EXPORT_FORMATS:
+        abort(400, description=f"query parameter 'format' must be json or markdown, got {form!r}")
     found = runtime().state.messages_between(None, None)
-    return jsonify(messages=[m.dump() for m in found], count=len(found))
+    now = utcnow()
+    if form == "markdown":
+        return _attachment(Response(transcript(found, now), mimetype="text/markdown"),
+                           filename(now, "md"))
+    return _attachment(jsonify(messages=[m.dump() for m in found], count=len(found)),
+                       filename(now, "json"))
 
 
 @bp.get("/tasks")
@@ -166,11 +208,7 @@ def answer() -> Any:
 
 @bp.get("/memory/search")
 def memory_search() -> Any:
-    query = (request.args.get("q") or "").strip()
-    if not query:
-        abort(400, description="query parameter 'q' is required (the words to search for)")
-    if len(query) > 1000:
-        abort(400, description="query parameter 'q' must be at most 1000 characters")
+    query = _arg_query()
     limit = _arg_int("limit", 5, 1, 50)
     after, before = _arg_time("after"), _arg_time("before")
     hits = search_memory(runtime().settings, query, after=after, before=before, limit=limit)

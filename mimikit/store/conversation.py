@@ -17,6 +17,8 @@ from redis import Redis
 from mimikit.models import Message, PendingQuestion, load
 from mimikit.store.keys import EVENTS_MAXLEN, Keys
 
+SEARCH_BATCH_MESSAGES = 200
+
 _APPEND_MESSAGE = """
 if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
@@ -67,10 +69,35 @@ class ConversationStore:
         """Messages with ``after <= createdAt <= before`` (inclusive), oldest first."""
         low = after.timestamp() if after else "-inf"
         high = before.timestamp() if before else "+inf"
-        ids = self.redis.zrangebyscore(self.keys.history, low, high)
-        if limit is not None:
-            ids = ids[-limit:]
-        return self._load_messages(ids)
+        if limit is None:
+            return self._load_messages(self.redis.zrangebyscore(self.keys.history, low, high))
+        # The newest ``limit`` of the range, read from its end (paging back stays cheap).
+        ids = self.redis.zrevrangebyscore(self.keys.history, high, low, start=0, num=limit)
+        return self._load_messages(list(reversed(ids)))
+
+    def search_messages(self, text: str, limit: int, max_scanned: int
+                        ) -> tuple[list[Message], int]:
+        """Messages whose text contains ``text`` (case-insensitive), newest first.
+
+        Only the ``max_scanned`` newest messages are looked at, so the work stays bounded
+        however long the history is.
+
+        Returns:
+            Up to ``limit`` matching messages, and how many messages were looked at.
+        """
+        needle = text.casefold()
+        found: dict[str, Message] = {}  # by id: a message appended meanwhile shifts the ranks
+        scanned = 0
+        while scanned < max_scanned and len(found) < limit:
+            last = min(scanned + SEARCH_BATCH_MESSAGES, max_scanned) - 1
+            ids = self.redis.zrevrange(self.keys.history, scanned, last)
+            if not ids:
+                break
+            scanned += len(ids)
+            for message in self._load_messages(ids):
+                if needle in message.text.casefold() and len(found) < limit:
+                    found.setdefault(message.id, message)
+        return list(found.values()), scanned
 
     def _load_messages(self, ids: list[bytes]) -> list[Message]:
         if not ids:

@@ -1,6 +1,8 @@
 /*
- * Mimikit chat page: status bar, messages, composer, pending question, live updates over SSE.
- * Loaded after core.js (helpers, API client) and tasks.js (task panel and detail).
+ * Mimikit chat page: status bar, composer, pending question, live updates over SSE, and the
+ * wiring of the other parts. Loaded last, after markdown.js, core.js (helpers, API client),
+ * messages.js (message list), history.js (older messages), tasks.js (task panel and detail),
+ * search.js (history and memory search) and export.js (downloads).
  *
  * Stable hooks for browser tests:
  *   #status                          status bar; #status-conn, #status-redis, #status-workers,
@@ -8,7 +10,12 @@
  *   #llm-banner                      shown when no LLM is configured
  *   #messages                        message list (role="log"); children .msg.user | .msg.assistant
  *                                    | .msg.system with data-id, .msg-text (rendered text) and
- *                                    .msg-meta (time, tokens, elapsed)
+ *                                    .msg-meta (time, tokens, elapsed); code blocks are
+ *                                    .code-block with a .code-copy button
+ *   #history-start, #history-loading beginning-of-conversation marker, older-messages spinner
+ *   #search-open, #search            search button and dialog (#search-input, #search-history
+ *                                    .search-hit, #search-memory .memory-hit)
+ *   #export-menu                     export menu (.export-markdown, .export-json)
  *   #thinking                        "thinking…" indicator; has the hidden attribute when idle
  *   #input, #send, #input-error      composer textarea, send button, inline error; #counter
  *   #question                        pending question card (hidden when none); .question-option
@@ -22,12 +29,11 @@
 
 (() => {
   const {
-    $, h, numberFormat, parseDate, timeEl, usageText, showText, notice, getToken, api,
+    $, h, numberFormat, parseDate, showText, notice, getToken, api,
   } = window.Mimikit;
-  const tasks = window.Mimikit.tasks;
+  const { tasks, messages } = window.Mimikit;
   const MAX_INPUT_CHARS = 32768;
   const COUNTER_FROM_CHARS = 30000;
-  const MESSAGE_LOAD_LIMIT = 100;
   const TASK_REFRESH_MS = 10000;
   const STATUS_REFRESH_MS = 15000;
   const IDLE_GRACE_MS = 8000; // an idle status this soon after sending may predate the wake-up
@@ -35,14 +41,10 @@
   const BUSY_STATES = new Set(['queued', 'running']);
 
   const state = {
-    messages: new Map(), // id -> element
-    signatures: new Map(), // id -> JSON of the last rendered version
     question: null,
     tellerBusy: false,
     statusAt: 0, // when the last status arrived (ms)
     awaiting: null, // {since, sawBusy} after the user sent something
-    stick: true,
-    autoTop: 0, // scrollTop after the last scroll to the bottom done by the page
     sending: false,
     es: null,
     sseFailed: false,
@@ -116,78 +118,12 @@
     }
   }
 
-  // ---- messages -------------------------------------------------------------------------------
+  // ---- messages ------------------------------------------------------------------------------
 
-  function buildMessage(m) {
-    const role = ['user', 'assistant', 'system'].includes(m.role) ? m.role : 'system';
-    const text = h('div', { class: 'msg-text' });
-    if (role === 'user') text.textContent = m.text || '';
-    else text.innerHTML = window.MimikitMarkdown.render(m.text || '');
-    const meta = h('div', { class: 'msg-meta' }, timeEl(m.createdAt));
-    const usage = role === 'assistant' ? usageText(m.usage, m.elapsedMs) : '';
-    if (usage) meta.append(h('span', { class: 'msg-usage' }, usage));
-    if (m.taskId) {
-      meta.append(h('button', {
-        type: 'button', class: 'link-button msg-task', onclick: () => tasks.open(m.taskId),
-      }, 'view task'));
-    }
-    const el = h('article', { class: `msg ${role}`, 'data-id': m.id }, text, meta);
-    const date = parseDate(m.createdAt);
-    el.dataset.sort = String(date ? date.getTime() : Date.now());
-    return el;
-  }
-
-  function insertSorted(el) {
-    const list = $('#messages');
-    const key = Number(el.dataset.sort);
-    let after = list.lastElementChild;
-    while (after && Number(after.dataset.sort) > key) after = after.previousElementSibling;
-    if (after) after.after(el);
-    else list.prepend(el);
-  }
-
-  function addMessage(m, { live = true } = {}) {
-    if (!m || !m.id) return;
-    const signature = JSON.stringify(m);
-    if (state.signatures.get(m.id) === signature) return; // already shown as is
-    state.signatures.set(m.id, signature);
-    const el = buildMessage(m);
-    const old = state.messages.get(m.id);
-    if (old) old.replaceWith(el);
-    else insertSorted(el);
-    state.messages.set(m.id, el);
-    $('#empty').hidden = true;
-    if (!old && m.role === 'assistant' && state.awaiting) {
+  function onMessageAdded(m) {
+    if (m.role === 'assistant' && state.awaiting) {
       state.awaiting = null;
       updateThinking();
-    }
-    if (state.stick) scrollToBottom();
-    else if (live && !old) $('#jump').hidden = false;
-  }
-
-  async function loadMessages() {
-    const data = await api(`/api/messages?limit=${MESSAGE_LOAD_LIMIT}`);
-    for (const m of data.messages || []) addMessage(m, { live: false });
-    notice('');
-    $('#empty').hidden = state.messages.size > 0;
-  }
-
-  function scrollToBottom() {
-    const scroller = $('#scroller');
-    scroller.scrollTop = scroller.scrollHeight;
-    state.autoTop = scroller.scrollTop;
-    $('#jump').hidden = true;
-  }
-
-  function onScroll() {
-    const s = $('#scroller');
-    if (s.scrollHeight - s.scrollTop - s.clientHeight < 48) {
-      state.stick = true;
-      $('#jump').hidden = true;
-    } else if (s.scrollTop < state.autoTop - 4) {
-      // Only a scroll up by the reader unsticks: the list growing or the question card
-      // shrinking the view also moves the bottom away, and must not stop following it.
-      state.stick = false;
     }
   }
 
@@ -207,7 +143,7 @@
     const thinking = $('#thinking');
     if (thinking.hidden !== !on) {
       thinking.hidden = !on;
-      if (on && state.stick) scrollToBottom();
+      if (on && messages.isStuck()) messages.scrollToBottom();
     }
   }
 
@@ -251,11 +187,10 @@
       input.value = '';
       autosize();
       updateCounter();
-      state.stick = true;
-      scrollToBottom();
+      messages.follow();
       // Without live updates the new message would not show: fetch it if SSE did not bring it.
       setTimeout(() => {
-        if (data.id && !state.messages.has(data.id)) loadMessages().catch((err) => notice(err.message));
+        if (data.id && !messages.has(data.id)) messages.loadRecent().catch((err) => notice(err.message));
       }, 1500);
     } catch (err) {
       state.awaiting = null;
@@ -393,7 +328,7 @@
       if (es.readyState === EventSource.CLOSED) setTimeout(() => reconnectAfterClose(es), state.reconnectDelay);
     });
     // Accept both the bare object and a {message}/{task} wrapper.
-    es.addEventListener('message', onJson((d) => addMessage(d && !d.id && d.message ? d.message : d)));
+    es.addEventListener('message', onJson((d) => messages.add(d && !d.id && d.message ? d.message : d)));
     es.addEventListener('task', onJson((d) => tasks.onEvent(d && !d.id && d.task ? d.task : d)));
     es.addEventListener('question', onJson((data) => setQuestion(data ? data.question : null)));
     es.addEventListener('status', onJson(renderStatus));
@@ -413,7 +348,7 @@
 
   function resync() {
     return Promise.allSettled([
-      loadMessages().catch((err) => notice(`Could not load messages: ${err.message}`)),
+      messages.loadRecent().catch((err) => notice(`Could not load messages: ${err.message}`)),
       refreshStatus(), tasks.refresh(), refreshQuestion(),
     ]);
   }
@@ -431,17 +366,6 @@
       autosize();
       updateCounter();
     });
-    $('#scroller').addEventListener('scroll', onScroll, { passive: true });
-    // The question card or a taller composer shrinks the list: keep the newest message in view.
-    const keepBottom = new ResizeObserver(() => {
-      if (state.stick) scrollToBottom();
-    });
-    keepBottom.observe($('#scroller'));
-    keepBottom.observe($('#messages'));
-    $('#jump').addEventListener('click', () => {
-      state.stick = true;
-      scrollToBottom();
-    });
     $('#question-form').addEventListener('submit', (event) => {
       event.preventDefault();
       answerQuestion($('#question-answer').value);
@@ -450,7 +374,12 @@
       window.Mimikit.promptToken().then(resync, () => {});
     });
     window.Mimikit.onToken(connectEvents);
+    messages.setup();
+    messages.onAdded(onMessageAdded);
     tasks.setup();
+    window.Mimikit.history.setup();
+    window.Mimikit.search.setup();
+    window.Mimikit.exporter.setup();
   }
 
   function boot() {

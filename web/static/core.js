@@ -53,6 +53,13 @@
     });
   }
 
+  /** A <time> saying when(value): the clock today, the day and clock for another day. */
+  function whenEl(value) {
+    const date = parseDate(value);
+    if (!date) return null;
+    return h('time', { datetime: date.toISOString(), title: date.toLocaleString() }, when(value));
+  }
+
   function duration(ms) {
     if (typeof ms !== 'number' || !Number.isFinite(ms)) return '';
     if (ms < 1000) return `${Math.round(ms)} ms`;
@@ -149,10 +156,10 @@
     return tokenState.prompt;
   }
 
-  /** fetch() a JSON API path with the stored token; on 401 ask for the token and retry. */
-  async function api(path, { method = 'GET', body } = {}) {
+  /** fetch() an API path with the stored token; on 401 ask for the token and retry. */
+  async function request(path, { method = 'GET', body, accept = 'application/json' } = {}) {
     for (let attempt = 0; ; attempt += 1) {
-      const headers = { Accept: 'application/json' };
+      const headers = { Accept: accept };
       const token = getToken();
       if (token) headers.Authorization = `Bearer ${token}`;
       if (body !== undefined) headers['Content-Type'] = 'application/json';
@@ -166,18 +173,30 @@
         await askToken(attempt > 0 || Boolean(token));
         continue;
       }
-      let data = null;
-      try {
-        data = await res.json();
-      } catch (err) {
-        data = null; // empty or non-JSON body: the status code says enough
-      }
-      if (!res.ok) {
-        const reason = (data && (data.error || data.message)) || `HTTP ${res.status}`;
-        throw new ApiError(String(reason), res.status, data);
-      }
-      return data || {};
+      return res;
     }
+  }
+
+  async function jsonOf(res) {
+    try {
+      return await res.json();
+    } catch (err) {
+      return null; // empty or non-JSON body: the status code says enough
+    }
+  }
+
+  /** An ApiError with the server's own words for a response that is not ok. */
+  async function failure(res) {
+    const data = await jsonOf(res);
+    const reason = (data && (data.error || data.message)) || `HTTP ${res.status}`;
+    return new ApiError(String(reason), res.status, data);
+  }
+
+  /** Call a JSON API path (see request) and return its JSON body; throws ApiError if not ok. */
+  async function api(path, options = {}) {
+    const res = await request(path, options);
+    if (!res.ok) throw await failure(res);
+    return (await jsonOf(res)) || {};
   }
 
   /** Call ``fn`` after the user saved a new token (e.g. to reconnect the event stream). */
@@ -192,7 +211,7 @@
   }
 
   window.Mimikit = {
-    $, h, numberFormat, parseDate, clock, timeEl, when, duration, usageText, cut, pretty,
-    showText, notice, ApiError, getToken, api, onToken, promptToken,
+    $, h, numberFormat, parseDate, clock, timeEl, when, whenEl, duration, usageText, cut, pretty,
+    showText, notice, ApiError, getToken, request, failure, api, onToken, promptToken,
   };
 })();
