@@ -297,6 +297,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(cli.main(args=list(argv) if argv is not None else None, prog_name="mimikit",
                             complete_var=COMPLETE_VARIABLE, standalone_mode=False) or 0)
+    except click.exceptions.NoArgsIsHelpError as error:
+        error.show()  # `mimikit` alone: the help, as click shows it
+        return error.exit_code
     except click.UsageError as error:
         _fail(describe_usage(error))
         return error.exit_code

@@ -230,7 +230,13 @@ def check_llm(settings: Settings) -> Check:
 def _try_each_model(client: LLMClient, wanted: dict[str, str]) -> Check:
     """For a server without a model listing: one tiny request per model."""
     for model in sorted(set(wanted.values())):
-        client.chat(model, [{"role": "user", "content": "Answer with one word: ready?"}])
+        try:
+            client.chat(model, [{"role": "user", "content": "Answer with one word: ready?"}])
+        except LLMUnavailable as error:
+            roles = ", ".join(role for role, name in wanted.items() if name == model)
+            return Check("llm", "fail", f"model {model!r} ({roles}) does not answer: {error}",
+                         "set the model variables (MIMIKIT_MODEL, MIMIKIT_<ROLE>_MODEL) to "
+                         "models the server has, or load the model there")
     return Check("llm", "ok", f"{client.url} answered a one-line request with each of "
                  f"{', '.join(sorted(set(wanted.values())))} (it lists no models)")
 

@@ -170,14 +170,15 @@ class LLMClient:
         sdk = self._client()
         try:
             return [model.id for model in sdk.models.list(timeout=self.timeout)]
-        except (openai.APITimeoutError, openai.APIConnectionError) as error:
-            raise LLMUnavailable(
-                f"cannot reach the LLM at {self.url}: {_cause(error)}; set MIMIKIT_LLM_BASE_URL"
-            ) from None
         except openai.APIStatusError as error:
             if error.status_code in (404, 405):
                 return None
-            raise self._status_error(error, "") from None
+            failure = self._status_error(error, "")
+            raise LLMUnavailable(str(failure)) from None
+        except openai.APIError as error:  # unreachable, timed out, or not an OpenAI answer
+            raise LLMUnavailable(
+                f"cannot reach the LLM at {self.url}: {_cause(error)}; set MIMIKIT_LLM_BASE_URL"
+            ) from None
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
