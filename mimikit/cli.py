@@ -59,11 +59,13 @@ def instance_options(command: Command) -> Command:
 
 
 def json_option(command: Command) -> Command:
+    """Add ``--json`` (passed as ``as_json``), which every read command has."""
     return click.option("--json", "as_json", is_flag=True,
                         help="print JSON (for scripts) instead of text")(command)
 
 
 def port_option(command: Command) -> Command:
+    """Add ``--port``, the web port (exported as ``MIMIKIT_PORT``)."""
     return click.option("--port", type=click.IntRange(1, 65535),
                         help="web port (overrides MIMIKIT_PORT, default 8787)")(command)
 

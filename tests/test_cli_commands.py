@@ -88,6 +88,15 @@ def test_every_command_and_option_has_help_text():
                 assert param.help, f"{path} {param.opts} has no help"
 
 
+def test_state_and_work_dir_options_override_the_settings(runtime, tmp_path):
+    state, work = tmp_path / "other-state", tmp_path / "other-work"
+    state.mkdir()
+    done = installed("doctor", "--json", "--state-dir", str(state), "--work-dir", str(work))
+    checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+    assert checks["state dir"]["status"] == "ok" and str(state) in checks["state dir"]["detail"]
+    assert checks["work dir"]["status"] == "fail" and str(work) in checks["work dir"]["detail"]
+
+
 def test_an_invalid_setting_is_one_line_naming_the_variable(runtime):
     for args in (["worker"], ["status"], ["doctor"], ["tasks"]):
         error = one_line_error(installed(*args, env_extra={"MIMIKIT_PORT": "abc"}))
