@@ -1,165 +1,333 @@
-"""The ``mimikit`` command: up, worker, beat, web, flower, status, send, tasks, cancel, prompt."""
+"""The ``mimikit`` command: run an instance's processes, talk to it, look into it, check it.
+
+Every failure is one line on stderr, ``mimikit: <what failed, and the fix>``, and exit status 1
+(2 for a command line that does not parse).
+"""
 
 from __future__ import annotations
 
-import argparse
+import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
+import click
 from pydantic import ValidationError
 from redis.exceptions import RedisError
 
 from mimikit.config import Settings, load_settings
 from mimikit.exceptions import MimikitError
+from mimikit.tasks.listing import SCOPES
 
+ALL_QUEUES = "teller,planner,worker,supervisor"
+ROLES = ("teller", "planner", "worker", "llm_eval")
+PROMPT_MODES = ("full", "minimal", "none")
+SHELLS = ("bash", "zsh", "fish")
+COMPLETE_VARIABLE = "_MIMIKIT_COMPLETE"
+# Options that override a setting: exported, so the children of `mimikit up` see them too.
 OVERRIDES = {"port": "MIMIKIT_PORT", "state_dir": "MIMIKIT_STATE_DIR",
              "work_dir": "MIMIKIT_WORK_DIR", "host": "MIMIKIT_HOST"}
+CELERY_PASSTHROUGH = (
+    "Any other option goes to Celery's worker unchanged, e.g. --pool solo, --autoscale 10,2, "
+    "--max-tasks-per-child 100, --prefetch-multiplier 1 (see `celery worker --help`).")
+
+Command = Callable[..., int]
 
 
-def _settings(args: argparse.Namespace) -> Settings:
-    """Apply command-line overrides to the environment (children inherit them), then load."""
-    for name, variable in OVERRIDES.items():
-        value = getattr(args, name, None)
-        if value is not None:
-            os.environ[variable] = str(value)
+def instance_options(command: Command) -> Command:
+    """Add ``--state-dir`` and ``--work-dir``; export every override option before running.
+
+    Options named in ``OVERRIDES`` (also ``--port`` and ``--host`` where a command has them)
+    are set as their ``MIMIKIT_*`` variable only when the command runs, not while parsing.
+    """
+    @functools.wraps(command)
+    def with_overrides(**options: Any) -> int:
+        for name, variable in OVERRIDES.items():
+            value = options.pop(name, None)
+            if value is not None:
+                os.environ[variable] = str(value)
+        return command(**options)
+
+    with_overrides = click.option(
+        "--work-dir", type=click.Path(file_okay=False),
+        help="where Workers run their tools (overrides MIMIKIT_WORK_DIR)")(with_overrides)
+    return click.option(
+        "--state-dir", type=click.Path(file_okay=False),
+        help="memory, logs and embedded Redis data (overrides MIMIKIT_STATE_DIR)"
+    )(with_overrides)
+
+
+def json_option(command: Command) -> Command:
+    """Add ``--json`` (passed as ``as_json``), which every read command has."""
+    return click.option("--json", "as_json", is_flag=True,
+                        help="print JSON (for scripts) instead of text")(command)
+
+
+def port_option(command: Command) -> Command:
+    """Add ``--port``, the web port (exported as ``MIMIKIT_PORT``)."""
+    return click.option("--port", type=click.IntRange(1, 65535),
+                        help="web port (overrides MIMIKIT_PORT, default 8787)")(command)
+
+
+class InOrder(click.Group):
+    """A group that lists its commands in the order they are defined, not alphabetically."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
+
+
+def _settings() -> Settings:
+    """The settings, read after the options were exported."""
     return load_settings()
 
 
-def cmd_up(args: argparse.Namespace) -> int:
+@click.group(cls=InOrder, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="mimikit", prog_name="mimikit",
+                      message="%(prog)s %(version)s", help="print the version and exit")
+def cli() -> None:
+    """Mimikit: a Teller that answers at once, a Planner that splits work into tasks, and
+    Workers that run them on Celery over Redis.
+
+    Start everything with `mimikit up`, or each process on its own (worker, beat, web).
+    Settings come from MIMIKIT_* variables or a .env file.
+    """
+
+
+# --- processes ------------------------------------------------------------------------------
+
+
+@cli.command()
+@port_option
+@instance_options
+def up() -> int:
+    """Run everything in the foreground: Redis (embedded if none answers), a worker for the
+    agents, a worker for tasks, beat and web. Ctrl-C stops them all."""
     from mimikit.launcher import run_up
 
-    return run_up(_settings(args))
+    return run_up(_settings())
 
 
-def cmd_worker(args: argparse.Namespace) -> int:
-    _settings(args)
+@cli.command(epilog=CELERY_PASSTHROUGH,
+             context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.option("--queues", default=ALL_QUEUES, show_default=True,
+              help="comma-separated queues to consume")
+@click.option("--concurrency", type=click.IntRange(1, 256),
+              help="pool processes (default: MIMIKIT_CONCURRENCY)")
+@click.option("--name", default="mimikit@%h", show_default=True,
+              help="the worker's node name (%h: this host's name)")
+@click.option("--loglevel", default="INFO", show_default=True,
+              help="DEBUG, INFO, WARNING, ERROR or CRITICAL")
+@click.argument("celery_options", nargs=-1, type=click.UNPROCESSED, metavar="[CELERY OPTIONS]")
+@instance_options
+def worker(queues: str, concurrency: int | None, name: str, loglevel: str,
+           celery_options: tuple[str, ...]) -> int:
+    """Run one Celery worker (default: every queue)."""
+    settings = _settings()
     from mimikit.celery_app import app
 
-    argv = ["worker", "--queues", args.queues, "--concurrency", str(args.concurrency),
-            "--loglevel", args.loglevel, "--hostname", args.name, "-E"]
-    app.worker_main(argv)
-    return 0
+    argv = ["worker", "--queues", queues, "--concurrency", str(concurrency or settings.concurrency),
+            "--loglevel", loglevel, "--hostname", name, "-E", *celery_options]
+    return int(app.start(argv) or 0)
 
 
-def cmd_beat(args: argparse.Namespace) -> int:
-    _settings(args)
+@cli.command()
+@click.option("--loglevel", default="INFO", show_default=True,
+              help="DEBUG, INFO, WARNING, ERROR or CRITICAL")
+@instance_options
+def beat(loglevel: str) -> int:
+    """Run the RedBeat scheduler (run exactly one; a second one waits as a standby)."""
+    _settings()
     from mimikit.celery_app import app
 
-    app.start(["beat", "--loglevel", args.loglevel])
-    return 0
+    return int(app.start(["beat", "--loglevel", loglevel]) or 0)
 
 
-def cmd_web(args: argparse.Namespace) -> int:
+@cli.command()
+@click.option("--host", help="bind address (overrides MIMIKIT_HOST, default 127.0.0.1)")
+@port_option
+@click.option("--debug", is_flag=True, help="Flask's reloading debug server (loopback only)")
+@instance_options
+def web(debug: bool) -> int:
+    """Serve the chat page and the JSON/SSE API (gunicorn)."""
     from web import create_app
     from web.server import serve
 
-    return serve(_settings(args), create_app, debug=args.debug)
+    return serve(_settings(), create_app, debug=debug)
 
 
-def cmd_flower(args: argparse.Namespace) -> int:
+@cli.command()
+@click.option("--address", default="127.0.0.1", show_default=True,
+              help="bind address (beyond loopback MIMIKIT_FLOWER_BASIC_AUTH is required)")
+@click.option("--port", "flower_port", type=click.IntRange(1, 65535), default=5555,
+              show_default=True, help="Flower's port")
+@instance_options
+def flower(address: str, flower_port: int) -> int:
+    """Run Flower, Celery's monitor, on the same broker."""
     from mimikit.flower import run_flower
 
-    return run_flower(_settings(args), address=args.address, port=args.flower_port)
+    return run_flower(_settings(), address=address, port=flower_port)
 
 
-def cmd_status(args: argparse.Namespace) -> int:
-    from mimikit.console import print_status
-
-    return print_status(_settings(args), as_json=args.json)
+# --- talking to an instance -------------------------------------------------------------------
 
 
-def cmd_send(args: argparse.Namespace) -> int:
-    from mimikit.console import send
+@cli.command()
+@json_option
+@instance_options
+def status(as_json: bool) -> int:
+    """Show Redis, workers, queue depths, the Teller, beat, the LLM and the pending question."""
+    from mimikit.console.report import print_status
 
-    return send(_settings(args), " ".join(args.text), timeout=args.timeout)
-
-
-def cmd_tasks(args: argparse.Namespace) -> int:
-    from mimikit.console import print_tasks
-
-    return print_tasks(_settings(args), scope=args.scope, as_json=args.json)
+    return print_status(_settings(), as_json=as_json)
 
 
-def cmd_cancel(args: argparse.Namespace) -> int:
-    from mimikit.console import cancel
+@cli.command()
+@click.argument("text", nargs=-1, required=True)
+@click.option("--timeout", type=click.FloatRange(0, min_open=True), default=120.0,
+              show_default=True, help="seconds to wait for the replies")
+@instance_options
+def send(text: tuple[str, ...], timeout: float) -> int:
+    """Post a message and print the replies as they come.
 
-    return cancel(_settings(args), args.task_id)
+    Stops when the work it started is done, or at a question (answer it with `mimikit answer`).
+    """
+    from mimikit.console.chat import send as send_message
+
+    return send_message(_settings(), " ".join(text), timeout=timeout)
 
 
-def cmd_prompt(args: argparse.Namespace) -> int:
-    from mimikit.console import print_prompt
+@cli.command()
+@click.argument("text", nargs=-1, required=True)
+@click.option("--wait", is_flag=True, help="then print the replies as they come, like `send`")
+@click.option("--timeout", type=click.FloatRange(0, min_open=True), default=120.0,
+              show_default=True, help="with --wait: seconds to wait for the replies")
+@instance_options
+def answer(text: tuple[str, ...], wait: bool, timeout: float) -> int:
+    """Answer the pending question (see `mimikit status`)."""
+    from mimikit.console.chat import answer as answer_pending
+
+    return answer_pending(_settings(), " ".join(text), wait=wait, timeout=timeout)
+
+
+@cli.command()
+@click.option("--scope", type=click.Choice(SCOPES), default="all", show_default=True,
+              help="queued, running, triggers, or all (with the recently finished)")
+@json_option
+@instance_options
+def tasks(scope: str, as_json: bool) -> int:
+    """List tasks."""
+    from mimikit.console.tasks import print_tasks
+
+    return print_tasks(_settings(), scope=scope, as_json=as_json)
+
+
+@cli.group()
+def task() -> None:
+    """Look into one task (`mimikit tasks` lists them)."""
+
+
+@task.command("show")
+@click.argument("task_id")
+@json_option
+@instance_options
+def task_show(task_id: str, as_json: bool) -> int:
+    """Show a task: its status, result, events and run transcripts."""
+    from mimikit.console.tasks import show_task
+
+    return show_task(_settings(), task_id, as_json=as_json)
+
+
+@cli.command()
+@click.argument("task_id")
+@instance_options
+def cancel(task_id: str) -> int:
+    """Cancel a task (also stops a running one)."""
+    from mimikit.console.tasks import cancel as cancel_one
+
+    return cancel_one(_settings(), task_id)
+
+
+@cli.command()
+@click.argument("role", type=click.Choice(ROLES))
+@click.option("--mode", type=click.Choice(PROMPT_MODES), default="minimal", show_default=True,
+              help="full adds this instance's memory and history (reads Redis)")
+@instance_options
+def prompt(role: str, mode: str) -> int:
+    """Print the exact system prompt a role gets."""
+    from mimikit.console.prompt import print_prompt
 
     # Only full mode reads this instance's history and memory: the others need no settings.
-    settings = _settings(args) if args.mode == "full" else None
-    return print_prompt(settings, args.role, mode=args.mode)
+    settings = _settings() if mode == "full" else None
+    return print_prompt(settings, role, mode=mode)  # type: ignore[arg-type]
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--state-dir", help="state directory (MIMIKIT_STATE_DIR)")
-    parser.add_argument("--work-dir", help="work directory (MIMIKIT_WORK_DIR)")
+@cli.command()
+@json_option
+@instance_options
+def doctor(as_json: bool) -> int:
+    """Check Redis and its persistence, workers per queue, beat, the LLM and its models, the
+    state dir and clocks; each problem comes with its fix. Exit 1 when a check fails."""
+    from mimikit.console.report import print_doctor
+
+    return print_doctor(_settings(), as_json=as_json)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mimikit", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+@cli.command()
+@click.argument("shell", type=click.Choice(SHELLS))
+def completion(shell: str) -> int:
+    """Print the shell completion script.
 
-    def add(name: str, func: Callable[[argparse.Namespace], int], help_: str
-            ) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_, description=help_)
-        _common(p)
-        p.set_defaults(func=func)
-        return p
+    \b
+    bash: echo 'eval "$(mimikit completion bash)"' >> ~/.bashrc
+    zsh:  echo 'eval "$(mimikit completion zsh)"' >> ~/.zshrc
+    fish: mimikit completion fish > ~/.config/fish/completions/mimikit.fish
+    """
+    from click.shell_completion import get_completion_class
 
-    up = add("up", cmd_up, "run everything in the foreground (embedded Redis if none answers)")
-    up.add_argument("--port", type=int, help="web port (MIMIKIT_PORT, default 8787)")
-    worker = add("worker", cmd_worker, "run a Celery worker")
-    worker.add_argument("--queues", default="teller,planner,worker,supervisor")
-    worker.add_argument("--concurrency", type=int, default=None)
-    worker.add_argument("--name", default="mimikit@%h")
-    worker.add_argument("--loglevel", default="INFO")
-    beat = add("beat", cmd_beat, "run the RedBeat scheduler (one per instance)")
-    beat.add_argument("--loglevel", default="INFO")
-    web = add("web", cmd_web, "serve the chat page and the API")
-    web.add_argument("--host", help="bind address (MIMIKIT_HOST, default 127.0.0.1)")
-    web.add_argument("--port", type=int, help="port (MIMIKIT_PORT, default 8787)")
-    web.add_argument("--debug", action="store_true", help="Flask's reloading debug server")
-    flower = add("flower", cmd_flower, "run Flower against the same broker")
-    flower.add_argument("--address", default="127.0.0.1")
-    flower.add_argument("--port", dest="flower_port", type=int, default=5555)
-    status = add("status", cmd_status, "workers, queues, Teller, pending question")
-    status.add_argument("--json", action="store_true")
-    send = add("send", cmd_send, "post a message and print the replies as they come")
-    send.add_argument("text", nargs="+")
-    send.add_argument("--timeout", type=float, default=120.0)
-    tasks = add("tasks", cmd_tasks, "list tasks")
-    tasks.add_argument("--scope", default="all", choices=["queue", "running", "triggers", "all"])
-    tasks.add_argument("--json", action="store_true")
-    cancel = add("cancel", cmd_cancel, "cancel a task (also stops a running one)")
-    cancel.add_argument("task_id")
-    prompt = add("prompt", cmd_prompt, "print the system prompt a role gets")
-    prompt.add_argument("role", choices=["teller", "planner", "worker", "llm_eval"])
-    prompt.add_argument("--mode", default="minimal", choices=["full", "minimal", "none"])
-    return parser
+    completer = get_completion_class(shell)
+    assert completer is not None  # every name in SHELLS is one of click's
+    click.echo(completer(cli, {}, "mimikit", COMPLETE_VARIABLE).source())
+    return 0
+
+
+# --- running the command ----------------------------------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if getattr(args, "concurrency", 0) is None:
-        args.concurrency = _settings(args).concurrency
+    """Run ``mimikit ARGV``; returns the exit status (errors are one line on stderr)."""
     try:
-        return int(args.func(args) or 0)
+        return int(cli.main(args=list(argv) if argv is not None else None, prog_name="mimikit",
+                            complete_var=COMPLETE_VARIABLE, standalone_mode=False) or 0)
+    except click.exceptions.NoArgsIsHelpError as error:
+        error.show()  # `mimikit` alone: the help, as click shows it
+        return error.exit_code
+    except click.UsageError as error:
+        _fail(describe_usage(error))
+        return error.exit_code
+    except click.ClickException as error:
+        _fail(error.format_message())
     except MimikitError as error:
-        print(f"mimikit: {error}", file=sys.stderr)
+        _fail(str(error))
     except RedisError as error:
         reason = str(error).rstrip(".")
-        print(f"mimikit: cannot reach Redis at {_redis_url()}: {reason}; start it or run "
-              "`mimikit up`", file=sys.stderr)
+        _fail(f"cannot reach Redis at {_redis_url()}: {reason}; start it or run `mimikit up`")
     except ValidationError as error:
-        print(f"mimikit: {describe_validation(error)}", file=sys.stderr)
-    except KeyboardInterrupt:
+        _fail(describe_validation(error))
+    except (click.Abort, KeyboardInterrupt):
         return 130
     return 1
+
+
+def _fail(message: str) -> None:
+    """Print ``mimikit: message`` as one line on stderr."""
+    print("mimikit: " + " ".join(message.split()), file=sys.stderr)
+
+
+def describe_usage(error: click.UsageError) -> str:
+    """A command-line mistake and where to read the usage, e.g. ``Invalid value for ...``."""
+    path = error.ctx.command_path if error.ctx is not None else "mimikit"
+    return f"{error.format_message().rstrip('.')}; see `{path} --help`"
 
 
 def describe_validation(error: ValidationError) -> str:

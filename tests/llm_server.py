@@ -101,6 +101,8 @@ class ScriptedLLM:
         self._httpd.block_on_close = False
         self._httpd.scripted = self  # type: ignore[attr-defined]
         self._thread: threading.Thread | None = None
+        # False: GET /v1/models answers 404, like servers that list no models
+        self.lists_models = True
 
     @property
     def port(self) -> int:
@@ -252,8 +254,8 @@ class _Handler(BaseHTTPRequestHandler):
         return  # keep test output clean
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-        if self.path.rstrip("/") in ("/v1/models", "/models"):
-            scripted: ScriptedLLM = self.server.scripted  # type: ignore[attr-defined]
+        scripted: ScriptedLLM = self.server.scripted  # type: ignore[attr-defined]
+        if self.path.rstrip("/") in ("/v1/models", "/models") and scripted.lists_models:
             with scripted._lock:
                 names = sorted(set(scripted._scripts) | set(scripted._defaults) - {"*"})
             data = [{"id": name, "object": "model", "created": 0, "owned_by": "scripted"}

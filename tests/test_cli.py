@@ -61,13 +61,20 @@ def test_send_prints_the_replies_as_they_stream_in(stack, llm):
     assert {t.traceId for t in stack.state.tasks_with_status("done")} == {user.id}
 
 
-def test_send_stops_at_a_question_and_says_where_to_answer(stack, llm):
+def test_send_stops_at_a_question_and_answer_continues_the_conversation(stack, llm):
     llm.script("teller", tool_call("ask_user", question="Staging or production?",
                                    options=["staging", "production"]))
     code, out, _err = run("send", "deploy it", "--timeout", "30")
     assert code == 0
     assert "[question] Staging or production?  (options: staging, production)" in out
-    assert "answer it in the web page" in out
+    assert '[question] answer it with: mimikit answer "staging"' in out
+    llm.script("teller", tool_call("reply", text="Deploying to production."))
+    code, out, err = run("answer", "production", "--wait", "--timeout", "30")
+    assert code == 0, err
+    assert out.splitlines() == ["answered: Staging or production?", "Deploying to production."]
+    assert stack.state.get_question() is None
+    teller_prompt = json.dumps(llm.requests_for("teller")[-1]["messages"])
+    assert "production" in teller_prompt
 
 
 def test_send_without_workers_gives_up_after_its_timeout(runtime):
@@ -98,7 +105,8 @@ def test_tasks_lists_queued_running_and_finished_tasks(runtime):
 def test_tasks_says_so_when_there_are_none_and_refuses_a_bad_scope(runtime):
     assert run("tasks")[1].strip() == "no tasks"
     code, _out, err = run("tasks", "--scope", "later")
-    assert code == 2 and "invalid choice" in err
+    assert code == 2 and "Invalid value for '--scope': 'later' is not one of" in err
+    assert len(err.strip().splitlines()) == 1 and "mimikit tasks --help" in err, err
 
 
 def test_cancel_of_a_queued_task_and_of_an_unknown_id(runtime):
@@ -125,7 +133,8 @@ def test_cancel_stops_a_running_worker_and_its_shell_command(stack, llm):
 
 def test_commands_with_redis_down_say_so_in_one_line_without_a_traceback():
     url = f"redis://127.0.0.1:{free_port()}/0"
-    for args in (["send", "hi"], ["tasks"], ["cancel", "task_x"]):
+    for args in (["send", "hi"], ["tasks"], ["cancel", "task_x"], ["answer", "yes"],
+                 ["task", "show", "task_x"]):
         code, _out, err = run(*args, env_extra={"MIMIKIT_REDIS_URL": url})
         assert code == 1, (args, err)
         assert f"mimikit: cannot reach Redis at {url}" in err, (args, err)

@@ -19,8 +19,11 @@ REFRESH_SECONDS = 10
 
 
 def register_worker(runtime: Runtime, info: dict[str, Any]) -> None:
+    """Write the worker's entry, stamped ``seenAt`` by this host's clock (``mimikit doctor``
+    compares it with the entry's age in Redis to find clock skew between hosts)."""
     key = runtime.keys.worker(info["name"])
-    runtime.redis.set(key, json.dumps(info), ex=WORKER_TTL_SECONDS)
+    entry = {**info, "seenAt": utcnow().isoformat()}
+    runtime.redis.set(key, json.dumps(entry), ex=WORKER_TTL_SECONDS)
 
 
 def workers(runtime: Runtime) -> list[dict[str, Any]]:

@@ -159,6 +159,28 @@ class LLMClient:
                                failure.reason, attempt, delay)
                 time.sleep(delay)
 
+    def list_models(self) -> list[str] | None:
+        """The model names the server lists (``GET /models``), in one attempt.
+
+        Returns:
+            The names, or None when the server has no model listing (HTTP 404 or 405).
+
+        Raises:
+            LLMUnavailable: Not configured, unreachable, or the listing was refused.
+        """
+        sdk = self._client()
+        try:
+            return [model.id for model in sdk.models.list(timeout=self.timeout)]
+        except openai.APIStatusError as error:
+            if error.status_code in (404, 405):
+                return None
+            failure = self._status_error(error, "")
+            raise LLMUnavailable(str(failure)) from None
+        except openai.APIError as error:  # unreachable, timed out, or not an OpenAI answer
+            raise LLMUnavailable(
+                f"cannot reach the LLM at {self.url}: {_cause(error)}; set MIMIKIT_LLM_BASE_URL"
+            ) from None
+
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(max(retry_after, 0.0), RETRY_AFTER_MAX_SECONDS)

@@ -1,0 +1,2 @@
+"""The terminal side of the ``mimikit`` command: what each command that talks to an instance
+prints (status and doctor, send and answer, tasks, prompts)."""

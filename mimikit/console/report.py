@@ -1,0 +1,55 @@
+"""``mimikit status`` and ``mimikit doctor``: what an instance is doing, and whether it can."""
+
+from __future__ import annotations
+
+import json
+
+from mimikit.config import Settings
+from mimikit.doctor import format_check, healthy, run_checks
+from mimikit.status import status
+from mimikit.store.runtime import build_runtime
+
+
+def print_status(settings: Settings, as_json: bool = False) -> int:
+    """Print the status report; 1 when Redis does not answer."""
+    report = status(build_runtime(settings))
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return 0 if report["ok"] else 1
+    redis = report["redis"]
+    print(f"redis     {'ok' if redis['ok'] else 'DOWN'}  {redis.get('url', '')}"
+          + (f"  ({redis['error']})" if redis.get("error") else ""))
+    if not report["ok"]:
+        return 1
+    workers = report["workers"]
+    print(f"workers   {len(workers)}" + "".join(
+        f"\n          {w['name']}  queues={','.join(w.get('queues', []))}" for w in workers))
+    print("queues    " + "  ".join(f"{q}={n}" for q, n in report["queues"].items()))
+    print(f"teller    {report['teller']['state']}")
+    beat = report.get("beat", {})
+    print(f"beat      {'running' if beat.get('alive') else 'NOT RUNNING'}"
+          f"  (last seen {beat.get('at') or 'never'}; last supervisor tick "
+          f"{beat.get('lastTick') or 'never'})")
+    llm = report["llm"]
+    print(f"llm       {'configured' if llm['configured'] else 'NOT CONFIGURED'}  "
+          f"{llm.get('baseUrl', '')} "
+          + " ".join(f"{role}={model}" for role, model in llm.get("models", {}).items())
+          + (f"\n          {llm['error']}" if llm.get("error") else ""))
+    question = report.get("pendingQuestion")
+    print(f"question  {question['question'] if question else '-'}"
+          + ('\n          answer it with: mimikit answer "..."' if question else ""))
+    return 0
+
+
+def print_doctor(settings: Settings, as_json: bool = False) -> int:
+    """Run every check and print one line each; 1 when any check failed."""
+    checks = run_checks(build_runtime(settings))
+    ok = healthy(checks)
+    if as_json:
+        print(json.dumps({"ok": ok, "checks": [c.dump() for c in checks]}, indent=2))
+    else:
+        for check in checks:
+            print(format_check(check))
+        failed = sum(check.status == "fail" for check in checks)
+        print("all checks passed" if ok else f"{failed} check{'s' * (failed != 1)} failed")
+    return 0 if ok else 1

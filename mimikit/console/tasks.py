@@ -1,0 +1,135 @@
+"""``mimikit tasks``, ``mimikit task show`` and ``mimikit cancel``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from mimikit.config import Settings
+from mimikit.conversation.gate import wake
+from mimikit.store.runtime import Runtime, build_runtime
+from mimikit.tasks.cancel import cancel_task
+from mimikit.tasks.listing import list_tasks
+
+LINE_CHARS = 240  # a transcript message longer than this is cut in the text view
+
+
+def print_tasks(settings: Settings, scope: str = "all", as_json: bool = False) -> int:
+    found = list_tasks(build_runtime(settings), scope, include_finished=True)
+    if as_json:
+        print(json.dumps(found, indent=2))
+        return 0
+    if not found:
+        print("no tasks")
+    for task in found:
+        label = task.get("title") or task["prompt"]
+        when = f"  next {task['nextRunAt']}" if task.get("nextRunAt") else ""
+        print(f"{task['id']}  {task['status']:<8} p{task['priority']}  {task['type']:<11} "
+              f"{label[:60]}{when}")
+    return 0
+
+
+def task_detail(runtime: Runtime, task_id: str) -> dict[str, Any] | None:
+    """What ``GET /api/tasks/ID`` answers: the task, its result, events and runs; None if
+    there is no such task."""
+    state = runtime.state
+    task = state.get_task(task_id)
+    if task is None:
+        return None
+    result = state.get_result(task_id)
+    return {"task": task.dump(), "result": result.dump() if result else None,
+            "events": state.task_log(task_id), "runs": state.runs(task_id)}
+
+
+def show_task(settings: Settings, task_id: str, as_json: bool = False) -> int:
+    """Print one task (status, result, events, run transcripts); 1 when there is none."""
+    detail = task_detail(build_runtime(settings), task_id)
+    if detail is None:
+        print(f"mimikit: no task with id {task_id!r}; see `mimikit tasks`", file=sys.stderr)
+        return 1
+    if as_json:
+        print(json.dumps(detail, indent=2, ensure_ascii=False))
+        return 0
+    for line in (*_task_lines(detail["task"]), *_result_lines(detail["result"]),
+                 *_event_lines(detail["events"]), *_run_lines(detail["runs"])):
+        print(line)
+    return 0
+
+
+def _task_lines(task: dict[str, Any]) -> list[str]:
+    lines = [f"{task['id']}  {task['status']}  {task['role']} {task['type']}  "
+             f"priority {task['priority']}  attempts {task.get('attempts', 0)}"]
+    fields = ("title", "prompt", "createdAt", "startedAt", "completedAt", "deferUntil",
+              "schedule", "condition", "lastTriggeredAt", "traceId", "parentId", "triggerId",
+              "error")
+    for name in fields:
+        value = task.get(name)
+        if value not in (None, ""):
+            shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            lines.append(f"{name + ':':<16}{_indent(shown)}")
+    return lines
+
+
+def _result_lines(result: dict[str, Any] | None) -> list[str]:
+    if result is None:
+        return ["", "result: none yet"]
+    lines = ["", f"result: {result['status']} ({result.get('resultType', 'text')})"]
+    body = result.get("result") or {}
+    text = body.get("text") if set(body) == {"text"} else None
+    if body:
+        lines.append("  " + _indent(text or json.dumps(body, indent=2, ensure_ascii=False), 2))
+    for name in ("error", "question"):
+        if result.get(name):
+            lines.append(f"  {name}: {_indent(str(result[name]), 2)}")
+    return lines
+
+
+def _event_lines(events: list[dict[str, Any]]) -> list[str]:
+    lines = ["", f"events: {len(events)}"]
+    for event in events:
+        extra = {k: v for k, v in event.items() if k not in ("type", "at", "taskId")}
+        details = "  ".join(f"{k}={_one_line(v)}" for k, v in extra.items())
+        lines.append(f"  {event.get('at', '')}  {event.get('type', '?')}  {details}".rstrip())
+    return lines
+
+
+def _run_lines(runs: list[dict[str, Any]]) -> list[str]:
+    lines = ["", f"runs: {len(runs)}"]
+    for run in runs:
+        usage = run.get("usage") or {}
+        lines.append(f"  {run.get('id')}  {run.get('role')}  model {run.get('model')}  "
+                     f"{run.get('status')}  {run.get('steps', 0)} steps  "
+                     f"{usage.get('totalTokens', 0)} tokens  {run.get('durationMs', 0)} ms"
+                     + (f"  error: {_one_line(run['error'])}" if run.get("error") else ""))
+        lines.extend(f"    {_message_line(message)}" for message in run.get("messages", []))
+    if runs:
+        lines.append(f"(messages are cut at {LINE_CHARS} characters; --json shows them whole)")
+    return lines
+
+
+def _message_line(message: dict[str, Any]) -> str:
+    """One transcript message on one line: who said it, its text, the tools it called."""
+    role = message.get("role", "?")
+    calls = [f"{call['function']['name']}({call['function'].get('arguments', '')})"
+             for call in message.get("tool_calls") or [] if call.get("function")]
+    text = " ".join(filter(None, [str(message.get("content") or ""), *calls]))
+    return f"{role}: {_one_line(text)}"
+
+
+def _one_line(value: Any) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= LINE_CHARS else text[:LINE_CHARS - 1] + "…"
+
+
+def _indent(text: str, spaces: int = 16) -> str:
+    return text.replace("\n", "\n" + " " * spaces)
+
+
+def cancel(settings: Settings, task_id: str) -> int:
+    runtime = build_runtime(settings)
+    success, message = cancel_task(runtime, task_id, stop_running=True, source="user")
+    print(message)
+    if success:
+        wake(runtime)
+    return 0 if success else 1
