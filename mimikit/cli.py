@@ -301,10 +301,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                             complete_var=COMPLETE_VARIABLE, standalone_mode=False) or 0)
     except click.exceptions.NoArgsIsHelpError as error:
         error.show()  # `mimikit` alone: the help, as click shows it
-        return error.exit_code
     except click.UsageError as error:
         _fail(describe_usage(error))
-        return error.exit_code
     except click.ClickException as error:
         _fail(error.format_message())
     except MimikitError as error:

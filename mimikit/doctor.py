@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from redis.exceptions import RedisError, ResponseError
 
-from mimikit.config import Settings
+from mimikit.config import Settings, secret_text
 from mimikit.delivery.dispatch import queue_depths
 from mimikit.delivery.queues import QUEUES
 from mimikit.delivery.workers import WORKER_TTL_SECONDS, workers
@@ -205,7 +205,7 @@ def _worker_skews(runtime: Runtime) -> dict[str, float]:
 
 def check_llm(settings: Settings) -> Check:
     """The endpoint answers and serves every model a role uses (listed, or else tried)."""
-    client = LLMClient(settings.llm_base_url, settings.llm_api_key,
+    client = LLMClient(settings.llm_base_url, secret_text(settings.llm_api_key),
                        timeout=min(settings.llm_timeout, LLM_CHECK_TIMEOUT_SECONDS),
                        max_retries=0)
     if not client.configured:

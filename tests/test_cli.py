@@ -105,7 +105,7 @@ def test_tasks_lists_queued_running_and_finished_tasks(runtime):
 def test_tasks_says_so_when_there_are_none_and_refuses_a_bad_scope(runtime):
     assert run("tasks")[1].strip() == "no tasks"
     code, _out, err = run("tasks", "--scope", "later")
-    assert code == 2 and "Invalid value for '--scope': 'later' is not one of" in err
+    assert code == 1 and "Invalid value for '--scope': 'later' is not one of" in err
     assert len(err.strip().splitlines()) == 1 and "mimikit tasks --help" in err, err
 
 

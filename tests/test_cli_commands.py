@@ -57,19 +57,19 @@ def test_completion_prints_a_bash_script_that_completes_commands_and_choices():
 
 def test_completion_for_an_unknown_shell_names_the_choices():
     done = installed("completion", "powershell")
-    assert done.returncode == 2 and "'bash', 'zsh', 'fish'" in done.stderr
+    assert done.returncode == 1 and "'bash', 'zsh', 'fish'" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
 
 def test_mimikit_alone_shows_the_commands_and_a_typo_is_one_line():
     done = installed()
-    assert done.returncode == 2 and "Usage: mimikit [OPTIONS] COMMAND" in done.stderr
+    assert done.returncode == 1 and "Usage: mimikit [OPTIONS] COMMAND" in done.stderr
     commands = done.stderr.split("Commands:")[1].split()
     for name in ("up", "worker", "beat", "web", "flower", "status", "doctor", "send", "answer",
                  "tasks", "task", "cancel", "prompt", "completion"):
         assert name in commands, name
     typo = installed("stauts")
-    assert typo.returncode == 2 and typo.stderr.startswith("mimikit: No such command 'stauts'")
+    assert typo.returncode == 1 and typo.stderr.startswith("mimikit: No such command 'stauts'")
     assert len(typo.stderr.strip().splitlines()) == 1 and "mimikit --help" in typo.stderr
 
 
@@ -197,6 +197,6 @@ def test_worker_passes_celery_options_through_and_registers(runtime, tmp_path):
 
 def test_worker_with_an_option_celery_does_not_know_is_one_line(runtime):
     done = installed("worker", "--queues", "worker", "--pool", "sideways")
-    assert done.returncode == 2, done.stderr
+    assert done.returncode == 1, done.stderr
     assert "Invalid value for '-P' / '--pool': 'sideways'" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr

@@ -44,6 +44,13 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
+def _leads_group(pid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pid
+    except ProcessLookupError:
+        return False
+
+
 def _up_env(redis_port: int, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MIMIKIT_")}
     env["MIMIKIT_REDIS_URL"] = f"redis://127.0.0.1:{redis_port}/0"
@@ -135,7 +142,8 @@ def test_up_starts_embedded_redis_serves_status_and_leaves_nothing_behind(tmp_pa
                                 timeout=30)
         assert second.returncode == 1 and "already running" in second.stderr
 
-        web = next(p for p in children if b"mimikit\x00web" in _cmdline(p))
+        # The web child leads its process group (gunicorn's worker has the same command line).
+        web = next(p for p in children if b"mimikit\x00web" in _cmdline(p) and _leads_group(p))
         os.killpg(web, signal.SIGKILL)
         wait_for(lambda: not pid_alive(web), timeout=10, message="the web child to die")
         wait_for(lambda: _status(web_port), timeout=30, interval=0.2,
