@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mimikit.exceptions import ConfigError
 from mimikit.models import MAX_TASK_TIMEOUT_SECONDS
+from mimikit.spending.prices import PriceTable, parse_prices
 
 Role = Literal["teller", "planner", "worker"]
 # Settings whose values are never printed, not even in an error about them.
@@ -67,6 +68,12 @@ class Settings(BaseSettings):
     llm_retries: int = Field(3, ge=0, le=10)
     heartbeat_seconds: float = Field(10.0, gt=0, description="running-task heartbeat lifetime")
 
+    prices: str | None = Field(None, description="JSON or a JSON file: model -> {input, output} "
+                                                 "per million tokens")
+    budget_day: float | None = Field(None, ge=0, description="most spent per day (all roles but "
+                                                             "the Teller's small reserve)")
+    budget_task: float | None = Field(None, ge=0, description="most one task may spend")
+
     @field_validator("redis_url")
     @classmethod
     def _redis_scheme(cls, value: str) -> str:
@@ -84,6 +91,12 @@ class Settings(BaseSettings):
                              "America/New_York") from None
         return value
 
+    @field_validator("prices")
+    @classmethod
+    def _price_table(cls, value: str | None) -> str | None:
+        parse_prices(value)  # refused here, with the reason, rather than at the first LLM call
+        return value
+
     @field_validator("flower_basic_auth")
     @classmethod
     def _user_and_password(cls, value: SecretStr | None) -> SecretStr | None:
@@ -94,11 +107,16 @@ class Settings(BaseSettings):
             raise ValueError("must be user:password (no spaces)")
         return value
 
-    @field_validator("llm_base_url", "api_token", "llm_api_key", "flower_basic_auth",
+    @field_validator("llm_base_url", "api_token", "llm_api_key", "flower_basic_auth", "prices",
                      mode="before")
     @classmethod
     def _blank_is_none(cls, value: str | None) -> str | None:
         return value or None
+
+    @cached_property
+    def price_table(self) -> PriceTable:
+        """The price of each model that has one."""
+        return parse_prices(self.prices)
 
     @property
     def tz(self) -> ZoneInfo:

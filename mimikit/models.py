@@ -169,6 +169,11 @@ class Task(Model):
     cooldown: float = Field(0, ge=0)
     lastTriggeredAt: datetime | None = None
     misfire: Literal["skip", "once"] = "once"
+    notify: Literal["always", "on_change", "on_failure", "never"] | None = None
+    budget: float | None = Field(None, ge=0, description="most all firings may spend")
+    paused: bool = False
+    pausedReason: str | None = None
+    resumedAt: datetime | None = None
     traceId: str | None = None
     parentId: str | None = None
     triggerId: str | None = None

@@ -1,4 +1,6 @@
-"""What every agent run needs: the LLM client, the run record kept in the state store."""
+"""What every agent run needs: the role's tools, the LLM client metered against the budgets,
+and the run record, whose steps are published as they happen and which is kept however the run
+ends (done, failed, canceled or timed out)."""
 
 from __future__ import annotations
 
@@ -12,11 +14,15 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from mimikit.delivery.execution import TaskCanceled, TaskTimedOut
 from mimikit.llm.client import LLMClient
-from mimikit.llm.loop import RunRecord, run_agent
+from mimikit.llm.loop import Observer, RunRecord, run_agent
 from mimikit.llm.registry import Registry
+from mimikit.models import Task
+from mimikit.spending.book import Spender
+from mimikit.spending.budget import Caps
+from mimikit.spending.meter import Meter
 from mimikit.store.runtime import Runtime
 from mimikit.tools import eval_tools, planner_tools, task_tools, teller_tools, worker_tools
-from mimikit.tools.context import MeteredClient, ToolContext
+from mimikit.tools.context import ToolContext
 
 log = logging.getLogger("mimikit.agents")
 
@@ -48,15 +54,49 @@ def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: str, user_prompt
              timeout: float, on_step: Any = None, owners: tuple[str, ...] = ()) -> RunRecord:
     """Run one agent of ``ctx.role`` and keep its transcript under each of ``owners``."""
     settings = runtime.settings
-    record = run_agent(
-        MeteredClient(client_for(runtime), ctx), settings.model_for(ctx.role), ctx.role,
-        system_prompt, user_prompt, registry(), ctx, settings.max_steps,
-        deadline=time.monotonic() + timeout, on_step=on_step,
-        text_ends_run=ctx.role == "teller",  # the others finish with submit_result/_verdicts
-    )
-    record.traceId = ctx.trace_id
-    keep_run(runtime, record, owners)
+    model = settings.model_for(ctx.role)
+    record = RunRecord(role=ctx.role, model=model, traceId=ctx.trace_id)
+    task = ctx.task
+    try:
+        run_agent(
+            metered(runtime, ctx, model), model, ctx.role, system_prompt, user_prompt,
+            registry(), ctx, settings.max_steps, deadline=time.monotonic() + timeout,
+            on_step=on_step, record=record, observer=live_steps(runtime, record, task),
+            text_ends_run=ctx.role == "teller",  # the others finish with submit_result/_verdicts
+        )
+    except BaseException as error:  # kept below with what it did so far
+        stopped = isinstance(error, TaskCanceled | SoftTimeLimitExceeded)
+        record.status = "canceled" if stopped else "failed"
+        record.error = record.error or str(error) or type(error).__name__
+        raise
+    finally:
+        keep_run(runtime, record, owners)
+        if task is not None:
+            runtime.state.end_live(task.id)
     return record
+
+
+def metered(runtime: Runtime, ctx: ToolContext, model: str) -> Meter:
+    """The run's LLM client: every call checked against its budgets and booked."""
+    task = ctx.task
+    spender = Spender(role=ctx.role, model=model, trace=ctx.trace_id,
+                      task=task.id if task else None, trigger=task.triggerId if task else None)
+    trigger = runtime.state.get_task(task.triggerId) if task and task.triggerId else None
+    caps = Caps.for_run(runtime, spender, trigger.budget if trigger else None)
+    return Meter(runtime, client_for(runtime), spender, caps, on_usage=ctx.add_usage)
+
+
+def live_steps(runtime: Runtime, record: RunRecord, task: Task | None) -> Observer | None:
+    """Publish each step of a task's run as it happens (the Teller's replies stream instead)."""
+    if task is None:
+        return None
+    run = {"id": record.id, "role": record.role, "taskId": task.id, "traceId": task.traceId}
+    runtime.state.end_live(task.id)  # steps of an earlier attempt that died
+
+    def observe(step: dict[str, Any]) -> None:
+        runtime.state.append_step(task.id, run, step)
+
+    return observe
 
 
 def keep_run(runtime: Runtime, record: RunRecord, owners: tuple[str, ...]) -> None:

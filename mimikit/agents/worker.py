@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from functools import partial
 from typing import Any
 
 from mimikit.agents.common import run_role
@@ -13,7 +14,7 @@ from mimikit.models import Result, Task
 from mimikit.scheduling.conditions import task_refs
 from mimikit.store.runtime import Runtime
 from mimikit.supervisor import archival
-from mimikit.supervisor.routing import route_again, task_finished
+from mimikit.supervisor.routing import route_again, task_finished, worth_reporting
 from mimikit.tools.context import ToolContext
 from mimikit.workspace.codex import run_codex
 from mimikit.workspace.local import Workspace
@@ -34,7 +35,9 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
             control.after_hooks.append(
                 lambda done, res: archival.write_summary(runtime, done, res))
         else:
-            control.after_hooks.append(lambda done, res: task_finished(runtime, done, res))
+            control.report = partial(worth_reporting, runtime)
+            control.after_hooks.append(lambda done, res: task_finished(
+                runtime, done, res, tell_user=control.notify_teller))
         prompt = worker_prompt(runtime, task)
         if runtime.settings.worker_backend == "codex":
             return _run_codex(runtime, task, prompt, control)

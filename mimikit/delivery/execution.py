@@ -45,6 +45,8 @@ class RunControl:
     superseded: threading.Event = field(default_factory=threading.Event)
     on_cancel: list[Callable[[], None]] = field(default_factory=list)
     notify_teller: bool = True
+    # Decides ``notify_teller`` from the result, once, before the result is written.
+    report: Callable[[Task, Result], bool] | None = None
     commit_hooks: list[Callable[[Any, Task], None]] = field(default_factory=list)
     after_hooks: list[Callable[[Task, Result], object]] = field(default_factory=list)
 
@@ -95,6 +97,8 @@ def execute(state: StateStore, task_id: str, celery_id: str | None, default_time
         return decision
     if result.status == "failed" and _retry_later(state, task, result):
         return decision
+    if control.report is not None:
+        control.notify_teller = control.report(task, result)
     finished = state.complete_task(result, notify_teller=control.notify_teller,
                                    also=lambda pipe, done: _run_hooks(control, pipe, done))
     if finished is not None:

@@ -23,7 +23,9 @@ from mimikit.models import Model, Usage, new_id, utcnow
 
 logger = logging.getLogger("mimikit.llm")
 
-RunStatus = Literal["done", "failed", "stopped"]
+RunStatus = Literal["running", "done", "failed", "stopped", "canceled"]
+Observer = Callable[[dict[str, Any]], None]
+STEP_TEXT_LIMIT = 2000  # characters of a model's text or a tool's output kept in a live step
 
 
 class ToolCallRecord(Model):
@@ -40,7 +42,7 @@ class RunRecord(Model):
     id: str = Field(default_factory=lambda: new_id("run"))
     role: str
     model: str
-    status: RunStatus = "failed"
+    status: RunStatus = "running"
     error: str | None = None
     messages: list[dict[str, Any]] = Field(default_factory=list)
     toolCalls: list[ToolCallRecord] = Field(default_factory=list)
@@ -65,6 +67,8 @@ def run_agent(
     deadline: float | None = None,
     on_step: Callable[[RunRecord], None] | None = None,
     text_ends_run: bool = True,
+    record: RunRecord | None = None,
+    observer: Observer | None = None,
 ) -> RunRecord:
     """Run one agent until it answers without a tool call, a tool stops it, or a limit hits.
 
@@ -82,6 +86,10 @@ def run_agent(
             (the exception propagates).
         text_ends_run: Whether a plain answer ends the run (the Teller's reply); otherwise it
             is corrected and the run goes on until a tool ends it.
+        record: The record to fill (a caller that keeps it however the run ends); a new one
+            when omitted.
+        observer: Called with each step as it happens: an LLM call (``kind: llm``, its usage
+            and text) or a tool call (``kind: tool``, its arguments and bounded output).
 
     Returns:
         The run record: status "done" (plain answer, see ``finalText``), "stopped" (a tool
@@ -90,12 +98,13 @@ def run_agent(
     Raises:
         LLMUnavailable: The LLM is not configured or cannot be reached.
     """
-    record = RunRecord(role=role, model=model)
+    record = record or RunRecord(role=role, model=model)
     record.messages = [
         {"role": "system", "content": system_prompt},
         {"role": "user", "content": user_prompt},
     ]
     loop = _Loop(client, record, registry, ctx, max_steps, deadline, on_step, text_ends_run)
+    loop.observer = observer
     try:
         loop.run()
     finally:
@@ -116,6 +125,7 @@ class _Loop:
         self.started = time.monotonic()
         self.last_error: str | None = None
         self.tools = registry.schemas_for(record.role) or None
+        self.observer: Observer | None = None
 
     def run(self) -> None:
         record = self.record
@@ -139,6 +149,7 @@ class _Loop:
             return None
         if self.on_step is not None:
             self.on_step(self.record)
+        began = time.monotonic()
         try:
             completion = self.client.chat(self.record.model, self.record.messages, self.tools,
                                           deadline=self.deadline)
@@ -148,7 +159,21 @@ class _Loop:
         self.record.steps += 1
         self.record.usage = self.record.usage + completion.usage
         self.record.messages.append(completion.raw_message)
+        self._observe({"kind": "llm", "model": self.record.model,
+                       "usage": completion.usage.model_dump(),
+                       "elapsedMs": int((time.monotonic() - began) * 1000),
+                       "text": (completion.content or "")[:STEP_TEXT_LIMIT] or None,
+                       "calls": [call.name for call in completion.tool_calls]})
         return completion
+
+    def _observe(self, step: dict[str, Any]) -> None:
+        if self.observer is not None:
+            self.observer({"step": self.record.steps, **step})
+
+    def _observe_call(self, call: ToolCallRecord) -> None:
+        self._observe({"kind": "tool", "name": call.name,
+                       "arguments": call.arguments[:STEP_TEXT_LIMIT], "ok": call.ok,
+                       "output": call.content[:STEP_TEXT_LIMIT], "durationMs": call.durationMs})
 
     def _plain_answer(self, content: str | None) -> bool:
         """True when a plain answer ends the run; otherwise it is corrected."""
@@ -171,6 +196,7 @@ class _Loop:
                                              "are in")
             else:
                 outcome = _execute(self.registry, self.record, call, self.ctx)
+            self._observe_call(self.record.toolCalls[-1])
             if not outcome.ok:
                 self.last_error = outcome.content
             if outcome.stop and outcome.after_batch:

@@ -132,7 +132,9 @@ class Context:
         # not by the latest result stored under the id (which a concurrent run may replace).
         self.routed = routed or {}
         self.files = files or FileScanner(runtime.settings.work_dir)
-        self.since: datetime | None = trigger.lastTriggeredAt
+        # What happened before the trigger last fired, or while it was paused, is acted on.
+        marks = [t for t in (trigger.lastTriggeredAt, trigger.resumedAt) if t is not None]
+        self.since: datetime | None = max(marks) if marks else None
         self._seen: dict[str, str] | None = None
         self.observed: dict[str, str] = {}
 

@@ -41,6 +41,8 @@ def pending_conditions(runtime: Runtime) -> list[dict[str, str]]:
         if trigger.finished or trigger.condition is None:
             redis.srem(keys.llm_triggers, trigger.id)
             continue
+        if trigger.paused:
+            continue
         if busy.get(trigger.id, 0) > now.timestamp():
             continue
         if cooling_until(trigger, now) is not None:

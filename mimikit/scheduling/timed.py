@@ -27,6 +27,8 @@ def fire_timed(runtime: Runtime, trigger_id: str, slot: datetime | None = None,
     if trigger is None or trigger.finished or trigger.type not in ("recurring", "scheduled"):
         delete_entry(trigger_id)
         return "gone"
+    if trigger.paused:  # sent just before the pause removed its entry
+        return "paused"
     sent_at = sent_at or utcnow()
     if trigger.type == "scheduled":
         return _fire_once(runtime, trigger, sent_at)

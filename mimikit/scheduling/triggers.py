@@ -41,7 +41,8 @@ def install(runtime: Runtime, trigger: Task) -> None:
         ValueError: The trigger is not a recurring, scheduled or conditional task.
     """
     if trigger.type in ("recurring", "scheduled"):
-        _install_timed(runtime, trigger)
+        if not trigger.paused:  # a paused trigger gets its entry back when resumed
+            _install_timed(runtime, trigger)
     elif trigger.type == "conditional":
         _install_conditional(runtime, trigger)
     else:
@@ -160,7 +161,7 @@ def evaluate_and_fire(runtime: Runtime, trigger_id: str, *, cause: str,
     A trigger cooling down does not fire; it is looked at again when the cooldown ends.
     """
     trigger = trigger or runtime.state.get_task(trigger_id)
-    if trigger is None or trigger.finished or trigger.condition is None:
+    if trigger is None or trigger.finished or trigger.paused or trigger.condition is None:
         return False
     ctx = conditions.Context(runtime, trigger, files, routed)
     evaluation = conditions.evaluate(trigger.condition, ctx)

@@ -33,6 +33,10 @@ class Keys:
         """List of run transcripts (JSON) of a task or a Teller trace."""
         return self._k("runs", owner_id)
 
+    def live_steps(self, owner_id: str) -> str:
+        """List of the steps (JSON) of the run of a task in progress, as they happen."""
+        return self._k("livesteps", owner_id)
+
     def task_log(self, task_id: str) -> str:
         """List of the log events (JSON) of one task, for its detail view."""
         return self._k("tasklog", task_id)
@@ -133,6 +137,20 @@ class Keys:
     @property
     def workers_pattern(self) -> str:
         return self._k("workers", "*")
+
+    # spending
+    def usage(self, scope: str, ident: str) -> str:
+        """Hash of tokens, calls and cost of one trace, task, trigger or day."""
+        return self._k("usage", scope, ident)
+
+    def usage_index(self, scope: str) -> str:
+        """Sorted set: the ids of one scope (trace, trigger, day) by when they last spent."""
+        return self._k("usage", "index", scope)
+
+    @property
+    def usage_by_model(self) -> str:
+        """Hash ``role|model|field`` -> tokens, calls and cost, since the instance began."""
+        return self._k("usage", "models")
 
     def meta(self, name: str) -> str:
         """Small bookkeeping values (last archive run, last flush, ...)."""

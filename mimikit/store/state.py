@@ -20,6 +20,7 @@ from mimikit.exceptions import InvalidTransition, NotFound
 from mimikit.models import FINISHED, Result, Task, load, utcnow
 from mimikit.store.conversation import ConversationStore
 from mimikit.store.keys import Keys, as_text
+from mimikit.store.runs import LiveRuns
 from mimikit.store.writepipe import WritePipe
 
 log = logging.getLogger("mimikit.state")
@@ -53,7 +54,7 @@ class StartDecision:
     detail: str = ""
 
 
-class StateStore(ConversationStore):
+class StateStore(ConversationStore, LiveRuns):
     """All runtime state of one instance, in Redis under ``keys.prefix``."""
 
     def __init__(self, redis: Redis, keys: Keys, state_dir: Path) -> None:
@@ -357,7 +358,9 @@ class StateStore(ConversationStore):
 
 def summarize(task: Task) -> dict[str, Any]:
     """The TaskSummary of the API and ``list_tasks`` (prompt cut to 100 characters)."""
-    status = "trigger" if task.is_trigger and not task.finished else task.status
+    status: str = task.status
+    if task.is_trigger and not task.finished:
+        status = "paused" if task.paused else "trigger"
     summary: dict[str, Any] = {
         "id": task.id, "type": task.type, "role": task.role, "title": task.title,
         "prompt": task.prompt[:100], "priority": task.priority, "status": status,
@@ -369,5 +372,8 @@ def summarize(task: Task) -> dict[str, Any]:
         summary["nextRunAt"] = next_run.isoformat()
     if task.catchUp:
         summary["catchUp"] = True
+    summary.update(triggerId=task.triggerId, pausedReason=task.pausedReason if task.paused else None,
+                   error=task.error[:300] if task.error else None,
+                   completedAt=task.completedAt.isoformat() if task.completedAt else None)
     return {k: v for k, v in summary.items() if v is not None}
 

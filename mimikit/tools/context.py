@@ -28,16 +28,6 @@ class ToolContext:
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
 
-
-class MeteredClient:
-    """An LLM client wrapper that adds each completion's usage to the run's context."""
-
-    def __init__(self, client: Any, ctx: ToolContext) -> None:
-        self._client = client
-        self._ctx = ctx
-
-    def chat(self, model: str, messages: list[dict[str, Any]],
-             tools: list[dict[str, Any]] | None = None, deadline: float | None = None) -> Any:
-        completion = self._client.chat(model, messages, tools, deadline=deadline)
-        self._ctx.usage = self._ctx.usage + completion.usage
-        return completion
+    def add_usage(self, usage: Usage) -> None:
+        """Count one completion's tokens toward this run (a reply carries the run's usage)."""
+        self.usage = self.usage + usage

@@ -22,6 +22,12 @@ from mimikit.tasks import fingerprint
 from mimikit.tools.args import Args, Seconds, finish_with_result
 from mimikit.tools.context import ToolContext
 
+Notify = Literal["always", "on_change", "on_failure", "never"]
+NOTIFY_HELP = ("when the user hears of a result: always, on_change, on_failure or never "
+               "(default: on_failure for recurring work, always for a scheduled run, the last "
+               "step of a chain)")
+BUDGET_HELP = "the most all runs of this trigger may spend, in the currency of the price table"
+
 
 class PlannerDelegateArgs(Args):
     prompt: str = Field(min_length=1, max_length=50_000,
@@ -32,6 +38,7 @@ class PlannerDelegateArgs(Args):
     timeout: Seconds | None = Field(None, gt=0, le=MAX_TASK_TIMEOUT_SECONDS,
                                     description="seconds; null = role default")
     title: str | None = Field(None, max_length=200)
+    notify: Notify | None = Field(None, description=NOTIFY_HELP)
 
 
 class ScheduleArgs(Args):
@@ -48,6 +55,8 @@ class ScheduleArgs(Args):
     priority: int = Field(5, ge=0, le=10)
     title: str | None = Field(None, max_length=200)
     misfire: Literal["skip", "once"] = "once"
+    notify: Notify | None = Field(None, description=NOTIFY_HELP)
+    budget: float | None = Field(None, ge=0, description=BUDGET_HELP)
 
 
 class RecentHistoryArgs(Args):
@@ -138,7 +147,8 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
         """Create a Worker sub-task (oneshot now, or conditional); returns its taskId."""
         task = _task(type=args.type, prompt=args.prompt, condition=_checked(ctx, args.condition),
                      priority=args.priority, timeout=args.timeout, title=args.title,
-                     traceId=ctx.trace_id, parentId=ctx.task.id if ctx.task else None)
+                     notify=args.notify, traceId=ctx.trace_id,
+                     parentId=ctx.task.id if ctx.task else None)
         return _stage(ctx, task)
 
     @registry.tool("schedule", roles=planner)
@@ -152,8 +162,8 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
             shape["schedule"], about = _timing(ctx, args)
         task = _task(type=args.type, prompt=args.prompt, cooldown=args.cooldown,
                      timeout=args.timeout, priority=args.priority, title=args.title,
-                     misfire=args.misfire, traceId=ctx.trace_id,
-                     parentId=ctx.task.id if ctx.task else None, **shape)
+                     misfire=args.misfire, notify=args.notify, budget=args.budget,
+                     traceId=ctx.trace_id, parentId=ctx.task.id if ctx.task else None, **shape)
         return _stage(ctx, task, **about)
 
     @registry.tool("get_recent_history", roles=planner)

@@ -1,0 +1,83 @@
+"""The chat client of one run: every call checked against the budgets, then booked."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mimikit.llm.client import ChatClient, Completion
+from mimikit.models import Usage
+from mimikit.spending import book, budget
+from mimikit.spending.prices import cost_of
+from mimikit.store.runtime import Runtime
+
+LATENCY_BUCKETS_SECONDS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+
+
+class Meter:
+    """Wraps a chat client for one run of ``spender`` within ``caps``."""
+
+    def __init__(self, runtime: Runtime, client: ChatClient, spender: book.Spender,
+                 caps: budget.Caps, on_usage: Callable[[Usage], None] | None = None) -> None:
+        self.runtime, self.client, self.spender, self.caps = runtime, client, spender, caps
+        self.on_usage = on_usage
+        self.price = runtime.settings.price_table.get(spender.model)
+        self.last_answer_tokens = 0
+        self.last_cost = 0.0
+
+    def chat(self, model: str, messages: list[dict[str, Any]],
+             tools: list[dict[str, Any]] | None = None, deadline: float | None = None,
+             **options: Any) -> Completion:
+        """One call, if the budgets allow it (else ``BudgetExceeded``), booked when it ends.
+
+        Raises:
+            BudgetExceeded: The call could take a capped scope past its budget.
+        """
+        amount, held = self._reserve(messages)
+        began = time.monotonic()
+        try:
+            completion = self.client.chat(model, messages, tools, deadline=deadline, **options)
+        except BaseException as error:
+            self._give_back(held, amount, error, time.monotonic() - began)
+            raise
+        self._book(completion, held, amount, time.monotonic() - began)
+        return completion
+
+    def _reserve(self, messages: list[dict[str, Any]]) -> tuple[float, list[str]]:
+        if self.price is None or not self.caps.limits:
+            return 0.0, []  # no price: the cost is unknown, so no cap can apply
+        amount = budget.estimate(messages, self.price, self.last_answer_tokens, self.last_cost)
+        return amount, budget.reserve(self.runtime, self.spender, self.caps, amount)
+
+    def _book(self, completion: Completion, held: list[str], amount: float,
+              seconds: float) -> None:
+        cost = cost_of(completion.usage, self.price)
+        pipe = self.runtime.redis.pipeline(transaction=True)
+        budget.settle(pipe, held, amount)
+        book.record(self.runtime, self.spender, completion.usage, cost, pipe)
+        _latency(self.runtime, pipe, self.spender, seconds, "ok")
+        pipe.execute()
+        self.last_answer_tokens = completion.usage.completionTokens
+        self.last_cost = cost or 0.0
+        if self.on_usage is not None:
+            self.on_usage(completion.usage)
+
+    def _give_back(self, held: list[str], amount: float, error: BaseException,
+                   seconds: float) -> None:
+        pipe = self.runtime.redis.pipeline(transaction=True)
+        budget.settle(pipe, held, amount)
+        _latency(self.runtime, pipe, self.spender, seconds, type(error).__name__)
+        pipe.execute()
+
+
+def _latency(runtime: Runtime, pipe: Any, spender: book.Spender, seconds: float,
+             outcome: str) -> None:
+    """Count the call in the latency histogram and by outcome (for ``/metrics``)."""
+    prefix = f"{spender.role}|{spender.model}|"
+    key = runtime.keys.usage_by_model
+    pipe.hincrbyfloat(key, prefix + "latencySeconds", seconds)
+    pipe.hincrby(key, prefix + f"outcome:{outcome}", 1)
+    for bound in LATENCY_BUCKETS_SECONDS:
+        if seconds <= bound:
+            pipe.hincrby(key, prefix + f"le:{bound}", 1)
