@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,6 +15,7 @@ SUMMARY_DIR = "memory/summary"
 SLUG_MAX_CHARS = 40
 
 _SLUG_WORDS = re.compile("[a-z0-9]+|[\u4e00-\u9fff]+", re.IGNORECASE)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NAME_DATE = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?(?=$|[-_.])")
 
 
@@ -92,7 +94,18 @@ def file_period(path: Path) -> tuple[datetime, datetime]:
     ``YYYY-MM-DD*`` names cover that day, ``YYYY-MM*`` names that month (UTC); any other
     file (``memory.md``, docs) covers the instant of its mtime.
     """
-    match = _NAME_DATE.match(path.name)
+    return period_of(path.name, lambda: path.stat().st_mtime_ns)
+
+
+def period_of(name: str, mtime_ns: Callable[[], int] | int) -> tuple[datetime, datetime]:
+    """The time span of the memory file called ``name``, as :func:`file_period` says.
+
+    Args:
+        name: The file name.
+        mtime_ns: Its mtime in nanoseconds, or a function returning it (only called for a
+            file whose name holds no date).
+    """
+    match = _NAME_DATE.match(name)
     if match:
         year, month = int(match.group(1)), int(match.group(2))
         day = int(match.group(3)) if match.group(3) else None
@@ -105,7 +118,8 @@ def file_period(path: Path) -> tuple[datetime, datetime]:
             return start, end
         except ValueError:
             pass  # Not a real date (e.g. 2026-13-40-notes.md): date it by mtime below.
-    moment = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    nanoseconds = mtime_ns if isinstance(mtime_ns, int) else mtime_ns()
+    moment = _EPOCH + timedelta(microseconds=(nanoseconds + 500) // 1000)  # exact, no float
     return moment, moment
 
 

@@ -15,6 +15,7 @@ _indexes: dict[tuple[Path, Path], MemoryIndex] = {}
 
 
 def index_for(settings: Settings) -> MemoryIndex:
+    """The process's index over ``settings``' state dir and work dir, created on first use."""
     key = (Path(settings.state_dir).resolve(), Path(settings.work_dir).resolve())
     with _lock:
         if key not in _indexes:
@@ -22,7 +23,19 @@ def index_for(settings: Settings) -> MemoryIndex:
         return _indexes[key]
 
 
+def warm(settings: Settings) -> MemoryIndex:
+    """Build the process's index ahead of the first search (call it when a process starts).
+
+    Cheap when the index is already built: it only takes in the files changed since.
+    Returns the index.
+    """
+    index = index_for(settings)
+    index.warm()
+    return index
+
+
 def search_memory(settings: Settings, query: str, after: datetime | None = None,
                   before: datetime | None = None, limit: int = 5) -> list[dict[str, Any]]:
+    """Search the process's index; hits as JSON-ready dicts (source, content, score)."""
     hits = index_for(settings).search(query, after=after, before=before, limit=limit)
     return [hit.model_dump(mode="json") for hit in hits]
