@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
 
 import numpy as np
 
@@ -38,38 +37,43 @@ class Bm25Index:
         self._total_length = 0
         self.size = 0  # passages held, including those without a single term
 
-    def add(self, passage_id: int, terms: list[str]) -> None:
-        """Count a passage made of ``terms`` (in text order, repeats included)."""
-        if passage_id >= len(self._lengths):
-            grown = np.zeros(max(passage_id + 1, 2 * len(self._lengths)))
-            grown[: len(self._lengths)] = self._lengths
-            self._lengths = grown
-        self._lengths[passage_id] = len(terms)
-        self._total_length += len(terms)
-        self.size += 1
-        postings, stale = self._postings, self._arrays
-        for term, frequency in Counter(terms).items():
-            holders = postings.get(term)
-            if holders is None:
-                postings[term] = {passage_id: frequency}
-            else:
-                holders[passage_id] = frequency
-            if stale:
-                stale.pop(term, None)
+    def add(self, ids: list[int], terms: list[str]) -> None:
+        """Count new passages: passage ``ids[i]`` is made of the terms ``terms[i]``.
 
-    def remove(self, passage_id: int, terms: Iterable[str]) -> None:
-        """Forget a passage added with ``terms`` (repeats allowed)."""
-        self._total_length -= int(self._lengths[passage_id])
-        self._lengths[passage_id] = 0
-        self.size -= 1
-        for term in set(terms):
-            holders = self._postings.get(term)
-            if holders is None:
-                continue
-            holders.pop(passage_id, None)
-            if not holders:
-                del self._postings[term]
-            self._arrays.pop(term, None)
+        Args:
+            ids: Passage ids not held yet.
+            terms: Each passage's terms in text order, repeats included, joined by spaces.
+        """
+        self._grow(max(ids, default=0) + 1)
+        postings, stale = self._postings, self._arrays
+        for passage_id, passage_terms in zip(ids, terms, strict=True):
+            words = passage_terms.split()
+            self._lengths[passage_id] = len(words)
+            self._total_length += len(words)
+            self.size += 1
+            for term, frequency in Counter(words).items():
+                holders = postings.get(term)
+                if holders is None:
+                    postings[term] = {passage_id: frequency}
+                else:
+                    holders[passage_id] = frequency
+                if stale:
+                    stale.pop(term, None)
+
+    def remove(self, ids: list[int], terms: list[str]) -> None:
+        """Forget passages added with :meth:`add` (the same ids and terms)."""
+        for passage_id, passage_terms in zip(ids, terms, strict=True):
+            self._total_length -= int(self._lengths[passage_id])
+            self._lengths[passage_id] = 0
+            self.size -= 1
+            for term in set(passage_terms.split()):
+                holders = self._postings.get(term)
+                if holders is None:
+                    continue
+                holders.pop(passage_id, None)
+                if not holders:
+                    del self._postings[term]
+                self._arrays.pop(term, None)
 
     def idf(self, term: str) -> float:
         """Lucene's idf of ``term`` over the passages held; 0.0 for a term none contains."""
@@ -99,6 +103,12 @@ class Bm25Index:
             )
         found = np.flatnonzero(totals > 0)
         return found, totals[found]
+
+    def _grow(self, size: int) -> None:
+        if size > len(self._lengths):
+            grown = np.zeros(max(size, 2 * len(self._lengths)))
+            grown[: len(self._lengths)] = self._lengths
+            self._lengths = grown
 
     def _postings_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """The ids of the passages containing ``term`` and its frequency in each, as arrays."""

@@ -29,6 +29,8 @@ logger = logging.getLogger("mimikit.memory")
 # every file this often anyway. One re-check of 10,000 files costs tens of milliseconds.
 FULL_SCAN_INTERVAL_SECONDS = 120.0
 
+_ToLoad = tuple[str, str, Signature, CachedFile | None]  # path, source, signature, cached
+
 
 class MemoryHit(Model):
     """One search result: where it came from, the passage (<= 300 chars) and its score."""
@@ -158,53 +160,58 @@ class MemoryIndex:
             path for path, (_, signature) in current.items()
             if path not in files or files[path].signature != signature
         ] + [path for path in files if path not in current]
-        for path in changed:
-            self._drop(path)
-            if path in current:
-                self._load(path, *current[path], cached.get(path))
+        self._replace(changed, [
+            (path, *current[path], cached.get(path)) for path in changed if path in current
+        ])
         if self._uncached:
             self._save_cache()
         return len(changed)
 
     def _reload(self, paths: set[str]) -> int:
         """Read ``paths`` again (or drop them if gone); returns how many were indexed ones."""
-        count = 0
+        dropped: list[str] = []
+        loaded: list[_ToLoad] = []
         for path in paths:
             source = self._corpus.source_of(path)
-            if source is None:
-                continue
-            signature = signature_of(path)
-            if signature is None and path not in self._catalog.files:
-                continue  # created and deleted in between
-            self._drop(path)
+            signature = signature_of(path) if source is not None else None
+            if source is None or (signature is None and path not in self._catalog.files):
+                continue  # not searched, or created and deleted in between
+            dropped.append(path)
             if signature is not None:
-                self._load(path, source, signature, None)
-            count += 1
-        return count
+                loaded.append((path, source, signature, None))
+        self._replace(dropped, loaded)
+        return len(dropped)
 
-    def _load(self, path: str, source: str, signature: Signature, cached: CachedFile | None) -> None:
+    def _replace(self, dropped: list[str], loaded: list[_ToLoad]) -> None:
+        """Take the files ``dropped`` out of the index, then read and add ``loaded``."""
+        for path in dropped:
+            removed = self._catalog.remove(path)
+            if removed is not None:
+                self._bm25.remove(removed[1], removed[0].terms)
+        ids: list[int] = []
+        terms: list[str] = []
+        for path, source, signature, cached in loaded:
+            entry = self._read(source, path, signature, cached)
+            if entry is not None:
+                ids += self._catalog.add(path, entry)
+                terms += entry.terms
+        self._bm25.add(ids, terms)
+
+    def _read(self, source: str, path: str, signature: Signature,
+              cached: CachedFile | None) -> IndexedFile | None:
+        """What the index holds of a file: from the cache if it has this version, else read."""
         if cached is not None and cached[0] == signature:
             _, passages, terms = cached
         else:
             try:
                 text = Path(path).read_text(encoding="utf-8", errors="replace")
             except FileNotFoundError:
-                return  # removed since the scan; the next search sees it gone
+                return None  # removed since the scan; the next search sees it gone
             passages = split_passages(text)
             terms = [" ".join(tokenize(p.removesuffix(TRUNCATION_MARK))) for p in passages]
             self._uncached += 1
         period = period_of(os.path.basename(path), signature[0])
-        entry = IndexedFile(signature, source, period, passages, terms)
-        ids = self._catalog.add(path, entry)
-        for passage_id, passage_terms in zip(ids, terms, strict=True):
-            self._bm25.add(passage_id, passage_terms.split())
-
-    def _drop(self, path: str) -> None:
-        removed = self._catalog.remove(path)
-        if removed is not None:
-            entry, ids = removed
-            for passage_id, passage_terms in zip(ids, entry.terms, strict=True):
-                self._bm25.remove(passage_id, passage_terms.split())
+        return IndexedFile(signature, source, period, passages, terms)
 
     def _save_cache(self) -> None:
         self._cache.save({
