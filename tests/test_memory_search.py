@@ -21,7 +21,7 @@ from mimikit.config import Settings
 from mimikit.memory import MemoryIndex, tokenize
 from mimikit.memory.cache import CACHE_FILE
 from mimikit.memory.passages import PASSAGE_MAX_CHARS, TRUNCATION_MARK, split_passages, truncate
-from mimikit.memory.service import index_for, warm
+from mimikit.memory.service import MAX_INDEXES_PER_PROCESS, index_for, warm
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
 
@@ -437,6 +437,19 @@ def test_warm_builds_the_process_index_once_and_then_only_takes_in_changes(tmp_p
     warm(settings)
     assert (index.rebuild_count, index.update_count) == (1, 1)
     assert len(index.search("pelicans")) == 2
+
+
+def test_the_process_keeps_few_indexes_and_a_dropped_one_still_answers(tmp_path):
+    settings = [Settings(state_dir=tmp_path / f"state{i}", work_dir=tmp_path / "work")
+                for i in range(MAX_INDEXES_PER_PROCESS + 1)]
+    write(tmp_path / "state0/memory/2026-01-01-a.md", "heron sighting")
+    first = index_for(settings[0])
+    assert first.search("heron")
+    for other in settings[1:]:
+        index_for(other)
+    assert index_for(settings[0]) is not first  # the least recently used was closed
+    assert [h.source for h in first.search("heron")] == ["memory/2026-01-01-a.md"]
+    assert first.rebuild_count == 2
 
 
 def _tamper_cache(state: Path, fingerprint: str | None = None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,12 @@ from typing import Any
 from mimikit.config import Settings
 from mimikit.memory.search import MemoryIndex
 
+# A process serves one state dir; a few more are kept for processes (tests) that switch.
+# Each index holds a change-notification handle, and the kernel allows few per user.
+MAX_INDEXES_PER_PROCESS = 4
+
 _lock = threading.Lock()
-_indexes: dict[tuple[Path, Path], MemoryIndex] = {}
+_indexes: OrderedDict[tuple[Path, Path], MemoryIndex] = OrderedDict()
 
 
 def index_for(settings: Settings) -> MemoryIndex:
@@ -20,6 +25,9 @@ def index_for(settings: Settings) -> MemoryIndex:
     with _lock:
         if key not in _indexes:
             _indexes[key] = MemoryIndex(key[0], key[1])
+            while len(_indexes) > MAX_INDEXES_PER_PROCESS:
+                _indexes.popitem(last=False)[1].close()  # the least recently used
+        _indexes.move_to_end(key)
         return _indexes[key]
 
 
