@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -94,32 +93,29 @@ def file_period(path: Path) -> tuple[datetime, datetime]:
     ``YYYY-MM-DD*`` names cover that day, ``YYYY-MM*`` names that month (UTC); any other
     file (``memory.md``, docs) covers the instant of its mtime.
     """
-    return period_of(path.name, lambda: path.stat().st_mtime_ns)
+    return name_period(path.name) or mtime_period(path.stat().st_mtime_ns)
 
 
-def period_of(name: str, mtime_ns: Callable[[], int] | int) -> tuple[datetime, datetime]:
-    """The time span of the memory file called ``name``, as :func:`file_period` says.
-
-    Args:
-        name: The file name.
-        mtime_ns: Its mtime in nanoseconds, or a function returning it (only called for a
-            file whose name holds no date).
-    """
+def name_period(name: str) -> tuple[datetime, datetime] | None:
+    """The day or month a ``YYYY-MM-DD*`` or ``YYYY-MM*`` file name covers; None otherwise."""
     match = _NAME_DATE.match(name)
-    if match:
-        year, month = int(match.group(1)), int(match.group(2))
-        day = int(match.group(3)) if match.group(3) else None
-        try:
-            if day is not None:
-                start = datetime(year, month, day, tzinfo=UTC)
-                return start, start + timedelta(days=1)
-            start = datetime(year, month, 1, tzinfo=UTC)
-            end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
-            return start, end
-        except ValueError:
-            pass  # Not a real date (e.g. 2026-13-40-notes.md): date it by mtime below.
-    nanoseconds = mtime_ns if isinstance(mtime_ns, int) else mtime_ns()
-    moment = _EPOCH + timedelta(microseconds=(nanoseconds + 500) // 1000)  # exact, no float
+    if not match:
+        return None
+    year, month = int(match.group(1)), int(match.group(2))
+    day = int(match.group(3)) if match.group(3) else None
+    try:
+        if day is not None:
+            start = datetime(year, month, day, tzinfo=UTC)
+            return start, start + timedelta(days=1)
+        start = datetime(year, month, 1, tzinfo=UTC)
+        return start, datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+    except ValueError:
+        return None  # not a real date (e.g. 2026-13-40-notes.md): dated by mtime instead
+
+
+def mtime_period(mtime_ns: int) -> tuple[datetime, datetime]:
+    """The instant ``mtime_ns`` (nanoseconds), as a period, to the microsecond."""
+    moment = _EPOCH + timedelta(microseconds=(mtime_ns + 500) // 1000)  # exact, no float
     return moment, moment
 
 

@@ -17,7 +17,7 @@ from mimikit.memory.cache import CACHE_FILE, CachedFile, TermCache
 from mimikit.memory.catalog import Catalog, IndexedFile
 from mimikit.memory.corpus import Corpus, Signature, signature_of
 from mimikit.memory.fallback import substring_search
-from mimikit.memory.files import as_utc, period_of
+from mimikit.memory.files import as_utc, mtime_period, name_period
 from mimikit.memory.passages import PASSAGE_MAX_CHARS, TRUNCATION_MARK, split_passages, truncate
 from mimikit.memory.tokenize import prepare_tokenizer, tokenize
 from mimikit.memory.watch import ChangeWatcher, open_watcher
@@ -210,7 +210,7 @@ class MemoryIndex:
             passages = split_passages(text)
             terms = [" ".join(tokenize(p.removesuffix(TRUNCATION_MARK))) for p in passages]
             self._uncached += 1
-        period = period_of(os.path.basename(path), signature[0])
+        period = name_period(os.path.basename(path)) or mtime_period(signature[0])
         return IndexedFile(signature, source, period, passages, terms)
 
     def _save_cache(self) -> None:
