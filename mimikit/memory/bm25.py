@@ -1,54 +1,126 @@
-"""BM25 scoring for memory search: rank_bm25's Okapi model with an idf that stays positive.
+"""Okapi BM25 over passages that come and go one by one, scored from postings with numpy.
 
-The model is assembled from per-passage term counts that the index caches, instead of
-recounting the whole corpus: that relies on the attribute layout of ``rank_bm25`` 0.2
-(``doc_freqs``, ``doc_len``, ``avgdl``, ``corpus_size``, ``idf``), which ``get_batch_scores``
-reads.
+The scores are those of ``rank_bm25.BM25Okapi`` (k1 = 1.5, b = 0.75, the same arithmetic
+in the same order) on the same passages, except for the idf: Lucene's
+log(1 + (N - n + 0.5) / (n + 0.5)), which stays positive. Okapi's own idf is 0 or
+negative for a term in half the passages or more (on a two-passage corpus a real match
+would score 0), so a match could rank below nothing.
+
+``rank_bm25`` scores a query against every passage in Python; here a query touches only
+the passages that contain one of its terms, and adding or removing a passage touches only
+its own terms, so that a changed file is searchable at once without recounting the corpus.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import numpy as np
-from rank_bm25 import BM25Okapi
+
+K1 = 1.5
+B = 0.75
+_INITIAL_CAPACITY = 1024
+_NO_POSTINGS = (np.zeros(0, dtype=np.intp), np.zeros(0))
 
 
-class PositiveBM25(BM25Okapi):
-    """BM25Okapi with Lucene's idf, log(1 + (N - n + 0.5) / (n + 0.5)), which is always > 0.
+class Bm25Index:
+    """Term statistics of a changing set of passages, and BM25 scores over them.
 
-    Okapi's own idf is 0 or negative for a term in half the passages or more (on a
-    two-passage corpus a real match would score 0), so a match could rank below nothing.
-    Built from cached term counts so that changing one file does not recount the corpus.
+    Passages are known by integer ids that the caller chooses (small, reused after removal).
     """
 
-    @classmethod
-    def from_counts(
-        cls, doc_freqs: list[dict[str, int]], doc_len: list[int], nd: dict[str, int]
-    ) -> PositiveBM25:
-        model = cls.__new__(cls)
-        model.k1, model.b, model.epsilon, model.tokenizer = 1.5, 0.75, 0.25, None
-        # An array, so get_batch_scores does not convert the whole list on every query.
-        model.doc_freqs, model.doc_len = doc_freqs, np.asarray(doc_len, dtype=float)
-        model.corpus_size = len(doc_freqs)
-        # Passages without a single term (e.g. only punctuation) must not zero the divisor.
-        model.avgdl = (float(model.doc_len.mean()) if doc_len else 0.0) or 1.0
-        model._calc_idf(nd)
-        return model
+    def __init__(self) -> None:
+        self._postings: dict[str, dict[int, int]] = {}  # term -> passage id -> term frequency
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # postings as arrays, cached
+        self._lengths = np.zeros(_INITIAL_CAPACITY)  # passage id -> number of terms
+        self._total_length = 0
+        self.size = 0  # passages held, including those without a single term
 
-    def _calc_idf(self, nd: dict[str, int]) -> None:
-        self.idf = LazyIdf(nd, self.corpus_size)
+    def add(self, ids: list[int], terms: list[str]) -> None:
+        """Count new passages: passage ``ids[i]`` is made of the terms ``terms[i]``.
 
+        Args:
+            ids: Passage ids not held yet.
+            terms: Each passage's terms in text order, repeats included, joined by spaces.
+        """
+        self._grow(max(ids, default=0) + 1)
+        postings, stale = self._postings, self._arrays
+        for passage_id, passage_terms in zip(ids, terms, strict=True):
+            words = passage_terms.split()
+            self._lengths[passage_id] = len(words)
+            self._total_length += len(words)
+            self.size += 1
+            for term, frequency in Counter(words).items():
+                holders = postings.get(term)
+                if holders is None:
+                    postings[term] = {passage_id: frequency}
+                else:
+                    holders[passage_id] = frequency
+                if stale:
+                    stale.pop(term, None)
 
-class LazyIdf:
-    """Idf of a term computed when scoring asks for it: a full table would cost
-    O(vocabulary) on every file update, while a query needs only a few terms."""
+    def remove(self, ids: list[int], terms: list[str]) -> None:
+        """Forget passages added with :meth:`add` (the same ids and terms)."""
+        for passage_id, passage_terms in zip(ids, terms, strict=True):
+            self._total_length -= int(self._lengths[passage_id])
+            self._lengths[passage_id] = 0
+            self.size -= 1
+            for term in set(passage_terms.split()):
+                holders = self._postings.get(term)
+                if holders is None:
+                    continue
+                holders.pop(passage_id, None)
+                if not holders:
+                    del self._postings[term]
+                self._arrays.pop(term, None)
 
-    def __init__(self, nd: dict[str, int], corpus_size: int) -> None:
-        self._nd, self._n = nd, corpus_size
+    def idf(self, term: str) -> float:
+        """Lucene's idf of ``term`` over the passages held; 0.0 for a term none contains."""
+        holders = self._postings.get(term)
+        if not holders:
+            return 0.0
+        count = len(holders)
+        return math.log(1 + (self.size - count + 0.5) / (count + 0.5))
 
-    def get(self, term: str, default: float | None = None) -> float | None:
-        f = self._nd.get(term)
-        if not f:
-            return default
-        return math.log(1 + (self._n - f + 0.5) / (f + 0.5))
+    def scores(self, terms: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 of every passage that contains one of ``terms`` (give each term once).
+
+        Returns:
+            (passage ids, scores), ids ascending, every score > 0.
+        """
+        average_length = (self._total_length / self.size if self.size else 0.0) or 1.0
+        totals = np.zeros(len(self._lengths))
+        for term in terms:
+            ids, frequencies = self._postings_arrays(term)
+            if not len(ids):
+                continue
+            # The expression and its order are rank_bm25's, so the floats come out the same.
+            lengths = self._lengths[ids]
+            totals[ids] += self.idf(term) * (
+                frequencies * (K1 + 1)
+                / (frequencies + K1 * (1 - B + B * lengths / average_length))
+            )
+        found = np.flatnonzero(totals > 0)
+        return found, totals[found]
+
+    def _grow(self, size: int) -> None:
+        if size > len(self._lengths):
+            grown = np.zeros(max(size, 2 * len(self._lengths)))
+            grown[: len(self._lengths)] = self._lengths
+            self._lengths = grown
+
+    def _postings_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """The ids of the passages containing ``term`` and its frequency in each, as arrays."""
+        cached = self._arrays.get(term)
+        if cached is not None:
+            return cached
+        holders = self._postings.get(term)
+        if not holders:
+            return _NO_POSTINGS
+        arrays = (
+            np.fromiter(holders.keys(), dtype=np.intp, count=len(holders)),
+            np.fromiter(holders.values(), dtype=float, count=len(holders)),
+        )
+        self._arrays[term] = arrays
+        return arrays

@@ -14,6 +14,7 @@ SUMMARY_DIR = "memory/summary"
 SLUG_MAX_CHARS = 40
 
 _SLUG_WORDS = re.compile("[a-z0-9]+|[\u4e00-\u9fff]+", re.IGNORECASE)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NAME_DATE = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?(?=$|[-_.])")
 
 
@@ -92,20 +93,29 @@ def file_period(path: Path) -> tuple[datetime, datetime]:
     ``YYYY-MM-DD*`` names cover that day, ``YYYY-MM*`` names that month (UTC); any other
     file (``memory.md``, docs) covers the instant of its mtime.
     """
-    match = _NAME_DATE.match(path.name)
-    if match:
-        year, month = int(match.group(1)), int(match.group(2))
-        day = int(match.group(3)) if match.group(3) else None
-        try:
-            if day is not None:
-                start = datetime(year, month, day, tzinfo=UTC)
-                return start, start + timedelta(days=1)
-            start = datetime(year, month, 1, tzinfo=UTC)
-            end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
-            return start, end
-        except ValueError:
-            pass  # Not a real date (e.g. 2026-13-40-notes.md): date it by mtime below.
-    moment = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    return name_period(path.name) or mtime_period(path.stat().st_mtime_ns)
+
+
+def name_period(name: str) -> tuple[datetime, datetime] | None:
+    """The day or month a ``YYYY-MM-DD*`` or ``YYYY-MM*`` file name covers; None otherwise."""
+    match = _NAME_DATE.match(name)
+    if not match:
+        return None
+    year, month = int(match.group(1)), int(match.group(2))
+    day = int(match.group(3)) if match.group(3) else None
+    try:
+        if day is not None:
+            start = datetime(year, month, day, tzinfo=UTC)
+            return start, start + timedelta(days=1)
+        start = datetime(year, month, 1, tzinfo=UTC)
+        return start, datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+    except ValueError:
+        return None  # not a real date (e.g. 2026-13-40-notes.md): dated by mtime instead
+
+
+def mtime_period(mtime_ns: int) -> tuple[datetime, datetime]:
+    """The instant ``mtime_ns`` (nanoseconds), as a period, to the microsecond."""
+    moment = _EPOCH + timedelta(microseconds=(mtime_ns + 500) // 1000)  # exact, no float
     return moment, moment
 
 

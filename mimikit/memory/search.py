@@ -1,4 +1,4 @@
-"""BM25 search over memory files and project docs, kept warm and updated file by file."""
+"""BM25 search over memory files and project docs, kept in memory and updated file by file."""
 
 from __future__ import annotations
 
@@ -6,35 +6,30 @@ import heapq
 import logging
 import os
 import threading
-from collections import Counter
-from dataclasses import dataclass
+import time
 from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
-from mimikit.memory.bm25 import PositiveBM25
+from mimikit.memory.bm25 import Bm25Index
+from mimikit.memory.cache import CACHE_FILE, CachedFile, TermCache
+from mimikit.memory.catalog import Catalog, IndexedFile
+from mimikit.memory.corpus import Corpus, Signature, signature_of
 from mimikit.memory.fallback import substring_search
-from mimikit.memory.files import (
-    LONG_TERM_FILE,
-    RECENT_DIR,
-    SUMMARY_DIR,
-    as_utc,
-    file_period,
-    in_span,
-)
-from mimikit.memory.passages import (
-    PASSAGE_MAX_CHARS,
-    TRUNCATION_MARK,
-    split_passages,
-    truncate,
-)
-from mimikit.memory.tokenize import tokenize
+from mimikit.memory.files import as_utc, mtime_period, name_period
+from mimikit.memory.passages import PASSAGE_MAX_CHARS, TRUNCATION_MARK, split_passages, truncate
+from mimikit.memory.tokenize import prepare_tokenizer, tokenize
+from mimikit.memory.watch import ChangeWatcher, open_watcher
 from mimikit.models import Model
 
 logger = logging.getLogger("mimikit.memory")
 
-DOCS_DIR = "docs"
+# Change notifications can miss writes made elsewhere (network file systems): re-check
+# every file this often anyway. One re-check of 10,000 files costs tens of milliseconds.
+FULL_SCAN_INTERVAL_SECONDS = 120.0
+
+_ToLoad = tuple[str, str, Signature, CachedFile | None]  # path, source, signature, cached
 
 
 class MemoryHit(Model):
@@ -45,21 +40,12 @@ class MemoryHit(Model):
     score: float
 
 
-@dataclass
-class _File:
-    signature: tuple[int, int]  # (mtime_ns, size): a change in either means re-read
-    source: str
-    period: tuple[datetime, datetime]
-    passages: list[str]
-    counts: list[Counter[str]]
-    lengths: list[int]
-
-
 class MemoryIndex:
     """Search memory (``memory.md``, ``memory/``, ``memory/summary/``) and ``WORK_DIR/docs``.
 
-    Each query re-stats the files (cheap) and re-reads only those added, changed or
-    removed since the last query; the BM25 model is then reassembled from cached counts.
+    Built once (from the term cache for the files it holds), then kept current file by file:
+    the kernel says which files changed (inotify) and only those are read again; without
+    change notifications every search re-checks each file's mtime and size.
 
     Args:
         state_dir: The Mimikit state dir.
@@ -69,10 +55,24 @@ class MemoryIndex:
     def __init__(self, state_dir: Path, work_dir: Path) -> None:
         self.state_dir = Path(state_dir)
         self.work_dir = Path(work_dir)
-        self.rebuild_count = 0
-        self.update_count = 0
+        self.rebuild_count = 0  # full builds: the first search, and after a failure
+        self.update_count = 0  # files read again or dropped since
+        self._corpus = Corpus(self.state_dir, self.work_dir)
+        self._cache = TermCache(self.state_dir / CACHE_FILE)
         self._lock = threading.Lock()
+        self._watcher: ChangeWatcher | None = None
         self._reset()
+
+    def warm(self) -> None:
+        """Build the index now, or bring it up to date: cheap once built."""
+        prepare_tokenizer()
+        with self._lock:
+            try:
+                self._refresh()
+            except Exception as error:  # the first search falls back and logs, as any would
+                logger.warning("memory search: could not build the index (%s: %s)",
+                               type(error).__name__, error)
+                self._reset()
 
     def search(
         self,
@@ -102,137 +102,139 @@ class MemoryIndex:
                 scored = self._bm25_scores(terms, span, limit)
             except Exception as error:  # search must degrade, never fail the agent's run
                 self._reset()  # a half-applied update must not survive: rebuild next time
-                roots = [self.state_dir / LONG_TERM_FILE, self.state_dir / RECENT_DIR]
-                roots.append(self.work_dir / DOCS_DIR)
-                scored = substring_search(query, self._scan(), roots, span, error)
+                corpus = self._corpus
+                scored = substring_search(query, corpus.scan(), corpus.roots(), span, error)
         best = heapq.nsmallest(limit, scored, key=lambda item: (-item[0], item[1]))
         return [
             MemoryHit(source=source, content=truncate(text, PASSAGE_MAX_CHARS), score=score)
             for score, source, text in best
         ]
 
+    def close(self) -> None:
+        """Stop watching the files; a later search builds the index again."""
+        with self._lock:
+            self._reset()
+
     # --- keeping the index current ------------------------------------------------------
 
     def _reset(self) -> None:
-        self._files: dict[str, _File] = {}  # by absolute path
-        self._doc_count: Counter[str] = Counter()  # term -> passages containing it
-        self._postings: dict[str, dict[str, list[int]]] = {}  # term -> path -> passage nos.
-        self._offsets: dict[str, int] = {}  # path -> id of its first passage in the model
-        self._owners: list[str] = []  # passage id -> path
-        self._model: PositiveBM25 | None = None
-
-    def _scan(self) -> dict[str, tuple[str, tuple[int, int]]]:
-        """Every corpus file with its source name and (mtime_ns, size) signature."""
-        found: dict[str, tuple[str, tuple[int, int]]] = {}
-        long_term = self.state_dir / LONG_TERM_FILE
-        if long_term.is_file():
-            stat = long_term.stat()
-            found[str(long_term)] = (LONG_TERM_FILE, (stat.st_mtime_ns, stat.st_size))
-        for folder in (RECENT_DIR, SUMMARY_DIR):
-            _scan_dir(str(self.state_dir / folder), folder, found, recursive=False)
-        _scan_dir(str(self.work_dir / DOCS_DIR), DOCS_DIR, found, recursive=True)
-        return found
+        if self._watcher is not None:
+            self._watcher.close()
+        self._watcher = None
+        self._catalog = Catalog()
+        self._bm25 = Bm25Index()
+        self._built = False
+        self._scanned_at = 0.0  # time.monotonic() of the last full scan
+        self._uncached = 0  # files cut since the term cache was last written
 
     def _refresh(self) -> None:
-        current = self._scan()
-        first = self._model is None
-        files = self._files
+        if not self._built:
+            self._open_watcher()
+            self._full_scan(self._cache.load())
+            self._built = True
+            self.rebuild_count += 1
+            return
+        changed: set[str] | None = None
+        if self._watcher is not None and self._watcher.pid != os.getpid():
+            self._open_watcher()  # forked: the parent reads that event queue, not us
+        elif self._watcher is not None:
+            changed = self._watcher.changes()
+        if changed is None or time.monotonic() - self._scanned_at > FULL_SCAN_INTERVAL_SECONDS:
+            self.update_count += self._full_scan({})
+        else:
+            self.update_count += self._reload(changed)
+
+    def _open_watcher(self) -> None:
+        if self._watcher is not None:
+            self._watcher.close()
+        self._watcher = open_watcher(self._corpus.folders())
+
+    def _full_scan(self, cached: dict[str, CachedFile]) -> int:
+        """Compare every file's signature with the index's; returns how many changed."""
+        if self._watcher is not None:
+            self._watcher.watch()  # before listing, so that no change slips in between
+        current = self._corpus.scan()
+        self._scanned_at = time.monotonic()
+        files = self._catalog.files
         changed = [
             path for path, (_, signature) in current.items()
             if path not in files or files[path].signature != signature
         ] + [path for path in files if path not in current]
-        for path in changed:
-            self._drop(path)
-            if path in current:
-                self._load(path, *current[path])
-        if first:
-            self.rebuild_count += 1
+        self._replace(changed, [
+            (path, *current[path], cached.get(path)) for path in changed if path in current
+        ])
+        if self._uncached:
+            self._save_cache()
+        return len(changed)
+
+    def _reload(self, paths: set[str]) -> int:
+        """Read ``paths`` again (or drop them if gone); returns how many were indexed ones."""
+        dropped: list[str] = []
+        loaded: list[_ToLoad] = []
+        for path in paths:
+            source = self._corpus.source_of(path)
+            signature = signature_of(path) if source is not None else None
+            if source is None or (signature is None and path not in self._catalog.files):
+                continue  # not searched, or created and deleted in between
+            dropped.append(path)
+            if signature is not None:
+                loaded.append((path, source, signature, None))
+        self._replace(dropped, loaded)
+        return len(dropped)
+
+    def _replace(self, dropped: list[str], loaded: list[_ToLoad]) -> None:
+        """Take the files ``dropped`` out of the index, then read and add ``loaded``."""
+        for path in dropped:
+            removed = self._catalog.remove(path)
+            if removed is not None:
+                self._bm25.remove(removed[1], removed[0].terms)
+        ids: list[int] = []
+        terms: list[str] = []
+        for path, source, signature, cached in loaded:
+            entry = self._read(source, path, signature, cached)
+            if entry is not None:
+                ids += self._catalog.add(path, entry)
+                terms += entry.terms
+        self._bm25.add(ids, terms)
+
+    def _read(self, source: str, path: str, signature: Signature,
+              cached: CachedFile | None) -> IndexedFile | None:
+        """What the index holds of a file: from the cache if it has this version, else read."""
+        if cached is not None and cached[0] == signature:
+            _, passages, terms = cached
         else:
-            self.update_count += len(changed)
-        if first or changed:
-            self._assemble()
+            try:
+                text = Path(path).read_text(encoding="utf-8", errors="replace")
+            except FileNotFoundError:
+                return None  # removed since the scan; the next search sees it gone
+            passages = split_passages(text)
+            terms = [" ".join(tokenize(p.removesuffix(TRUNCATION_MARK))) for p in passages]
+            self._uncached += 1
+        period = name_period(os.path.basename(path)) or mtime_period(signature[0])
+        return IndexedFile(signature, source, period, passages, terms)
 
-    def _load(self, path: str, source: str, signature: tuple[int, int]) -> None:
-        try:
-            text = Path(path).read_text(encoding="utf-8", errors="replace")
-            period = file_period(Path(path))
-        except FileNotFoundError:
-            return  # removed since the scan; the next query sees it gone
-        passages = split_passages(text)
-        counts = [Counter(tokenize(p.removesuffix(TRUNCATION_MARK))) for p in passages]
-        entry = _File(signature, source, period, passages, counts, [sum(c.values()) for c in counts])
-        self._files[path] = entry
-        for number, count in enumerate(counts):
-            self._doc_count.update(count.keys())
-            for term in count:
-                self._postings.setdefault(term, {}).setdefault(path, []).append(number)
-
-    def _drop(self, path: str) -> None:
-        entry = self._files.pop(path, None)
-        if entry is None:
-            return
-        self._doc_count.subtract(term for count in entry.counts for term in count)
-        for term in {term for count in entry.counts for term in count}:
-            if self._doc_count[term] <= 0:
-                del self._doc_count[term]
-            holders = self._postings.get(term)
-            if holders is not None:
-                holders.pop(path, None)
-                if not holders:
-                    del self._postings[term]
-
-    def _assemble(self) -> None:
-        """Lay the cached passages out in one list and rebuild the BM25 model from counts."""
-        doc_freqs: list[dict[str, int]] = []
-        doc_len: list[int] = []
-        self._offsets, self._owners = {}, []
-        for path, entry in self._files.items():
-            self._offsets[path] = len(doc_freqs)
-            self._owners.extend([path] * len(entry.counts))
-            doc_freqs.extend(entry.counts)
-            doc_len.extend(entry.lengths)
-        self._model = PositiveBM25.from_counts(doc_freqs, doc_len, self._doc_count)
+    def _save_cache(self) -> None:
+        self._cache.save({
+            path: (entry.signature, entry.passages, entry.terms)
+            for path, entry in self._catalog.files.items()
+        })
+        self._uncached = 0
 
     # --- scoring ------------------------------------------------------------------------
 
     def _bm25_scores(self, terms: list[str], span: tuple, limit: int) -> list[tuple]:
         """(score, source, passage) of the best passages containing a term, all scores > 0."""
-        if not terms or self._model is None or not self._model.corpus_size:
+        if not terms or not self._bm25.size:
             return []
-        ids: set[int] = set()
-        for term in terms:
-            for path, numbers in self._postings.get(term, {}).items():
-                if span == (None, None) or in_span(self._files[path].period, span):
-                    offset = self._offsets[path]
-                    ids.update(offset + number for number in numbers)
-        if not ids:
-            return []
-        ordered = np.fromiter(sorted(ids), dtype=int, count=len(ids))
-        scores = np.asarray(self._model.get_batch_scores(terms, ordered.tolist()))
-        keep = np.flatnonzero(scores > 0)
-        if len(keep) > limit:  # only the best few (and ties with the last) become hits
-            floor = np.partition(scores[keep], -limit)[-limit]
-            keep = keep[scores[keep] >= floor]
-        results = []
-        for passage_id, score in zip(ordered[keep].tolist(), scores[keep].tolist(), strict=True):
-            path = self._owners[passage_id]
-            entry = self._files[path]
-            results.append((score, entry.source, entry.passages[passage_id - self._offsets[path]]))
-        return results
-
-
-def _scan_dir(folder: str, prefix: str, found: dict, recursive: bool) -> None:
-    """Add the ``.md`` files of ``folder`` (and below, if ``recursive``) to ``found``."""
-    try:
-        entries = list(os.scandir(folder))
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    for entry in entries:
-        if entry.is_dir() and recursive:
-            _scan_dir(entry.path, f"{prefix}/{entry.name}", found, True)
-        elif entry.name.endswith(".md") and entry.is_file():
-            try:
-                stat = entry.stat()
-            except FileNotFoundError:
-                continue  # removed between listing and stat
-            found[entry.path] = (f"{prefix}/{entry.name}", (stat.st_mtime_ns, stat.st_size))
+        ids, scores = self._bm25.scores(terms)
+        if span != (None, None):
+            keep = self._catalog.within(ids, *span)
+            ids, scores = ids[keep], scores[keep]
+        if len(ids) > limit:  # only the best few (and ties with the last) become hits
+            floor = np.partition(scores, -limit)[-limit]
+            keep = scores >= floor
+            ids, scores = ids[keep], scores[keep]
+        return [
+            (score, *self._catalog.passage(passage_id))
+            for passage_id, score in zip(ids.tolist(), scores.tolist(), strict=True)
+        ]

@@ -29,6 +29,11 @@ _init_lock = threading.Lock()
 _ready = False
 
 
+def prepare_tokenizer() -> None:
+    """Load jieba's dictionary now rather than at the first Chinese text; cheap when loaded."""
+    _ensure_jieba()
+
+
 def _ensure_jieba() -> None:
     """Load jieba's dictionary once per process, quietly (it logs at INFO by default)."""
     global _ready
