@@ -6,6 +6,8 @@
   (same user) cannot read their environment, and with it the runtime's secrets, from
   ``/proc/<pid>/environ``.
 - ``beat_init``: once RedBeat holds its lock, note the holder and run the start-up recovery.
+- ``setup_logging``: Mimikit's logging setup (``logs``) instead of Celery's, in workers and beat.
+- ``task_prerun`` / ``task_postrun``: the log records of a task carry its ids.
 Workers and beat also bring the stored data up to this version's schema when they start.
 """
 
@@ -16,9 +18,18 @@ import ctypes.util
 import logging
 from typing import Any
 
-from celery.signals import beat_init, worker_process_init, worker_ready, worker_shutdown
+from celery.signals import (
+    beat_init,
+    setup_logging,
+    task_postrun,
+    task_prerun,
+    worker_process_init,
+    worker_ready,
+    worker_shutdown,
+)
 from redis.exceptions import RedisError
 
+from mimikit import logs
 from mimikit.delivery.workers import Registration, worker_info
 from mimikit.exceptions import MimikitError
 from mimikit.scheduling.beat import on_beat_init
@@ -38,6 +49,24 @@ def connect() -> None:
     worker_process_init.connect(_hide_environment, weak=False,
                                 dispatch_uid="mimikit.worker_process_init")
     beat_init.connect(_on_beat_init, weak=False, dispatch_uid="mimikit.beat_init")
+    setup_logging.connect(_setup_logging, weak=False, dispatch_uid="mimikit.setup_logging")
+    task_prerun.connect(_bind_task, weak=False, dispatch_uid="mimikit.task_prerun")
+    task_postrun.connect(_unbind_task, weak=False, dispatch_uid="mimikit.task_postrun")
+
+
+def _setup_logging(**_: Any) -> None:
+    """Celery's ``--loglevel`` is not used: ``MIMIKIT_LOG_LEVEL`` is the level."""
+    logs.configure_from(get_runtime().settings)
+
+
+def _bind_task(task_id: str | None = None, args: Any = None, kwargs: Any = None,
+               **_: Any) -> None:
+    ours = (kwargs or {}).get("task_id") or next(iter(args or ()), None)
+    logs.bind(celeryId=task_id, taskId=ours if isinstance(ours, str) else None)
+
+
+def _unbind_task(**_: Any) -> None:
+    logs.unbind()
 
 
 def _on_worker_ready(sender: Any = None, **_: Any) -> None:

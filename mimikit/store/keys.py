@@ -23,6 +23,11 @@ class Keys:
         """Set of task ids currently in ``status``."""
         return self._k("status", status)
 
+    @property
+    def finished(self) -> str:
+        """Sorted set: id of each finished task -> when it finished (epoch seconds)."""
+        return self._k("finished")
+
     def result(self, task_id: str) -> str:
         return self._k("result", task_id)
 
@@ -133,6 +138,11 @@ class Keys:
     # cluster
     def worker(self, hostname: str) -> str:
         return self._k("workers", hostname)
+
+    @property
+    def worker_names(self) -> str:
+        """Sorted set: name of each registered worker -> when it last registered (epoch s)."""
+        return self._k("workers")
 
     @property
     def workers_pattern(self) -> str:

@@ -1,7 +1,7 @@
 """A Redis pipeline that also queues log and live events, so they commit with the change.
 
 Log lines are remembered so the state store can mirror them to ``STATE_DIR/log.jsonl`` once
-the transaction has committed.
+the transaction has committed; tasks that finish are put under retention when it ends (``seal``).
 """
 
 from __future__ import annotations
@@ -11,16 +11,20 @@ from typing import Any
 
 from redis.client import Pipeline
 
-from mimikit.models import FINISHED, LogEvent, Task
+from mimikit.models import FINISHED, LogEvent, Task, utcnow
 from mimikit.store.keys import EVENTS_MAXLEN, LOG_MAXLEN, Keys
+from mimikit.store.retention import TASK_LOG_KEPT, mark_finished
 
 
 class WritePipe:
     """A pipeline that can also queue log and live events, remembering lines to mirror."""
 
-    def __init__(self, pipe: Pipeline, pending: list[str]) -> None:
+    def __init__(self, pipe: Pipeline, pending: list[str], expire_seconds: int | None = None
+                 ) -> None:
         self._pipe = pipe
         self._pending = pending
+        self._expire_seconds = expire_seconds
+        self._finished: list[Task] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._pipe, name)
@@ -32,6 +36,18 @@ class WritePipe:
         self._pipe.sadd(keys.status(task.status), task.id)
         if task.is_trigger and task.status in FINISHED:
             self._pipe.srem(keys.triggers, task.id)
+        if task.status in FINISHED and previous_status not in FINISHED:
+            self._finished.append(task)
+
+    def seal(self, keys: Keys) -> None:
+        """Put the tasks that finished in this transaction under retention; called last, so
+        the time to live covers every key the transaction wrote (a result set after the task)."""
+        if self._expire_seconds is None:
+            return
+        for task in self._finished:
+            finished_at = (task.completedAt or utcnow()).timestamp()
+            mark_finished(self._pipe, keys, task.id, finished_at, self._expire_seconds)
+        self._finished.clear()
 
     def log(self, keys: Keys, type_: str, **fields: Any) -> None:
         event = LogEvent(type=type_, **{k: v for k, v in fields.items() if v is not None})
@@ -39,6 +55,7 @@ class WritePipe:
         self._pipe.xadd(keys.log, {"event": line}, maxlen=LOG_MAXLEN, approximate=True)
         if event.taskId:
             self._pipe.rpush(keys.task_log(event.taskId), line)
+            self._pipe.ltrim(keys.task_log(event.taskId), -TASK_LOG_KEPT, -1)
         self._pending.append(line)
 
     def event(self, keys: Keys, event: str, data: Any) -> None:
