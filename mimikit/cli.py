@@ -10,6 +10,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 import click
@@ -18,11 +19,12 @@ from redis.exceptions import RedisError
 
 from mimikit.config import Settings, load_settings
 from mimikit.exceptions import MimikitError
-from mimikit.tasks.listing import SCOPES
+from mimikit.tasks.listing import MAX_PAGE, RECENT_FINISHED, SCOPES
 
 ALL_QUEUES = "teller,planner,worker,supervisor"
 ROLES = ("teller", "planner", "worker", "llm_eval")
 PROMPT_MODES = ("full", "minimal", "none")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 SHELLS = ("bash", "zsh", "fish")
 COMPLETE_VARIABLE = "_MIMIKIT_COMPLETE"
 # Options that override a setting: exported, so the children of `mimikit up` see them too.
@@ -77,8 +79,11 @@ class InOrder(click.Group):
         return list(self.commands)
 
 
-def _settings() -> Settings:
-    """The settings, read after the options were exported."""
+def _settings(log_level: str | None = None) -> Settings:
+    """The settings, read after the options were exported (``log_level`` too, when given, so
+    that Celery's pool processes see it)."""
+    if log_level:
+        os.environ["MIMIKIT_LOG_LEVEL"] = log_level.upper()
     return load_settings()
 
 
@@ -116,31 +121,37 @@ def up() -> int:
               help="pool processes (default: MIMIKIT_CONCURRENCY)")
 @click.option("--name", default="mimikit@%h", show_default=True,
               help="the worker's node name (%h: this host's name)")
-@click.option("--loglevel", default="INFO", show_default=True,
-              help="DEBUG, INFO, WARNING, ERROR or CRITICAL")
+@click.option("--loglevel", type=click.Choice(LOG_LEVELS, case_sensitive=False),
+              help="overrides MIMIKIT_LOG_LEVEL (default INFO)")
 @click.argument("celery_options", nargs=-1, type=click.UNPROCESSED, metavar="[CELERY OPTIONS]")
 @instance_options
-def worker(queues: str, concurrency: int | None, name: str, loglevel: str,
+def worker(queues: str, concurrency: int | None, name: str, loglevel: str | None,
            celery_options: tuple[str, ...]) -> int:
     """Run one Celery worker (default: every queue)."""
-    settings = _settings()
+    settings = _settings(loglevel)
     from mimikit.celery_app import app
 
-    argv = ["worker", "--queues", queues, "--concurrency", str(concurrency or settings.concurrency),
-            "--loglevel", loglevel, "--hostname", name, "-E", *celery_options]
+    argv = [*_celery_quiet(settings), "worker", "--queues", queues,
+            "--concurrency", str(concurrency or settings.concurrency),
+            "--hostname", name, "-E", *celery_options]
     return int(app.start(argv) or 0)
 
 
 @cli.command()
-@click.option("--loglevel", default="INFO", show_default=True,
-              help="DEBUG, INFO, WARNING, ERROR or CRITICAL")
+@click.option("--loglevel", type=click.Choice(LOG_LEVELS, case_sensitive=False),
+              help="overrides MIMIKIT_LOG_LEVEL (default INFO)")
 @instance_options
-def beat(loglevel: str) -> int:
+def beat(loglevel: str | None) -> int:
     """Run the RedBeat scheduler (run exactly one; a second one waits as a standby)."""
-    _settings()
+    settings = _settings(loglevel)
     from mimikit.celery_app import app
 
-    return int(app.start(["beat", "--loglevel", loglevel]) or 0)
+    return int(app.start([*_celery_quiet(settings), "beat"]) or 0)
+
+
+def _celery_quiet(settings: Settings) -> list[str]:
+    """Celery's ``--quiet`` when logging JSON: its start-up banner is not JSON."""
+    return ["--quiet"] if settings.log_format == "json" else []
 
 
 @cli.command()
@@ -212,14 +223,35 @@ def answer(text: tuple[str, ...], wait: bool, timeout: float) -> int:
 
 @cli.command()
 @click.option("--scope", type=click.Choice(SCOPES), default="all", show_default=True,
-              help="queued, running, triggers, or all (with the recently finished)")
+              help="queue, running, triggers, finished, or all (with the newest finished)")
+@click.option("--limit", type=click.IntRange(1, MAX_PAGE), default=RECENT_FINISHED,
+              show_default=True, help="finished tasks to show, newest first")
+@click.option("--before", metavar="TIME|ID",
+              help="with --scope finished: those finished before an ISO 8601 time, or older "
+                   "than the task ID the previous page said")
 @json_option
 @instance_options
-def tasks(scope: str, as_json: bool) -> int:
+def tasks(scope: str, limit: int, before: str | None, as_json: bool) -> int:
     """List tasks."""
     from mimikit.console.tasks import print_tasks
 
-    return print_tasks(_settings(), scope=scope, as_json=as_json)
+    if before is not None and scope != "finished":
+        raise click.BadParameter("pages finished tasks: use it with --scope finished",
+                                 param_hint="'--before'")
+    settings = _settings()
+    return print_tasks(settings, scope=scope, as_json=as_json, limit=limit,
+                       before=_time_or_id(before, settings))
+
+
+def _time_or_id(value: str | None, settings: Settings) -> datetime | str | None:
+    """An ISO 8601 time (naive: in ``MIMIKIT_TIMEZONE``), else the value as a task id."""
+    if not value:
+        return None
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    return when if when.tzinfo else when.replace(tzinfo=settings.tz)
 
 
 @cli.group()

@@ -70,7 +70,7 @@ class SharedRotatingFileHandler(logging.handlers.RotatingFileHandler):
             on_disk = None
         if on_disk is None or not os.path.samestat(on_disk, os.fstat(self.stream.fileno())):
             self.stream.close()
-            self.stream = None  # type: ignore[assignment]  # reopened by emit
+            self.stream = None  # reopened by emit
 
     def close(self) -> None:
         super().close()

@@ -30,7 +30,7 @@ ROUTINE_LOGGERS = ("celery", "redbeat", "mimikit.scheduling.beat")
 _context: ContextVar[dict[str, str] | None] = ContextVar("mimikit_log_context", default=None)
 
 
-class MimikitHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class MimikitHandler(logging.StreamHandler):
     """The one handler ``configure`` installs on the root logger (replaced on a second call)."""
 
 

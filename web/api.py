@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -12,11 +13,12 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from mimikit.conversation import input as user_input
 from mimikit.conversation.gate import wake
 from mimikit.conversation.question import answer_question
+from mimikit.exceptions import NotFound
 from mimikit.memory.service import search_memory
 from mimikit.models import utcnow
 from mimikit.status import status as status_report
 from mimikit.tasks.cancel import cancel_task
-from mimikit.tasks.listing import SCOPES, list_tasks
+from mimikit.tasks.listing import MAX_PAGE, RECENT_FINISHED, SCOPES, list_page
 from web.auth import check_token
 from web.context import runtime
 from web.transcript import filename, transcript
@@ -28,6 +30,7 @@ EXPORT_FORMATS = ("json", "markdown")
 QUERY_MAX_CHARS = 1000
 # A history search reads at most this many of the newest messages, however long the history.
 SEARCH_MAX_SCANNED_MESSAGES = 20_000
+CURSOR = re.compile(r"[A-Za-z0-9_.:-]{1,200}")  # a task id, as ``nextBefore`` gives it
 
 
 class AnswerBody(BaseModel):
@@ -166,8 +169,33 @@ def tasks() -> Any:
         abort(400, description=f"query parameter 'scope' must be one of {', '.join(SCOPES)}")
     if role not in (None, "planner", "worker", "llm_eval"):
         abort(400, description="query parameter 'role' must be planner, worker or llm_eval")
-    found = list_tasks(runtime(), scope, role, include_finished=True)
-    return jsonify(tasks=found)
+    limit = _arg_int("limit", RECENT_FINISHED, 1, MAX_PAGE)
+    before = _arg_before()
+    if before is not None and scope != "finished":
+        abort(400, description="query parameter 'before' pages finished tasks: use it with "
+                               "scope=finished")
+    try:
+        page = list_page(runtime(), scope, role, limit, before)
+    except NotFound as error:
+        abort(400, description=f"query parameter 'before': {error}; pass an ISO 8601 time or "
+                               "the nextBefore of a recent page")
+    return jsonify(tasks=page.tasks, nextBefore=page.next_before)
+
+
+def _arg_before() -> datetime | str | None:
+    """``before`` of the task list: an ISO 8601 time (naive: in ``MIMIKIT_TIMEZONE``) or a
+    cursor (the ``nextBefore`` of the previous page)."""
+    raw = request.args.get("before")
+    if not raw:
+        return None
+    try:
+        when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        if CURSOR.fullmatch(raw):
+            return raw
+        abort(400, description="query parameter 'before' must be an ISO 8601 time or the "
+                               f"nextBefore of a previous page, got {raw[:100]!r}")
+    return when if when.tzinfo else when.replace(tzinfo=runtime().settings.tz)
 
 
 @bp.get("/tasks/<task_id>")

@@ -4,29 +4,40 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 from typing import Any
 
 from mimikit.config import Settings
 from mimikit.conversation.gate import wake
 from mimikit.store.runtime import Runtime, build_runtime
 from mimikit.tasks.cancel import cancel_task
-from mimikit.tasks.listing import list_tasks
+from mimikit.tasks.listing import RECENT_FINISHED, list_page
 
 LINE_CHARS = 240  # a transcript message longer than this is cut in the text view
 
 
-def print_tasks(settings: Settings, scope: str = "all", as_json: bool = False) -> int:
-    found = list_tasks(build_runtime(settings), scope, include_finished=True)
+def print_tasks(settings: Settings, scope: str = "all", as_json: bool = False,
+                limit: int = RECENT_FINISHED, before: datetime | str | None = None) -> int:
+    """Print the tasks of ``scope``; finished ones a page at a time (``limit``, ``before``).
+
+    Raises:
+        ValueError: ``before`` with a scope other than finished, or a bad limit.
+        NotFound: ``before`` names a task that is not kept as finished.
+    """
+    page = list_page(build_runtime(settings), scope, limit=limit, before=before)
     if as_json:
-        print(json.dumps(found, indent=2))
+        print(json.dumps({"tasks": page.tasks, "nextBefore": page.next_before}, indent=2))
         return 0
-    if not found:
+    if not page.tasks:
         print("no tasks")
-    for task in found:
+    for task in page.tasks:
         label = task.get("title") or task["prompt"]
         when = f"  next {task['nextRunAt']}" if task.get("nextRunAt") else ""
         print(f"{task['id']}  {task['status']:<8} p{task['priority']}  {task['type']:<11} "
               f"{label[:60]}{when}")
+    if page.next_before:
+        print(f"older: mimikit tasks --scope finished --limit {limit} "
+              f"--before {page.next_before}")
     return 0
 
 

@@ -144,10 +144,6 @@ class Keys:
         """Sorted set: name of each registered worker -> when it last registered (epoch s)."""
         return self._k("workers")
 
-    @property
-    def workers_pattern(self) -> str:
-        return self._k("workers", "*")
-
     # spending
     def usage(self, scope: str, ident: str) -> str:
         """Hash of tokens, calls and cost of one trace, task, trigger or day."""
