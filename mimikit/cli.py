@@ -87,6 +87,16 @@ def _settings(log_level: str | None = None) -> Settings:
     return load_settings()
 
 
+def _process_settings(log_level: str | None) -> Settings:
+    """The settings of a long-running process, its logging set up from them at once (so
+    that what Celery says before its own logging setup has the same format)."""
+    from mimikit import logs
+
+    settings = _settings(log_level)
+    logs.configure_from(settings)
+    return settings
+
+
 @click.group(cls=InOrder, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="mimikit", prog_name="mimikit",
                       message="%(prog)s %(version)s", help="print the version and exit")
@@ -128,7 +138,7 @@ def up() -> int:
 def worker(queues: str, concurrency: int | None, name: str, loglevel: str | None,
            celery_options: tuple[str, ...]) -> int:
     """Run one Celery worker (default: every queue)."""
-    settings = _settings(loglevel)
+    settings = _process_settings(loglevel)
     from mimikit.celery_app import app
 
     argv = [*_celery_quiet(settings), "worker", "--queues", queues,
@@ -143,7 +153,7 @@ def worker(queues: str, concurrency: int | None, name: str, loglevel: str | None
 @instance_options
 def beat(loglevel: str | None) -> int:
     """Run the RedBeat scheduler (run exactly one; a second one waits as a standby)."""
-    settings = _settings(loglevel)
+    settings = _process_settings(loglevel)
     from mimikit.celery_app import app
 
     return int(app.start([*_celery_quiet(settings), "beat"]) or 0)
