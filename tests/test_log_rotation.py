@@ -56,7 +56,8 @@ def test_only_the_configured_number_of_backups_is_kept(tmp_path):
     assert [f.name for f in rotated(path)] == ["log.jsonl", "log.jsonl.1", "log.jsonl.2",
                                                "log.jsonl.3"]
     kept = "".join(f.read_text() for f in rotated(path))
-    assert "a 00999" in kept and "b 00999" in kept and "a 00000" not in kept
+    assert path.read_text().splitlines()[-1].split()[1] == "00999"  # the newest line is kept
+    assert "a 00000" not in kept and "b 00000" not in kept  # the oldest ones are gone
 
 
 def test_log_jsonl_over_its_size_is_rotated_at_the_next_event(runtime):
