@@ -1,9 +1,10 @@
 """Log files that rotate by size: ``STATE_DIR/log.jsonl`` and the process logs of ``mimikit up``.
 
 A file over ``LOG_FILE_MAX_BYTES`` becomes ``NAME.1`` (``NAME.1`` becomes ``NAME.2``, ..., up to
-``LOG_FILE_BACKUPS`` files) and writing goes on in a new one. Every worker, beat and web process
-appends to ``log.jsonl``, so a write holds a lock file while it checks the size and rotates, and
-a process whose file another one rotated reopens the new file instead of writing to the old one.
+``LOG_FILE_BACKUPS`` files) and writing goes on in a new one: the standard library's
+``RotatingFileHandler``. Every worker, beat and web process appends to ``log.jsonl``, so there a
+write holds a lock file (``log.jsonl.lock``) while it checks the size and rotates, and a process
+whose file another one rotated reopens the new file instead of writing to the old one.
 """
 
 from __future__ import annotations
@@ -22,14 +23,28 @@ LOG_FILE_MAX_BYTES = 10 * 1024 * 1024
 LOG_FILE_BACKUPS = 5
 
 
-class SharedRotatingFileHandler(logging.handlers.RotatingFileHandler):
-    """A ``RotatingFileHandler`` that several processes may append to at once (one host)."""
+class LineFileHandler(logging.handlers.RotatingFileHandler):
+    """A ``RotatingFileHandler`` of lines as they are (one writer at a time)."""
 
     def __init__(self, path: Path | str, max_bytes: int = LOG_FILE_MAX_BYTES,
                  backups: int = LOG_FILE_BACKUPS) -> None:
         super().__init__(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8",
                          delay=True)
         self.setFormatter(logging.Formatter("%(message)s"))
+
+    def write_lines(self, lines: Iterable[str]) -> None:
+        """Append ``lines`` (without their newlines) together, in one write."""
+        lines = list(lines)
+        if lines:
+            self.handle(logging.makeLogRecord({"msg": "\n".join(lines), "levelno": logging.INFO}))
+
+
+class SharedRotatingFileHandler(LineFileHandler):
+    """A ``LineFileHandler`` that several processes may append to at once (on one host)."""
+
+    def __init__(self, path: Path | str, max_bytes: int = LOG_FILE_MAX_BYTES,
+                 backups: int = LOG_FILE_BACKUPS) -> None:
+        super().__init__(path, max_bytes, backups)
         self.lock_path = f"{self.baseFilename}.lock"
         self._lock_file: IO[bytes] | None = None
         self._lock_pid = 0
@@ -41,12 +56,6 @@ class SharedRotatingFileHandler(logging.handlers.RotatingFileHandler):
                 super().emit(record)
         except OSError:
             self.handleError(record)
-
-    def write_lines(self, lines: Iterable[str]) -> None:
-        """Append ``lines`` (without their newlines) together, in one write."""
-        lines = list(lines)
-        if lines:
-            self.handle(logging.makeLogRecord({"msg": "\n".join(lines), "levelno": logging.INFO}))
 
     @contextmanager
     def _held(self) -> Iterator[None]:
@@ -88,10 +97,9 @@ def rotate_if_over(path: Path, max_bytes: int = LOG_FILE_MAX_BYTES,
             return False
     except FileNotFoundError:
         return False
-    handler = SharedRotatingFileHandler(path, max_bytes, backups)
+    handler = LineFileHandler(path, max_bytes, backups)
     try:
-        with handler._held():
-            handler.doRollover()
+        handler.doRollover()
     finally:
         handler.close()
     return True
@@ -101,7 +109,7 @@ def pump(stream: IO[bytes], path: Path, max_bytes: int = LOG_FILE_MAX_BYTES,
          backups: int = LOG_FILE_BACKUPS) -> threading.Thread:
     """Copy the lines of ``stream`` (a child's output) to ``path``, rotated, until it ends."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handler = SharedRotatingFileHandler(path, max_bytes, backups)
+    handler = LineFileHandler(path, max_bytes, backups)
 
     def copy() -> None:
         try:
