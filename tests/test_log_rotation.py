@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from processes import ROOT, RedisServer, free_port, wait_for
@@ -13,13 +14,15 @@ from processes import ROOT, RedisServer, free_port, wait_for
 from mimikit.logfiles import LOG_FILE_MAX_BYTES, pump, rotate_if_over
 
 WRITER = textwrap.dedent("""
-    import sys
+    import sys, time
     from mimikit.logfiles import SharedRotatingFileHandler
-    path, name, count, max_bytes, backups = sys.argv[1:]
+    path, name, count, max_bytes, backups, start_at = sys.argv[1:]
     handler = SharedRotatingFileHandler(path, int(max_bytes), int(backups))
+    time.sleep(max(float(start_at) - time.time(), 0))  # both writers at once
     for n in range(int(count)):
         handler.write_lines([f"{name} {n:05d} " + "x" * 80])
 """)
+LINE_BYTES = 89
 
 
 def rotated(path: Path) -> list[Path]:
@@ -29,20 +32,23 @@ def rotated(path: Path) -> list[Path]:
 
 
 def _writers(path: Path, count: int, max_bytes: int, backups: int) -> None:
+    start_at = str(time.time() + 2)
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), name, str(count),
-                               str(max_bytes), str(backups)], cwd=ROOT)
+                               str(max_bytes), str(backups), start_at], cwd=ROOT)
              for name in ("a", "b")]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
 
 
 def test_two_processes_appending_at_once_rotate_without_losing_a_line(tmp_path):
     path = tmp_path / "log.jsonl"
-    _writers(path, count=2000, max_bytes=20_000, backups=100)
+    _writers(path, count=5000, max_bytes=20_000, backups=100)
     files = rotated(path)
     assert len(files) > 10
-    assert all(f.stat().st_size < 20_000 for f in files)
+    # each rotated file was filled up to the limit: no process rotated a file another had
+    # just started, nor went on writing to one another had rotated away
+    assert all(20_000 - LINE_BYTES <= f.stat().st_size < 20_000 for f in files[1:])
     lines = [line for f in files for line in f.read_text().splitlines()]
-    assert len(lines) == 4000 and len(set(lines)) == 4000
+    assert len(lines) == 10_000 and len(set(lines)) == 10_000
     assert all(len(line) == 88 for line in lines)  # none torn or interleaved
     for name in ("a", "b"):  # each writer's lines in order, oldest in the highest backup
         mine = [line for f in reversed(files) for line in f.read_text().splitlines()
