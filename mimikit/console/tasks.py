@@ -8,9 +8,9 @@ from typing import Any
 
 from mimikit.config import Settings
 from mimikit.conversation.gate import wake
-from mimikit.store.runtime import Runtime, build_runtime
+from mimikit.store.runtime import build_runtime
 from mimikit.tasks.cancel import cancel_task
-from mimikit.tasks.listing import list_tasks
+from mimikit.tasks.listing import detail, list_tasks
 
 LINE_CHARS = 240  # a transcript message longer than this is cut in the text view
 
@@ -30,31 +30,36 @@ def print_tasks(settings: Settings, scope: str = "all", as_json: bool = False) -
     return 0
 
 
-def task_detail(runtime: Runtime, task_id: str) -> dict[str, Any] | None:
-    """What ``GET /api/tasks/ID`` answers: the task, its result, events and runs; None if
-    there is no such task."""
-    state = runtime.state
-    task = state.get_task(task_id)
-    if task is None:
-        return None
-    result = state.get_result(task_id)
-    return {"task": task.dump(), "result": result.dump() if result else None,
-            "events": state.task_log(task_id), "runs": state.runs(task_id)}
-
-
 def show_task(settings: Settings, task_id: str, as_json: bool = False) -> int:
     """Print one task (status, result, events, run transcripts); 1 when there is none."""
-    detail = task_detail(build_runtime(settings), task_id)
-    if detail is None:
+    found = detail(build_runtime(settings), task_id)
+    if found is None:
         print(f"mimikit: no task with id {task_id!r}; see `mimikit tasks`", file=sys.stderr)
         return 1
     if as_json:
-        print(json.dumps(detail, indent=2, ensure_ascii=False))
+        print(json.dumps(found, indent=2, ensure_ascii=False))
         return 0
-    for line in (*_task_lines(detail["task"]), *_result_lines(detail["result"]),
-                 *_event_lines(detail["events"]), *_run_lines(detail["runs"])):
+    for line in (*_task_lines(found["task"]), *_result_lines(found["result"]),
+                 *_event_lines(found["events"]), *_run_lines(found["runs"]),
+                 *_live_lines(found["live"])):
         print(line)
     return 0
+
+
+def _live_lines(steps: list[dict[str, Any]]) -> list[str]:
+    """The steps of the run in progress, one line each."""
+    if not steps:
+        return []
+    lines = ["", f"running now: {len(steps)} steps"]
+    for step in steps:
+        if step.get("kind") == "tool":
+            what = f"{step['name']}({_one_line(step.get('arguments', ''))}) -> " \
+                   f"{'ok' if step.get('ok') else 'error'}: {_one_line(step.get('output', ''))}"
+        else:
+            what = f"LLM {step.get('model', '')}: {_one_line(step.get('text') or '')}" \
+                   f" calls {', '.join(step.get('calls') or []) or 'none'}"
+        lines.append(f"  step {step.get('step', '?')}  {what}")
+    return lines
 
 
 def _task_lines(task: dict[str, Any]) -> list[str]:

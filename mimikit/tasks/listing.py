@@ -36,3 +36,16 @@ def list_tasks(runtime: Runtime, scope: str = "all", role: str | None = None,
     seen: set[str] = set()
     unique = [t for t in tasks if not (t.id in seen or seen.add(t.id))]  # type: ignore[func-returns-value]
     return [summarize(t) for t in unique]
+
+
+def detail(runtime: Runtime, task_id: str) -> dict[str, Any] | None:
+    """Everything about one task (``GET /api/tasks/ID``, ``mimikit task show``): the task, its
+    result, its events, its finished runs and the steps of a run in progress; None if unknown."""
+    state = runtime.state
+    task = state.get_task(task_id)
+    if task is None:
+        return None
+    result = state.get_result(task_id)
+    return {"task": task.dump(), "result": result.dump() if result else None,
+            "events": state.task_log(task_id), "runs": state.runs(task_id),
+            "live": state.live_steps(task_id)}
