@@ -130,3 +130,40 @@ def book_usage(tokens: int):
     from mimikit.models import Usage
 
     return Usage(promptTokens=tokens, completionTokens=0, totalTokens=tokens)
+
+
+def test_metrics_parse_and_count_calls_tokens_cost_and_task_outcomes(runtime, llm):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from mimikit.config import load_settings
+    from mimikit.llm.client import LLMClient
+    from mimikit.models import Result
+    from mimikit.spending.meter import Meter
+    from web import create_app
+
+    runtime.settings = load_settings(prices=json.dumps(PRICES), llm_base_url=llm.url)
+    llm.script("worker", with_usage(tool_call("list_files"), 1000, 100),
+               with_usage(tool_call("list_files"), 2000, 200))
+    spender = book.Spender(role="worker", model="worker", task="task-m")
+    meter = Meter(runtime, LLMClient(llm.url, None, max_retries=0), spender,
+                  Caps.for_run(runtime, spender, None))
+    for _ in range(2):
+        meter.chat("worker", [{"role": "user", "content": "hi"}])
+    task = runtime.state.add_tasks([Task(prompt="x")])[0]
+    runtime.state.start_task(task.id, "h:1:a", None, lambda _h: True)
+    runtime.state.complete_task(Result(id=task.id, status="done", result={"text": "ok"}))
+
+    body = create_app(runtime.settings).test_client().get("/metrics").get_data(as_text=True)
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(body) for s in family.samples}
+
+    def value(name: str, **labels: str) -> float:
+        return samples[(name, tuple(sorted(labels.items())))]
+
+    worker = {"role": "worker", "model": "worker"}
+    assert value("mimikit_llm_tokens_total", kind="prompt", **worker) == 3000
+    assert value("mimikit_llm_cost_total", **worker) == pytest.approx(3300 / 1e6)
+    assert value("mimikit_llm_calls_total", outcome="ok", **worker) == 2
+    assert value("mimikit_llm_latency_seconds_count", **worker) == 2
+    assert value("mimikit_tasks_finished_total", role="worker", status="done") == 1
+    assert ("mimikit_queue_depth", (("queue", "worker"),)) in samples

@@ -152,6 +152,11 @@ class Keys:
         """Hash ``role|model|field`` -> tokens, calls and cost, since the instance began."""
         return self._k("usage", "models")
 
+    @property
+    def counters(self) -> str:
+        """Hash of counters for ``/metrics`` (``tasks|done``, ``firings|fired``, ...)."""
+        return self._k("metrics")
+
     def meta(self, name: str) -> str:
         """Small bookkeeping values (last archive run, last flush, ...)."""
         return self._k("meta", name)

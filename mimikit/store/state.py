@@ -21,7 +21,7 @@ from mimikit.models import FINISHED, Result, Task, load, utcnow
 from mimikit.store.conversation import ConversationStore
 from mimikit.store.keys import Keys, as_text
 from mimikit.store.runs import LiveRuns
-from mimikit.store.writepipe import WritePipe
+from mimikit.store.writepipe import WritePipe, queue_event
 
 log = logging.getLogger("mimikit.state")
 
@@ -94,6 +94,10 @@ class StateStore(ConversationStore, LiveRuns):
             pipe.log(self.keys, type_, **fields)
 
         self.transaction(write)
+
+    def publish(self, event: str, data: Any) -> None:
+        """Publish a live event for the page (e.g. a reply's text as it streams)."""
+        queue_event(self.redis, self.keys, event, data)
 
     def read_events(self, last_id: str = "$", block_ms: int = 15_000) -> list[tuple[str, str, str]]:
         """Events after ``last_id`` as ``(id, event, data_json)``; blocks up to ``block_ms``."""

@@ -32,6 +32,8 @@ class WritePipe:
         self._pipe.sadd(keys.status(task.status), task.id)
         if task.is_trigger and task.status in FINISHED:
             self._pipe.srem(keys.triggers, task.id)
+        if task.status in FINISHED and previous_status != task.status:
+            self._pipe.hincrby(keys.counters, f"tasks|{task.role}|{task.status}", 1)
 
     def log(self, keys: Keys, type_: str, **fields: Any) -> None:
         event = LogEvent(type=type_, **{k: v for k, v in fields.items() if v is not None})

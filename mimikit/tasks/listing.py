@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from mimikit.models import Task
+from mimikit.spending import book
 from mimikit.store.runtime import Runtime
 from mimikit.store.state import summarize
 
@@ -46,6 +47,7 @@ def detail(runtime: Runtime, task_id: str) -> dict[str, Any] | None:
     if task is None:
         return None
     result = state.get_result(task_id)
+    spent = "trigger" if task.is_trigger else "task"
     return {"task": task.dump(), "result": result.dump() if result else None,
             "events": state.task_log(task_id), "runs": state.runs(task_id),
-            "live": state.live_steps(task_id)}
+            "live": state.live_steps(task_id), "usage": book.totals(runtime, spent, task_id)}
