@@ -138,6 +138,7 @@
   // ---- messages ------------------------------------------------------------------------------
 
   function onMessageAdded(m) {
+    if (m.role === 'assistant') setTimeout(window.Mimikit.live.refreshBills, 300);
     if (m.role === 'assistant' && state.awaiting) {
       state.awaiting = null;
       updateThinking();
@@ -372,7 +373,7 @@
   function resync() {
     return Promise.allSettled([
       messages.loadRecent().catch((err) => notice(`Could not load messages: ${err.message}`)),
-      refreshStatus(), tasks.refresh(), refreshQuestion(),
+      refreshStatus(), tasks.refresh(), refreshQuestion(), window.Mimikit.live.refreshBills(),
     ]);
   }
 
@@ -411,6 +412,7 @@
     resync();
     setInterval(tasks.refresh, TASK_REFRESH_MS);
     setInterval(refreshStatus, STATUS_REFRESH_MS);
+    setInterval(window.Mimikit.live.refreshBills, STATUS_REFRESH_MS);
     setInterval(() => {
       tickExpiry();
       updateThinking();

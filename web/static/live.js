@@ -95,11 +95,34 @@
     state.listeners.push(fn);
   }
 
+  // ---- one bill per request --------------------------------------------------------------------
+
+  /** Each user message (its id is its trace) shows what everything it caused cost so far. */
+  async function refreshBills() {
+    let data;
+    try {
+      data = await window.Mimikit.api('/api/usage?by=trace&limit=100');
+    } catch (err) {
+      return; // the next refresh tries again; the chat itself is unaffected
+    }
+    for (const row of data.usage || []) {
+      const msg = document.querySelector(`.msg.user[data-id="${CSS.escape(row.id)}"] .msg-meta`);
+      if (!msg) continue;
+      let bill = msg.querySelector('.msg-bill');
+      if (!bill) {
+        bill = h('span', { class: 'msg-bill', title: 'Everything this message caused: Teller, Planner, Workers' });
+        msg.append(bill);
+      }
+      const cost = row.cost !== null && row.cost !== undefined ? ` · ${row.cost.toFixed(4)}` : '';
+      bill.textContent = `request: ${row.calls} calls · ${row.totalTokens} tokens${cost}`;
+    }
+  }
+
   function steps(taskId) {
     return state.steps.get(taskId) || [];
   }
 
   window.Mimikit.live = {
-    onReply, settle, onRun, stepsView, remember, onStep, showLastStep, steps,
+    onReply, settle, onRun, stepsView, remember, onStep, showLastStep, steps, refreshBills,
   };
 })();
