@@ -224,7 +224,7 @@ def tasks(scope: str, as_json: bool) -> int:
 
 @cli.group()
 def task() -> None:
-    """Look into one task (`mimikit tasks` lists them)."""
+    """Look into one task, or steer a trigger (`mimikit tasks` lists them)."""
 
 
 @task.command("show")
@@ -236,6 +236,58 @@ def task_show(task_id: str, as_json: bool) -> int:
     from mimikit.console.tasks import show_task
 
     return show_task(_settings(), task_id, as_json=as_json)
+
+
+@task.command("pause")
+@click.argument("task_id")
+@instance_options
+def task_pause(task_id: str) -> int:
+    """Pause a trigger: it keeps its schedule or condition but does not fire."""
+    from mimikit.console.tasks import steer
+
+    return steer(_settings(), task_id, "pause")
+
+
+@task.command("resume")
+@click.argument("task_id")
+@instance_options
+def task_resume(task_id: str) -> int:
+    """Resume a paused trigger (from its next slot on)."""
+    from mimikit.console.tasks import steer
+
+    return steer(_settings(), task_id, "resume")
+
+
+@task.command("run")
+@click.argument("task_id")
+@instance_options
+def task_run(task_id: str) -> int:
+    """Run a trigger's work once now, whatever its schedule or condition says."""
+    from mimikit.console.tasks import steer
+
+    return steer(_settings(), task_id, "run")
+
+
+@task.command("edit")
+@click.argument("task_id")
+@click.option("--prompt", help="what the trigger's runs do")
+@click.option("--title", help="a short label")
+@click.option("--interval", help="seconds between runs, or e.g. 5m, 2h (recurring)")
+@click.option("--cron", help="five-field cron, e.g. '0 9 * * 1-5' (recurring)")
+@click.option("--run-at", "runAt", help="ISO 8601 time (scheduled; no offset: MIMIKIT_TIMEZONE)")
+@click.option("--condition", help="the condition as JSON (conditional)")
+@click.option("--cooldown", help="seconds between firings (conditional)")
+@click.option("--budget", type=float, help="the most all runs may spend")
+@click.option("--notify", type=click.Choice(["always", "on_change", "on_failure", "never"]),
+              help="when you hear of a result")
+@click.option("--priority", type=click.IntRange(0, 10), help="0-10, larger runs first")
+@json_option
+@instance_options
+def task_edit(task_id: str, as_json: bool, **changes: Any) -> int:
+    """Change a trigger; only the options given change (checked as the Planner's are)."""
+    from mimikit.console.tasks import edit_trigger
+
+    return edit_trigger(_settings(), task_id, changes, as_json=as_json)
 
 
 @cli.command()

@@ -86,3 +86,20 @@ def test_a_paused_trigger_does_not_fire_until_resumed(page, stack, llm, procs):
     item.locator(".task-resume").click()
     expect(item).to_have_attribute("data-status", "trigger")
     wait_for(lambda: len(fired()) > count, timeout=20, message="a firing after resuming")
+
+
+def test_a_trigger_is_edited_from_its_detail_and_a_refusal_is_shown(page, stack, tmp_path):
+    from playwright.sync_api import expect
+
+    trigger = submit(stack, [Task(type="recurring", prompt="digest", title="Digest",
+                                  schedule=IntervalSchedule(interval=3600))])[0]
+    page.locator(f".group-triggers .task[data-id='{trigger.id}'] .task-open").click()
+    page.locator(".detail-edit").click()
+    page.fill(".trigger-edit input[name=cron]", "every morning")
+    page.locator(".edit-save").click()
+    expect(page.locator(".trigger-edit .error")).to_contain_text("five fields")
+    page.fill(".trigger-edit input[name=cron]", "0 9 * * 1-5")
+    page.locator(".edit-save").click()
+    expect(page.locator("#task-detail-body")).to_contain_text('"cron": "0 9 * * 1-5"')
+    page.screenshot(path=str(tmp_path / "trigger-edited.png"))
+    assert stack.state.require_task(trigger.id).schedule.cron == "0 9 * * 1-5"

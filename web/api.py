@@ -15,7 +15,6 @@ from mimikit.conversation.question import answer_question
 from mimikit.memory.service import search_memory
 from mimikit.models import utcnow
 from mimikit.status import status as status_report
-from mimikit.tasks import control
 from mimikit.tasks.cancel import cancel_task
 from mimikit.tasks.listing import SCOPES, detail, list_tasks
 from web.auth import check_token
@@ -187,24 +186,6 @@ def cancel(task_id: str) -> Any:
     success, message = cancel_task(rt, task_id, stop_running=True, source="user")
     if success:
         wake(rt)
-    return jsonify(success=success, message=message)
-
-
-@bp.post("/tasks/<task_id>/pause")
-def pause_trigger(task_id: str) -> Any:
-    rt = runtime()
-    if rt.state.get_task(task_id) is None:
-        abort(404, description=f"no task with id {task_id!r}")
-    success, message = control.pause(rt, task_id, reason="paused by the user")
-    return jsonify(success=success, message=message)
-
-
-@bp.post("/tasks/<task_id>/resume")
-def resume_trigger(task_id: str) -> Any:
-    rt = runtime()
-    if rt.state.get_task(task_id) is None:
-        abort(404, description=f"no task with id {task_id!r}")
-    success, message = control.resume(rt, task_id)
     return jsonify(success=success, message=message)
 
 

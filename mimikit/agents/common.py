@@ -22,7 +22,14 @@ from mimikit.spending.book import Spender
 from mimikit.spending.budget import Caps
 from mimikit.spending.meter import Meter
 from mimikit.store.runtime import Runtime
-from mimikit.tools import eval_tools, planner_tools, task_tools, teller_tools, worker_tools
+from mimikit.tools import (
+    eval_tools,
+    planner_tools,
+    task_tools,
+    teller_tools,
+    trigger_tools,
+    worker_tools,
+)
 from mimikit.tools.context import ToolContext
 
 log = logging.getLogger("mimikit.agents")
@@ -36,7 +43,8 @@ _clients: dict[tuple[Any, ...], LLMClient] = {}
 def registry() -> Registry:
     """The process-wide registry with every role's tools (the seeds' permission matrix)."""
     built = Registry(propagate=(TaskCanceled, TaskTimedOut, SoftTimeLimitExceeded))
-    for module in (task_tools, teller_tools, planner_tools, worker_tools, eval_tools):
+    for module in (task_tools, teller_tools, trigger_tools, planner_tools, worker_tools,
+                   eval_tools):
         module.register(built)
     return built
 

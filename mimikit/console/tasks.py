@@ -6,10 +6,15 @@ import json
 import sys
 from typing import Any
 
+from pydantic import ValidationError
+
 from mimikit.config import Settings
 from mimikit.conversation.gate import wake
 from mimikit.store.runtime import build_runtime
+from mimikit.tasks import control
 from mimikit.tasks.cancel import cancel_task
+from mimikit.tasks.checks import problems
+from mimikit.tasks.edit import TriggerEdit, edit, run_now
 from mimikit.tasks.listing import detail, list_tasks
 
 LINE_CHARS = 240  # a transcript message longer than this is cut in the text view
@@ -138,3 +143,48 @@ def cancel(settings: Settings, task_id: str) -> int:
     if success:
         wake(runtime)
     return 0 if success else 1
+
+
+def steer(settings: Settings, task_id: str, action: str) -> int:
+    """Pause, resume or run now a trigger; prints what happened; 1 when it could not."""
+    runtime = build_runtime(settings)
+    if action == "run":
+        try:
+            child = run_now(runtime, task_id)
+        except ValueError as error:
+            print(f"mimikit: {error}", file=sys.stderr)
+            return 1
+        print(f"running now as {child.id}")
+        return 0
+    switch = control.pause if action == "pause" else control.resume
+    args = ("paused from the command line",) if action == "pause" else ()
+    success, message = switch(runtime, task_id, *args)
+    print(message if success else f"mimikit: {message}", file=sys.stdout if success else sys.stderr)
+    return 0 if success else 1
+
+
+def edit_trigger(settings: Settings, task_id: str, changes: dict[str, Any],
+                 as_json: bool = False) -> int:
+    """Apply the options given to a trigger; prints the trigger's next runs (cron) or status."""
+    given = {k: v for k, v in changes.items() if v is not None}
+    if "condition" in given:
+        try:
+            given["condition"] = json.loads(given["condition"])
+        except json.JSONDecodeError as error:
+            print(f"mimikit: --condition is not JSON ({error.msg} at column {error.colno}); give "
+                  'e.g. \'{"type": "file_changed", "params": {"path": "src/*.py"}}\'',
+                  file=sys.stderr)
+            return 1
+    try:
+        edited, about = edit(build_runtime(settings), task_id, TriggerEdit.model_validate(given))
+    except ValidationError as error:
+        print(f"mimikit: {problems(error)}", file=sys.stderr)
+        return 1
+    except ValueError as error:
+        print(f"mimikit: {error}", file=sys.stderr)
+        return 1
+    if as_json:
+        print(json.dumps({"task": edited.dump(), **about}, indent=2, ensure_ascii=False))
+    else:
+        print(f"edited {edited.id}" + "".join(f"\n  next run {r}" for r in about.get("nextRuns", [])))
+    return 0

@@ -32,7 +32,7 @@ class WritePipe:
         self._pipe.sadd(keys.status(task.status), task.id)
         if task.is_trigger and task.status in FINISHED:
             self._pipe.srem(keys.triggers, task.id)
-        if task.status in FINISHED and previous_status != task.status:
+        if task.status in FINISHED and previous_status != task.status and not task.is_trigger:
             self._pipe.hincrby(keys.counters, f"tasks|{task.role}|{task.status}", 1)
 
     def log(self, keys: Keys, type_: str, **fields: Any) -> None:

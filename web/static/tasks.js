@@ -14,6 +14,7 @@
   const PROMPT_CUT_CHARS = 90;
   const CANCELABLE = new Set(['queued', 'running', 'trigger', 'paused', 'deferred']);
   const SWITCHES = { trigger: ['pause', 'Pause'], paused: ['resume', 'Resume'] };
+  const FINISHED = new Set(['done', 'failed', 'canceled']);
   const TASK_GROUPS = [
     { key: 'running', label: 'Running', statuses: ['running'], empty: 'Nothing running' },
     { key: 'queued', label: 'Queued', statuses: ['queued', 'deferred'], empty: 'Queue is empty' },
@@ -266,6 +267,11 @@
     }
     if (data.events?.length) body.push(section('History', eventsView(data.events)));
     if (data.runs?.length) body.push(section('Runs', ...runsView(data.runs)));
+    const activeTrigger = task.type && task.type !== 'oneshot' && !FINISHED.has(task.status);
+    if (activeTrigger) {
+      body.push(...window.Mimikit.triggerEdit.actions({ ...task, status: task.paused ? 'paused' : 'trigger' },
+        () => { loadTaskDetail(task.id); refreshTasks(); }));
+    }
     if (CANCELABLE.has(task.status)) {
       body.push(h('div', { class: 'dialog-actions' }, h('button', {
         type: 'button', class: 'button danger detail-cancel',
