@@ -10,26 +10,27 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
-from datetime import datetime
-from typing import Any
+from typing import Any, get_args
 
 import click
 from pydantic import ValidationError
 from redis.exceptions import RedisError
 
-from mimikit.config import Settings, load_settings
+from mimikit.config import LogLevel, Settings, load_settings
+from mimikit.console.errors import describe_usage, describe_validation, fail, redis_url
 from mimikit.exceptions import MimikitError
+from mimikit.logs import celery_flags
 from mimikit.tasks.listing import MAX_PAGE, RECENT_FINISHED, SCOPES
 
 ALL_QUEUES = "teller,planner,worker,supervisor"
 ROLES = ("teller", "planner", "worker", "llm_eval")
 PROMPT_MODES = ("full", "minimal", "none")
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 SHELLS = ("bash", "zsh", "fish")
 COMPLETE_VARIABLE = "_MIMIKIT_COMPLETE"
 # Options that override a setting: exported, so the children of `mimikit up` see them too.
 OVERRIDES = {"port": "MIMIKIT_PORT", "state_dir": "MIMIKIT_STATE_DIR",
-             "work_dir": "MIMIKIT_WORK_DIR", "host": "MIMIKIT_HOST"}
+             "work_dir": "MIMIKIT_WORK_DIR", "host": "MIMIKIT_HOST",
+             "loglevel": "MIMIKIT_LOG_LEVEL"}
 CELERY_PASSTHROUGH = (
     "Any other option goes to Celery's worker unchanged, e.g. --pool solo, --autoscale 10,2, "
     "--max-tasks-per-child 100, --prefetch-multiplier 1 (see `celery worker --help`).")
@@ -79,22 +80,9 @@ class InOrder(click.Group):
         return list(self.commands)
 
 
-def _settings(log_level: str | None = None) -> Settings:
-    """The settings, read after the options were exported (``log_level`` too, when given, so
-    that Celery's pool processes see it)."""
-    if log_level:
-        os.environ["MIMIKIT_LOG_LEVEL"] = log_level.upper()
+def _settings() -> Settings:
+    """The settings, read after the options were exported."""
     return load_settings()
-
-
-def _process_settings(log_level: str | None) -> Settings:
-    """The settings of a long-running process, its logging set up from them at once (so
-    that what Celery says before its own logging setup has the same format)."""
-    from mimikit import logs
-
-    settings = _settings(log_level)
-    logs.configure_from(settings)
-    return settings
 
 
 @click.group(cls=InOrder, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -131,37 +119,31 @@ def up() -> int:
               help="pool processes (default: MIMIKIT_CONCURRENCY)")
 @click.option("--name", default="mimikit@%h", show_default=True,
               help="the worker's node name (%h: this host's name)")
-@click.option("--loglevel", type=click.Choice(LOG_LEVELS, case_sensitive=False),
+@click.option("--loglevel", type=click.Choice(get_args(LogLevel), case_sensitive=False),
               help="overrides MIMIKIT_LOG_LEVEL (default INFO)")
 @click.argument("celery_options", nargs=-1, type=click.UNPROCESSED, metavar="[CELERY OPTIONS]")
 @instance_options
-def worker(queues: str, concurrency: int | None, name: str, loglevel: str | None,
-           celery_options: tuple[str, ...]) -> int:
+def worker(queues: str, concurrency: int | None, name: str, celery_options: tuple[str, ...]
+           ) -> int:
     """Run one Celery worker (default: every queue)."""
-    settings = _process_settings(loglevel)
+    settings = _settings()
     from mimikit.celery_app import app
 
-    argv = [*_celery_quiet(settings), "worker", "--queues", queues,
-            "--concurrency", str(concurrency or settings.concurrency),
-            "--hostname", name, "-E", *celery_options]
+    argv = [*celery_flags(settings), "worker", "--queues", queues, "--concurrency",
+            str(concurrency or settings.concurrency), "--hostname", name, "-E", *celery_options]
     return int(app.start(argv) or 0)
 
 
 @cli.command()
-@click.option("--loglevel", type=click.Choice(LOG_LEVELS, case_sensitive=False),
+@click.option("--loglevel", type=click.Choice(get_args(LogLevel), case_sensitive=False),
               help="overrides MIMIKIT_LOG_LEVEL (default INFO)")
 @instance_options
-def beat(loglevel: str | None) -> int:
+def beat() -> int:
     """Run the RedBeat scheduler (run exactly one; a second one waits as a standby)."""
-    settings = _process_settings(loglevel)
+    settings = _settings()
     from mimikit.celery_app import app
 
-    return int(app.start([*_celery_quiet(settings), "beat"]) or 0)
-
-
-def _celery_quiet(settings: Settings) -> list[str]:
-    """Celery's ``--quiet`` when logging JSON: its start-up banner is not JSON."""
-    return ["--quiet"] if settings.log_format == "json" else []
+    return int(app.start([*celery_flags(settings), "beat"]) or 0)
 
 
 @cli.command()
@@ -236,37 +218,20 @@ def answer(text: tuple[str, ...], wait: bool, timeout: float) -> int:
               help="queue, running, triggers, finished, or all (with the newest finished)")
 @click.option("--limit", type=click.IntRange(1, MAX_PAGE), default=RECENT_FINISHED,
               show_default=True, help="finished tasks to show, newest first")
-@click.option("--before", metavar="TIME|ID",
-              help="with --scope finished: those finished before an ISO 8601 time, or older "
-                   "than the task ID the previous page said")
+@click.option("--before", metavar="TIME|ID", help="with --scope finished: those finished "
+              "before an ISO 8601 time, or after the task ID a previous page ended with")
 @json_option
 @instance_options
 def tasks(scope: str, limit: int, before: str | None, as_json: bool) -> int:
     """List tasks."""
     from mimikit.console.tasks import print_tasks
 
-    if before is not None and scope != "finished":
-        raise click.BadParameter("pages finished tasks: use it with --scope finished",
-                                 param_hint="'--before'")
-    settings = _settings()
-    return print_tasks(settings, scope=scope, as_json=as_json, limit=limit,
-                       before=_time_or_id(before, settings))
-
-
-def _time_or_id(value: str | None, settings: Settings) -> datetime | str | None:
-    """An ISO 8601 time (naive: in ``MIMIKIT_TIMEZONE``), else the value as a task id."""
-    if not value:
-        return None
-    try:
-        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return value
-    return when if when.tzinfo else when.replace(tzinfo=settings.tz)
+    return print_tasks(_settings(), scope=scope, as_json=as_json, limit=limit, before=before)
 
 
 @cli.group()
 def task() -> None:
-    """Look into one task (`mimikit tasks` lists them)."""
+    """Look into one task, or steer a trigger (`mimikit tasks` lists them)."""
 
 
 @task.command("show")
@@ -278,6 +243,58 @@ def task_show(task_id: str, as_json: bool) -> int:
     from mimikit.console.tasks import show_task
 
     return show_task(_settings(), task_id, as_json=as_json)
+
+
+@task.command("pause")
+@click.argument("task_id")
+@instance_options
+def task_pause(task_id: str) -> int:
+    """Pause a trigger: it keeps its schedule or condition but does not fire."""
+    from mimikit.console.tasks import steer
+
+    return steer(_settings(), task_id, "pause")
+
+
+@task.command("resume")
+@click.argument("task_id")
+@instance_options
+def task_resume(task_id: str) -> int:
+    """Resume a paused trigger (from its next slot on)."""
+    from mimikit.console.tasks import steer
+
+    return steer(_settings(), task_id, "resume")
+
+
+@task.command("run")
+@click.argument("task_id")
+@instance_options
+def task_run(task_id: str) -> int:
+    """Run a trigger's work once now, whatever its schedule or condition says."""
+    from mimikit.console.tasks import steer
+
+    return steer(_settings(), task_id, "run")
+
+
+@task.command("edit")
+@click.argument("task_id")
+@click.option("--prompt", help="what the trigger's runs do")
+@click.option("--title", help="a short label")
+@click.option("--interval", help="seconds between runs, or e.g. 5m, 2h (recurring)")
+@click.option("--cron", help="five-field cron, e.g. '0 9 * * 1-5' (recurring)")
+@click.option("--run-at", "runAt", help="ISO 8601 time (scheduled; no offset: MIMIKIT_TIMEZONE)")
+@click.option("--condition", help="the condition as JSON (conditional)")
+@click.option("--cooldown", help="seconds between firings (conditional)")
+@click.option("--budget", type=float, help="the most all runs may spend")
+@click.option("--notify", type=click.Choice(["always", "on_change", "on_failure", "never"]),
+              help="when you hear of a result")
+@click.option("--priority", type=click.IntRange(0, 10), help="0-10, larger runs first")
+@json_option
+@instance_options
+def task_edit(task_id: str, as_json: bool, **changes: Any) -> int:
+    """Change a trigger; only the options given change (checked as the Planner's are)."""
+    from mimikit.console.tasks import edit_trigger
+
+    return edit_trigger(_settings(), task_id, changes, as_json=as_json)
 
 
 @cli.command()
@@ -344,44 +361,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.exceptions.NoArgsIsHelpError as error:
         error.show()  # `mimikit` alone: the help, as click shows it
     except click.UsageError as error:
-        _fail(describe_usage(error))
+        fail(describe_usage(error))
     except click.ClickException as error:
-        _fail(error.format_message())
+        fail(error.format_message())
     except MimikitError as error:
-        _fail(str(error))
+        fail(str(error))
     except RedisError as error:
         reason = str(error).rstrip(".")
-        _fail(f"cannot reach Redis at {_redis_url()}: {reason}; start it or run `mimikit up`")
+        fail(f"cannot reach Redis at {redis_url()}: {reason}; start it or run `mimikit up`")
     except ValidationError as error:
-        _fail(describe_validation(error))
+        fail(describe_validation(error))
     except (click.Abort, KeyboardInterrupt):
         return 130
     return 1
-
-
-def _fail(message: str) -> None:
-    """Print ``mimikit: message`` as one line on stderr."""
-    print("mimikit: " + " ".join(message.split()), file=sys.stderr)
-
-
-def describe_usage(error: click.UsageError) -> str:
-    """A command-line mistake and where to read the usage, e.g. ``Invalid value for ...``."""
-    path = error.ctx.command_path if error.ctx is not None else "mimikit"
-    return f"{error.format_message().rstrip('.')}; see `{path} --help`"
-
-
-def describe_validation(error: ValidationError) -> str:
-    """One line naming each invalid field, e.g. ``invalid text: String should have ...``."""
-    return "; ".join(
-        f"invalid {'.'.join(str(part) for part in item['loc']) or 'value'}: {item['msg']}"
-        for item in error.errors())
-
-
-def _redis_url() -> str:
-    """The configured Redis URL with any credentials hidden."""
-    from mimikit.status import safe_url
-
-    return safe_url(load_settings())
 
 
 if __name__ == "__main__":

@@ -56,6 +56,14 @@ def configure_from(settings: Settings, stream: IO[str] | None = None) -> logging
     return configure(settings.log_level, settings.log_format, stream)
 
 
+def celery_flags(settings: Settings) -> list[str]:
+    """Set up this process's logging before Celery starts (what it says first has the format
+    too); returns Celery's global options for it: ``--quiet`` for JSON, as its start-up banner
+    is not JSON."""
+    configure_from(settings)
+    return ["--quiet"] if settings.log_format == "json" else []
+
+
 def bind(**ids: str | None) -> None:
     """Add ids (``taskId``, ``traceId``, ``celeryId``) to the records of the work in hand."""
     known = {**(_context.get() or {}), **{k: v for k, v in ids.items() if v}}

@@ -13,6 +13,7 @@ from mimikit.conversation.outage import outage
 from mimikit.delivery.dispatch import queue_depths
 from mimikit.delivery.workers import workers
 from mimikit.scheduling.beat import liveness
+from mimikit.spending.budget import budget_state
 from mimikit.store.runtime import Runtime
 
 
@@ -38,6 +39,7 @@ def status(runtime: Runtime) -> dict[str, Any]:
     )
     report["redis"]["ok"] = True
     report["beat"] = beat_state(runtime)
+    report["usage"] = budget_state(runtime)
     return report
 
 

@@ -10,7 +10,9 @@ Usage::
     server.shutdown()
 
 A response is a plain dict built by the helpers below (``text``, ``tool_call``, ``tool_calls``,
-``raw_arguments``, ``error``, ``delay``, ``with_usage``), or a callable ``fn(request_body) -> response``.
+``raw_arguments``, ``error``, ``delay``, ``with_usage``, ``streamed``), or a callable
+``fn(request_body) -> response``. A request with ``stream: true`` is answered as server-sent
+chunks (unless ``server.streams`` is False: then whole, as some servers do).
 When a model's script is exhausted the server answers its default (``server.default``), else
 HTTP 500 "script exhausted for model X", so a test that under-scripts fails loudly.
 
@@ -79,6 +81,11 @@ def with_usage(response: dict[str, Any], prompt_tokens: int, completion_tokens: 
     return {**response, "usage": usage}
 
 
+def streamed(response: dict[str, Any], pause: float, chunk_chars: int = 8) -> dict[str, Any]:
+    """``response`` streamed in pieces of ``chunk_chars`` characters, ``pause`` seconds apart."""
+    return {**response, "stream_delay": pause, "chunk_chars": chunk_chars}
+
+
 def delay(seconds: float, response: Response) -> dict[str, Any]:
     """Sleep ``seconds`` before answering ``response``."""
     return {"delay": seconds, "then": response}
@@ -101,6 +108,7 @@ class ScriptedLLM:
         self._httpd.block_on_close = False
         self._httpd.scripted = self  # type: ignore[attr-defined]
         self._thread: threading.Thread | None = None
+        self.streams = True  # False: answer a streamed request whole, as some servers do
         # False: GET /v1/models answers 404, like servers that list no models
         self.lists_models = True
 
@@ -239,6 +247,30 @@ def completion(model: str, response: dict[str, Any], body: dict[str, Any]) -> di
     }
 
 
+def stream_chunks(answer: dict[str, Any], size: int) -> list[dict[str, Any]]:
+    """The ``chat.completion.chunk`` objects of an answer: content and arguments in pieces."""
+    message = answer["choices"][0]["message"]
+    base = {"id": answer["id"], "object": "chat.completion.chunk", "created": answer["created"],
+            "model": answer["model"]}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    content = message.get("content") or ""
+    chunks += [chunk({"content": content[i:i + size]}) for i in range(0, len(content), size)]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        head = {"index": index, "id": call["id"], "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": ""}}
+        chunks.append(chunk({"tool_calls": [head]}))
+        arguments = call["function"]["arguments"]
+        chunks += [chunk({"tool_calls": [{"index": index,
+                                          "function": {"arguments": arguments[i:i + size]}}]})
+                   for i in range(0, len(arguments), size)]
+    chunks.append(chunk({}, answer["choices"][0]["finish_reason"]))
+    return chunks
+
+
 def _arguments_text(call: dict[str, Any]) -> str:
     arguments = call.get("arguments", "{}")
     return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
@@ -272,8 +304,6 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError as exc:
             return self._send(400, {"error": {"message": f"request body is not JSON: {exc}"}})
-        if body.get("stream"):
-            return self._send(400, {"error": {"message": "streaming is not scripted"}})
         scripted: ScriptedLLM = self.server.scripted  # type: ignore[attr-defined]
         headers = {key.lower(): value for key, value in self.headers.items()}
         response = resolve(scripted._next(body, headers), body)
@@ -281,7 +311,32 @@ class _Handler(BaseHTTPRequestHandler):
         if status != 200:
             payload = response.get("body") or error(status)["body"]
             return self._send(status, payload, response.get("headers"))
-        return self._send(200, completion(str(body.get("model")), response, body))
+        answer = completion(str(body.get("model")), response, body)
+        if body.get("stream") and scripted.streams:
+            return self._send_stream(answer, body, response)
+        return self._send(200, answer)
+
+    def _send_stream(self, answer: dict[str, Any], body: dict[str, Any],
+                     response: dict[str, Any]) -> None:
+        """The answer as server-sent chunks, ``stream_delay`` seconds apart."""
+        pause = float(response.get("stream_delay", 0))
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for chunk in stream_chunks(answer, int(response.get("chunk_chars", 8))):
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+                time.sleep(pause)
+            if (body.get("stream_options") or {}).get("include_usage"):
+                usage = {**answer, "choices": [], "object": "chat.completion.chunk"}
+                self.wfile.write(f"data: {json.dumps(usage)}\n\n".encode())
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            return
+        self.close_connection = True
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()

@@ -17,8 +17,8 @@ from agent_helpers import (
 from llm_server import raw_arguments, text, tool_call, tool_calls
 from processes import wait_for
 
-TELLER_TOOLS = ["ask_user", "cancel_task", "delegate", "list_tasks", "remember", "reply",
-                "update_backlog"]
+TELLER_TOOLS = ["ask_user", "cancel_task", "delegate", "edit_task", "list_tasks", "pause_task",
+                "remember", "reply", "resume_task", "run_task", "update_backlog"]
 
 
 def test_user_input_gets_a_teller_reply_and_the_llm_saw_only_teller_tools(stack, llm):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 
@@ -184,3 +185,43 @@ def test_callable_response_sees_the_request(llm: ScriptedLLM) -> None:
     completion = client_for(llm).chat(MODEL, [{"role": "user", "content": "task-42"}])
 
     assert completion.tool_calls[0].arguments == '{"said": "task-42"}'
+
+
+def test_a_streamed_reply_arrives_piece_by_piece_and_whole(llm):
+    from llm_server import streamed, tool_call
+
+    text = 'Hello "world" — ünïcode \\ and a long enough tail to come in pieces.'
+    llm.script("m", streamed(with_usage(tool_call("reply", text=text), 50, 20), 0.0, 7))
+    pieces: list[str] = []
+    client = LLMClient(llm.url, None, timeout=5, max_retries=0)
+    completion = client.chat("m", [{"role": "user", "content": "hi"}], on_text=pieces.append)
+    assert len(pieces) >= 3 and "".join(pieces) == text
+    assert completion.tool_calls[0].name == "reply"
+    assert json.loads(completion.tool_calls[0].arguments) == {"text": text}
+    assert (completion.usage.promptTokens, completion.usage.completionTokens) == (50, 20)
+    assert llm.requests[0]["stream"] is True
+
+
+def test_plain_content_streams_too(llm):
+    from llm_server import streamed, text
+
+    llm.script("m", streamed(text("Just some plain words, streamed."), 0.0, 5))
+    pieces: list[str] = []
+    completion = LLMClient(llm.url, None, timeout=5, max_retries=0).chat(
+        "m", [{"role": "user", "content": "hi"}], on_text=pieces.append)
+    assert len(pieces) >= 3 and "".join(pieces) == completion.content
+
+
+def test_a_server_that_does_not_stream_gives_the_whole_reply(llm):
+    from llm_server import tool_call
+
+    llm.streams = False
+    llm.script("m", tool_call("reply", text="whole"), tool_call("reply", text="again"))
+    pieces: list[str] = []
+    client = LLMClient(llm.url, None, timeout=5, max_retries=0)
+    first = client.chat("m", [{"role": "user", "content": "hi"}], on_text=pieces.append)
+    second = client.chat("m", [{"role": "user", "content": "hi"}], on_text=pieces.append)
+    assert json.loads(first.tool_calls[0].arguments) == {"text": "whole"}
+    assert json.loads(second.tool_calls[0].arguments) == {"text": "again"}
+    assert pieces == [] and client.streams is False
+    assert [r.get("stream") for r in llm.requests] == [True, None]

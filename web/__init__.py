@@ -22,13 +22,16 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.extensions["mimikit"] = build_runtime(settings)
 
-    from web import api, chat, events, guard, health
+    from web import api, chat, events, guard, health, metrics, triggers, usage
 
     app.before_request(guard.check_host_and_origin)
     health.init_app(app, settings)
     app.register_blueprint(chat.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(events.bp)
+    app.register_blueprint(usage.bp)
+    app.register_blueprint(metrics.bp)
+    app.register_blueprint(triggers.bp)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(RedisError, _redis_away)
     app.register_error_handler(Exception, _unexpected_error)

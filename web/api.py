@@ -18,7 +18,7 @@ from mimikit.memory.service import search_memory
 from mimikit.models import utcnow
 from mimikit.status import status as status_report
 from mimikit.tasks.cancel import cancel_task
-from mimikit.tasks.listing import MAX_PAGE, RECENT_FINISHED, SCOPES, list_page
+from mimikit.tasks.listing import MAX_PAGE, RECENT_FINISHED, SCOPES, detail, list_page
 from web.auth import check_token
 from web.context import runtime
 from web.transcript import filename, transcript
@@ -200,13 +200,10 @@ def _arg_before() -> datetime | str | None:
 
 @bp.get("/tasks/<task_id>")
 def task_detail(task_id: str) -> Any:
-    state = runtime().state
-    task = state.get_task(task_id)
-    if task is None:
+    found = detail(runtime(), task_id)
+    if found is None:
         abort(404, description=f"no task with id {task_id!r}")
-    result = state.get_result(task_id)
-    return jsonify(task=task.dump(), result=result.dump() if result else None,
-                   events=state.task_log(task_id), runs=state.runs(task_id))
+    return jsonify(found)
 
 
 @bp.post("/tasks/<task_id>/cancel")

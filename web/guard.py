@@ -2,7 +2,8 @@
 
 Without a token the app trusts whoever can reach it, which is only safe on loopback. A page on
 another site can still reach it through DNS rebinding (its own name resolving to 127.0.0.1),
-so the ``Host`` header must name loopback; and a POST from another origin is refused.
+so the ``Host`` header must name loopback; and a write (POST, PATCH, ...) from another origin is
+refused.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from web.context import runtime
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 DEFAULT_PORTS = {"http": "80", "https": "443"}
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Served whatever the Host: they say nothing a foreign page could use (see ``web.health``).
 OPEN_ENDPOINTS = frozenset({"health.health"})
 
@@ -33,7 +35,7 @@ def check_host_and_origin() -> Any:
             "127.0.0.1, localhost and [::1] are served; open the page through one of them "
             "or set MIMIKIT_API_TOKEN")
     origin = request.headers.get("Origin")
-    if request.method == "POST" and origin is not None and not same_origin(origin, host_header):
+    if request.method not in SAFE_METHODS and origin is not None and not same_origin(origin, host_header):
         return _forbidden(f"Origin {origin!r} does not match Host {host_header!r}: "
                           "cross-site requests are refused")
     return None

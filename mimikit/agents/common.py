@@ -7,13 +7,14 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 
 from mimikit.delivery.execution import TaskCanceled, TaskTimedOut
-from mimikit.llm.client import LLMClient
+from mimikit.llm.client import ChatClient, LLMClient, StreamingClient
 from mimikit.llm.loop import Observer, RunRecord, run_agent
 from mimikit.llm.registry import Registry
 from mimikit.models import Task
@@ -21,10 +22,18 @@ from mimikit.spending.book import Spender
 from mimikit.spending.budget import Caps
 from mimikit.spending.meter import Meter
 from mimikit.store.runtime import Runtime
-from mimikit.tools import eval_tools, planner_tools, task_tools, teller_tools, worker_tools
+from mimikit.tools import (
+    eval_tools,
+    planner_tools,
+    task_tools,
+    teller_tools,
+    trigger_tools,
+    worker_tools,
+)
 from mimikit.tools.context import ToolContext
 
 log = logging.getLogger("mimikit.agents")
+TextSinks = Callable[[RunRecord, int], Callable[[str], None]]
 
 
 _clients: dict[tuple[Any, ...], LLMClient] = {}
@@ -34,7 +43,8 @@ _clients: dict[tuple[Any, ...], LLMClient] = {}
 def registry() -> Registry:
     """The process-wide registry with every role's tools (the seeds' permission matrix)."""
     built = Registry(propagate=(TaskCanceled, TaskTimedOut, SoftTimeLimitExceeded))
-    for module in (task_tools, teller_tools, planner_tools, worker_tools, eval_tools):
+    for module in (task_tools, teller_tools, trigger_tools, planner_tools, worker_tools,
+                   eval_tools):
         module.register(built)
     return built
 
@@ -51,15 +61,21 @@ def client_for(runtime: Runtime) -> LLMClient:
 
 
 def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: str, user_prompt: str,
-             timeout: float, on_step: Any = None, owners: tuple[str, ...] = ()) -> RunRecord:
-    """Run one agent of ``ctx.role`` and keep its transcript under each of ``owners``."""
+             timeout: float, on_step: Any = None, owners: tuple[str, ...] = (),
+             stream_to: TextSinks | None = None) -> RunRecord:
+    """Run one agent of ``ctx.role`` and keep its transcript under each of ``owners``.
+
+    ``stream_to(record, n)`` gives the sink of the reply text of the run's ``n``-th LLM
+    request, which then streams.
+    """
     settings = runtime.settings
     model = settings.model_for(ctx.role)
     record = RunRecord(role=ctx.role, model=model, traceId=ctx.trace_id)
     task = ctx.task
     try:
         run_agent(
-            metered(runtime, ctx, model), model, ctx.role, system_prompt, user_prompt,
+            metered(runtime, ctx, model, record, stream_to), model, ctx.role, system_prompt,
+            user_prompt,
             registry(), ctx, settings.max_steps, deadline=time.monotonic() + timeout,
             on_step=on_step, record=record, observer=live_steps(runtime, record, task),
             text_ends_run=ctx.role == "teller",  # the others finish with submit_result/_verdicts
@@ -76,14 +92,19 @@ def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: str, user_prompt
     return record
 
 
-def metered(runtime: Runtime, ctx: ToolContext, model: str) -> Meter:
-    """The run's LLM client: every call checked against its budgets and booked."""
+def metered(runtime: Runtime, ctx: ToolContext, model: str, record: RunRecord,
+            stream_to: TextSinks | None = None) -> Meter:
+    """The run's LLM client: every call checked against its budgets and booked (and its reply
+    text streamed, with ``stream_to``)."""
     task = ctx.task
     spender = Spender(role=ctx.role, model=model, trace=ctx.trace_id,
                       task=task.id if task else None, trigger=task.triggerId if task else None)
     trigger = runtime.state.get_task(task.triggerId) if task and task.triggerId else None
     caps = Caps.for_run(runtime, spender, trigger.budget if trigger else None)
-    return Meter(runtime, client_for(runtime), spender, caps, on_usage=ctx.add_usage)
+    client: ChatClient = client_for(runtime)
+    if stream_to is not None:
+        client = StreamingClient(client_for(runtime), lambda n: stream_to(record, n))
+    return Meter(runtime, client, spender, caps, on_usage=ctx.add_usage)
 
 
 def live_steps(runtime: Runtime, record: RunRecord, task: Task | None) -> Observer | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -76,7 +77,9 @@ def teller_pass(runtime: Runtime, items: list[dict[str, Any]]) -> bool:
     try:
         record = run_role(runtime, ctx, system, render_inbox(runtime, items),
                           runtime.settings.teller_timeout,
-                          owners=("teller", *(t for t in {trace_id} if t)))
+                          owners=("teller", *(t for t in {trace_id} if t)),
+                          stream_to=lambda run, n: ReplyStream(runtime, f"{run.id}-{n}",
+                                                               trace_id))
     except LLMUnavailable as error:
         runtime.state.log("llm_unavailable", role="teller", error=str(error), traceId=trace_id)
         if outage.record_failure(runtime, str(error), len(pending_texts)):
@@ -91,6 +94,26 @@ def teller_pass(runtime: Runtime, items: list[dict[str, Any]]) -> bool:
         runtime.state.system_message(f"The assistant's run failed: {record.error}",
                                      traceId=trace_id)
     return True
+
+
+class ReplyStream:
+    """Publishes a reply's text as it streams in: a ``reply`` event with the text so far, at
+    most every ``EVERY_SECONDS`` (the page shows it growing; the stored message replaces it)."""
+
+    EVERY_SECONDS = 0.08
+
+    def __init__(self, runtime: Runtime, stream_id: str, trace_id: str | None) -> None:
+        self.runtime, self.stream_id, self.trace_id = runtime, stream_id, trace_id
+        self.text = ""
+        self.sent_at = 0.0
+
+    def __call__(self, piece: str) -> None:
+        self.text += piece
+        now = time.monotonic()
+        if now - self.sent_at >= self.EVERY_SECONDS and self.text.strip():
+            self.sent_at = now
+            self.runtime.state.publish("reply", {"id": self.stream_id, "traceId": self.trace_id,
+                                                 "text": self.text})
 
 
 def render_inbox(runtime: Runtime, items: list[dict[str, Any]]) -> str:

@@ -12,9 +12,11 @@ from mimikit.agents.prompts import build_system_prompt
 from mimikit.delivery.execution import RunControl, execute
 from mimikit.models import Result, Task
 from mimikit.scheduling.conditions import task_refs
+from mimikit.spending.budget import BudgetExceeded
 from mimikit.store.runtime import Runtime
 from mimikit.supervisor import archival
 from mimikit.supervisor.routing import route_again, task_finished, worth_reporting
+from mimikit.tasks.control import pause
 from mimikit.tools.context import ToolContext
 from mimikit.workspace.codex import run_codex
 from mimikit.workspace.local import Workspace
@@ -41,7 +43,14 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         prompt = worker_prompt(runtime, task)
         if runtime.settings.worker_backend == "codex":
             return _run_codex(runtime, task, prompt, control)
-        return _run_llm(runtime, task, prompt, control)
+        try:
+            return _run_llm(runtime, task, prompt, control)
+        except BudgetExceeded as error:
+            if error.scope == "trigger":  # the pause tells the person, once, for all firings
+                pause(runtime, error.ident, reason=str(error), source="budget")
+                control.report = None
+                control.notify_teller = False
+            raise
 
     decision = execute(runtime.state, task_id, celery_id, runtime.settings.worker_timeout, body)
     if decision.outcome == "finished" and decision.task and decision.detail in ("done", "failed"):

@@ -35,6 +35,11 @@ def print_status(settings: Settings, as_json: bool = False) -> int:
           f"{llm.get('baseUrl', '')} "
           + " ".join(f"{role}={model}" for role, model in llm.get("models", {}).items())
           + (f"\n          {llm['error']}" if llm.get("error") else ""))
+    usage = report.get("usage") or {}
+    cap = f" of {usage['dayCap']:g}" if usage.get("dayCap") is not None else " (no daily budget)"
+    print(f"spent     {usage.get('spentToday', 0):.4f}{cap} today"
+          + (f"; priced: {', '.join(usage['priced'])}" if usage.get("priced") else
+             "; no prices set (MIMIKIT_PRICES): counted in tokens only"))
     question = report.get("pendingQuestion")
     print(f"question  {question['question'] if question else '-'}"
           + ('\n          answer it with: mimikit answer "..."' if question else ""))

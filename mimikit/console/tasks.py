@@ -7,24 +7,34 @@ import sys
 from datetime import datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 from mimikit.config import Settings
 from mimikit.conversation.gate import wake
-from mimikit.store.runtime import Runtime, build_runtime
+from mimikit.exceptions import ConfigError
+from mimikit.store.runtime import build_runtime
+from mimikit.tasks import control
 from mimikit.tasks.cancel import cancel_task
-from mimikit.tasks.listing import RECENT_FINISHED, list_page
+from mimikit.tasks.checks import problems
+from mimikit.tasks.edit import TriggerEdit, edit, run_now
+from mimikit.tasks.listing import RECENT_FINISHED, detail, list_page
 
 LINE_CHARS = 240  # a transcript message longer than this is cut in the text view
 
 
 def print_tasks(settings: Settings, scope: str = "all", as_json: bool = False,
-                limit: int = RECENT_FINISHED, before: datetime | str | None = None) -> int:
-    """Print the tasks of ``scope``; finished ones a page at a time (``limit``, ``before``).
+                limit: int = RECENT_FINISHED, before: str | None = None) -> int:
+    """Print the tasks of ``scope``; finished ones a page at a time (``limit``, and ``before``:
+    an ISO 8601 time, naive in ``MIMIKIT_TIMEZONE``, or the task id a previous page ended with).
 
     Raises:
-        ValueError: ``before`` with a scope other than finished, or a bad limit.
+        ConfigError: ``before`` with a scope other than finished.
         NotFound: ``before`` names a task that is not kept as finished.
     """
-    page = list_page(build_runtime(settings), scope, limit=limit, before=before)
+    if before and scope != "finished":
+        raise ConfigError("--before pages finished tasks: use it with --scope finished")
+    page = list_page(build_runtime(settings), scope, limit=limit,
+                     before=(_time(before, settings) or before) if before else None)
     if as_json:
         print(json.dumps({"tasks": page.tasks, "nextBefore": page.next_before}, indent=2))
         return 0
@@ -41,31 +51,45 @@ def print_tasks(settings: Settings, scope: str = "all", as_json: bool = False,
     return 0
 
 
-def task_detail(runtime: Runtime, task_id: str) -> dict[str, Any] | None:
-    """What ``GET /api/tasks/ID`` answers: the task, its result, events and runs; None if
-    there is no such task."""
-    state = runtime.state
-    task = state.get_task(task_id)
-    if task is None:
+def _time(value: str, settings: Settings) -> datetime | None:
+    """``value`` as an ISO 8601 time (naive: in ``MIMIKIT_TIMEZONE``); None when it is not."""
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
         return None
-    result = state.get_result(task_id)
-    return {"task": task.dump(), "result": result.dump() if result else None,
-            "events": state.task_log(task_id), "runs": state.runs(task_id)}
+    return when if when.tzinfo else when.replace(tzinfo=settings.tz)
 
 
 def show_task(settings: Settings, task_id: str, as_json: bool = False) -> int:
     """Print one task (status, result, events, run transcripts); 1 when there is none."""
-    detail = task_detail(build_runtime(settings), task_id)
-    if detail is None:
+    found = detail(build_runtime(settings), task_id)
+    if found is None:
         print(f"mimikit: no task with id {task_id!r}; see `mimikit tasks`", file=sys.stderr)
         return 1
     if as_json:
-        print(json.dumps(detail, indent=2, ensure_ascii=False))
+        print(json.dumps(found, indent=2, ensure_ascii=False))
         return 0
-    for line in (*_task_lines(detail["task"]), *_result_lines(detail["result"]),
-                 *_event_lines(detail["events"]), *_run_lines(detail["runs"])):
+    for line in (*_task_lines(found["task"]), *_result_lines(found["result"]),
+                 *_event_lines(found["events"]), *_run_lines(found["runs"]),
+                 *_live_lines(found["live"])):
         print(line)
     return 0
+
+
+def _live_lines(steps: list[dict[str, Any]]) -> list[str]:
+    """The steps of the run in progress, one line each."""
+    if not steps:
+        return []
+    lines = ["", f"running now: {len(steps)} steps"]
+    for step in steps:
+        if step.get("kind") == "tool":
+            what = f"{step['name']}({_one_line(step.get('arguments', ''))}) -> " \
+                   f"{'ok' if step.get('ok') else 'error'}: {_one_line(step.get('output', ''))}"
+        else:
+            what = f"LLM {step.get('model', '')}: {_one_line(step.get('text') or '')}" \
+                   f" calls {', '.join(step.get('calls') or []) or 'none'}"
+        lines.append(f"  step {step.get('step', '?')}  {what}")
+    return lines
 
 
 def _task_lines(task: dict[str, Any]) -> list[str]:
@@ -144,3 +168,48 @@ def cancel(settings: Settings, task_id: str) -> int:
     if success:
         wake(runtime)
     return 0 if success else 1
+
+
+def steer(settings: Settings, task_id: str, action: str) -> int:
+    """Pause, resume or run now a trigger; prints what happened; 1 when it could not."""
+    runtime = build_runtime(settings)
+    if action == "run":
+        try:
+            child = run_now(runtime, task_id)
+        except ValueError as error:
+            print(f"mimikit: {error}", file=sys.stderr)
+            return 1
+        print(f"running now as {child.id}")
+        return 0
+    switch = control.pause if action == "pause" else control.resume
+    args = ("paused from the command line",) if action == "pause" else ()
+    success, message = switch(runtime, task_id, *args)
+    print(message if success else f"mimikit: {message}", file=sys.stdout if success else sys.stderr)
+    return 0 if success else 1
+
+
+def edit_trigger(settings: Settings, task_id: str, changes: dict[str, Any],
+                 as_json: bool = False) -> int:
+    """Apply the options given to a trigger; prints the trigger's next runs (cron) or status."""
+    given = {k: v for k, v in changes.items() if v is not None}
+    if "condition" in given:
+        try:
+            given["condition"] = json.loads(given["condition"])
+        except json.JSONDecodeError as error:
+            print(f"mimikit: --condition is not JSON ({error.msg} at column {error.colno}); give "
+                  'e.g. \'{"type": "file_changed", "params": {"path": "src/*.py"}}\'',
+                  file=sys.stderr)
+            return 1
+    try:
+        edited, about = edit(build_runtime(settings), task_id, TriggerEdit.model_validate(given))
+    except ValidationError as error:
+        print(f"mimikit: {problems(error)}", file=sys.stderr)
+        return 1
+    except ValueError as error:
+        print(f"mimikit: {error}", file=sys.stderr)
+        return 1
+    if as_json:
+        print(json.dumps({"task": edited.dump(), **about}, indent=2, ensure_ascii=False))
+    else:
+        print(f"edited {edited.id}" + "".join(f"\n  next run {r}" for r in about.get("nextRuns", [])))
+    return 0

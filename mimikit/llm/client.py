@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from mimikit.config import secret_text
 from mimikit.exceptions import LLMUnavailable
+from mimikit.llm.streaming import read_stream
 from mimikit.models import Usage
 
 logger = logging.getLogger("mimikit.llm")
@@ -41,6 +44,17 @@ class Completion:
     usage: Usage = field(default_factory=Usage)
     raw_message: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def of(cls, content: str | None, calls: list[ToolCall], usage: Usage) -> Completion:
+        """A completion and the assistant message it adds to the transcript."""
+        raw: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            raw["tool_calls"] = [
+                {"id": c.id, "type": "function",
+                 "function": {"name": c.name, "arguments": c.arguments}} for c in calls
+            ]
+        return cls(content=content, tool_calls=calls, usage=usage, raw_message=raw)
+
 
 class LLMDeadline(LLMUnavailable):
     """Raised when the caller's deadline passes during a request or while waiting to retry."""
@@ -61,6 +75,24 @@ class ChatClient(Protocol):
     def chat(self, model: str, messages: list[dict[str, Any]],
              tools: list[dict[str, Any]] | None = None, deadline: float | None = None
              ) -> Completion: ...
+
+
+class StreamingClient:
+    """A chat client each of whose requests streams its reply text to a sink of its own:
+    ``sink_for(n)`` gives the sink of the ``n``-th request (1, 2, ...)."""
+
+    def __init__(self, client: LLMClient, sink_for: Callable[[int], Callable[[str], None]]
+                 ) -> None:
+        self.client = client
+        self.sink_for = sink_for
+        self.requests = 0
+
+    def chat(self, model: str, messages: list[dict[str, Any]],
+             tools: list[dict[str, Any]] | None = None, deadline: float | None = None,
+             **options: Any) -> Completion:
+        self.requests += 1
+        return self.client.chat(model, messages, tools, deadline=deadline,
+                                on_text=self.sink_for(self.requests), **options)
 
 
 class LLMClient:
@@ -86,6 +118,7 @@ class LLMClient:
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self._sdk: openai.OpenAI | None = None
+        self.streams = True  # False once the server answered a streamed request whole
 
     @classmethod
     def from_settings(cls, settings: Any) -> LLMClient:
@@ -126,6 +159,7 @@ class LLMClient:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         deadline: float | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> Completion:
         """Send one chat request and return the answer.
 
@@ -134,6 +168,8 @@ class LLMClient:
             messages: The OpenAI-style transcript so far.
             tools: Function-calling schemas to offer, or None.
             deadline: A ``time.monotonic()`` value no attempt or backoff may pass.
+            on_text: Given the reply text piece by piece as it streams in (the request is
+                then streamed; a server that does not stream gives it in one piece).
 
         Returns:
             The parsed completion.
@@ -146,7 +182,7 @@ class LLMClient:
         attempt = 0
         while True:
             try:
-                return self._attempt(sdk, model, messages, tools, deadline)
+                return self._attempt(sdk, model, messages, tools, deadline, on_text)
             except _Retryable as failure:
                 delay = self._delay(attempt, failure.delay)
                 attempt += 1
@@ -193,12 +229,17 @@ class LLMClient:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None,
         deadline: float | None,
+        on_text: Callable[[str], None] | None = None,
     ) -> Completion:
         timeout = self.timeout
         if deadline is not None:
             timeout = max(min(timeout, deadline - time.monotonic()), 0.05)
         extra: dict[str, Any] = {"tools": tools} if tools else {}
         try:
+            if on_text is not None and self.streams:
+                streamed = self._streamed(sdk, model, messages, timeout, extra, on_text)
+                if streamed is not None:
+                    return streamed
             response = sdk.chat.completions.create(
                 model=model, messages=messages, timeout=timeout, **extra  # type: ignore[arg-type]
             )
@@ -211,6 +252,29 @@ class LLMClient:
         except openai.APIStatusError as error:
             raise self._status_error(error, model) from None
         return _parse(response, self.url)
+
+    def _streamed(self, sdk: openai.OpenAI, model: str, messages: list[dict[str, Any]],
+                  timeout: float, extra: dict[str, Any], on_text: Callable[[str], None]
+                  ) -> Completion | None:
+        """One streamed request; a server that answers it whole is not asked to stream again
+        (its whole answer is used); None when it refused the request as streamed."""
+        try:
+            raw = sdk.chat.completions.with_raw_response.create(  # type: ignore[call-overload]
+                model=model, messages=messages, timeout=timeout,
+                stream=True, stream_options={"include_usage": True}, **extra)
+        except openai.BadRequestError:  # e.g. no stream_options here: ask again, unstreamed
+            self.streams = False
+            return None
+        if "text/event-stream" not in raw.headers.get("content-type", ""):
+            self.streams = False
+            raw.http_response.read()
+            return _parse(ChatCompletion.model_validate(raw.http_response.json()), self.url)
+        found = read_stream(raw.parse(), on_text)
+        if found is None:
+            raise _Retryable(f"the LLM at {self.url} ended its streamed answer empty")
+        content, calls, usage = found
+        return Completion.of(content, [ToolCall(id=i, name=n, arguments=a) for i, n, a in calls],
+                             usage)
 
     def _status_error(self, error: openai.APIStatusError, model: str) -> Exception:
         status = error.status_code
@@ -272,12 +336,6 @@ def _parse(response: Any, url: str) -> Completion:
         for call in (message.tool_calls or [])
         if getattr(call, "function", None) is not None
     ]
-    raw: dict[str, Any] = {"role": "assistant", "content": message.content}
-    if calls:
-        raw["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in calls
-        ]
     usage = Usage()
     if response.usage is not None:
         usage = Usage(
@@ -285,4 +343,4 @@ def _parse(response: Any, url: str) -> Completion:
             completionTokens=response.usage.completion_tokens or 0,
             totalTokens=response.usage.total_tokens or 0,
         )
-    return Completion(content=message.content, tool_calls=calls, usage=usage, raw_message=raw)
+    return Completion.of(message.content, calls, usage)

@@ -219,6 +219,7 @@ def commit_firing(runtime: Runtime, trigger: Task, occurrence: str,
                      catchUp=child.catchUp or None, note="fired")
             pipe.event(keys, "task", summarize(child))
         kind = "trigger_fired" if child is not None else "trigger_skipped"
+        pipe.hincrby(keys.counters, f"firings|{trigger.type}|{kind.split('_')[1]}", 1)
         pipe.log(keys, kind, taskId=trigger.id, traceId=trigger.traceId,
                  firedTaskId=child.id if child else None,
                  **{k: v for k, v in details.items() if v is not None})

@@ -53,6 +53,7 @@ def record(runtime: Runtime, spender: Spender, usage: Usage, cost: float | None,
             target.hincrby(key, "unpricedTokens", usage.totalTokens)
         else:
             target.hincrbyfloat(key, "cost", cost)
+            target.hset(key, "lastCall", cost)  # what the next call reserves at least
         target.expire(key, KEEP_DAYS[scope] * 86400)
         if scope in LISTED_SCOPES:
             target.zadd(runtime.keys.usage_index(scope), {ident: now.timestamp()})

@@ -1,7 +1,8 @@
 """Budgets: the most a day, a task and a trigger may spend, counted atomically across workers.
 
 Before each LLM call a run reserves what the call may cost (an estimate of its prompt and
-answer, never less than its previous call cost) against every cap that applies; when any cap
+answer, never less than the last call booked in any of its capped scopes: a recurring trigger's
+next run costs about what its last one did) against every cap that applies; when any cap
 would be exceeded the call is not made and the run stops between steps with the reason. After
 the call the reservation is replaced by what it really cost. Reserving and checking happen in
 one Lua script, so two workers racing for the last of a budget cannot both get it. The Teller
@@ -23,16 +24,17 @@ from mimikit.store.runtime import Runtime
 TELLER_RESERVE = 0.05  # the Teller may spend 5 % past the daily cap
 ANSWER_TOKENS_GUESS = 256  # an answer's tokens before the run has seen one
 _RESERVE = """
+local amount = tonumber(ARGV[1])
 for i = 1, #KEYS do
-  local cap = tonumber(ARGV[i + 1])
-  if cap >= 0 then
-    local spent = redis.call('HMGET', KEYS[i], 'cost', 'reserved')
-    local used = (tonumber(spent[1]) or 0) + (tonumber(spent[2]) or 0)
-    if used + tonumber(ARGV[1]) > cap then return {i, tostring(used)} end
-  end
+  amount = math.max(amount, tonumber(redis.call('HGET', KEYS[i], 'lastCall') or '0') or 0)
 end
-for i = 1, #KEYS do redis.call('HINCRBYFLOAT', KEYS[i], 'reserved', ARGV[1]) end
-return {0, '0'}
+for i = 1, #KEYS do
+  local spent = redis.call('HMGET', KEYS[i], 'cost', 'reserved')
+  local used = (tonumber(spent[1]) or 0) + (tonumber(spent[2]) or 0)
+  if used + amount > tonumber(ARGV[i + 1]) then return {i, tostring(used)} end
+end
+for i = 1, #KEYS do redis.call('HINCRBYFLOAT', KEYS[i], 'reserved', amount) end
+return {0, tostring(amount)}
 """
 
 
@@ -79,8 +81,19 @@ def estimate(messages: list[dict[str, Any]], price: Price, last_answer_tokens: i
     return max(guess, last_cost)
 
 
-def reserve(runtime: Runtime, spender: Spender, caps: Caps, amount: float) -> list[str]:
-    """Reserve ``amount`` against every cap; returns the keys reserved on (to settle later).
+@dataclass(frozen=True)
+class Hold:
+    """A reservation: the keys it holds on and the amount (given back when settled)."""
+
+    keys: list[str]
+    amount: float
+
+
+NO_HOLD = Hold([], 0.0)
+
+
+def reserve(runtime: Runtime, spender: Spender, caps: Caps, amount: float) -> Hold:
+    """Reserve at least ``amount`` against every cap that applies.
 
     Raises:
         BudgetExceeded: A cap would be exceeded; nothing is reserved.
@@ -89,17 +102,30 @@ def reserve(runtime: Runtime, spender: Spender, caps: Caps, amount: float) -> li
     capped = [(scope, scopes[scope], cap) for scope, cap in caps.limits.items()
               if scope in scopes]
     if not capped:
-        return []
+        return NO_HOLD
     keys = [runtime.keys.usage(scope, ident) for scope, ident, _cap in capped]
-    refused, used = runtime.redis.eval(_RESERVE, len(keys), *keys, amount,
-                                       *(cap for _s, _i, cap in capped))
+    refused, value = runtime.redis.eval(_RESERVE, len(keys), *keys, amount,
+                                        *(cap for _s, _i, cap in capped))
     if int(refused):
         scope, ident, cap = capped[int(refused) - 1]
-        raise BudgetExceeded(scope, ident, cap, float(used))
-    return keys
+        raise BudgetExceeded(scope, ident, cap, float(value))
+    return Hold(keys, float(value))
 
 
-def settle(pipe: Any, keys: list[str], amount: float) -> None:
+def settle(pipe: Any, hold: Hold) -> None:
     """Give back a reservation (its real cost is recorded in the book beside it)."""
-    for key in keys:
-        pipe.hincrbyfloat(key, "reserved", -amount)
+    for key in hold.keys:
+        pipe.hincrbyfloat(key, "reserved", -hold.amount)
+
+
+def budget_state(runtime: Runtime) -> dict[str, Any]:
+    """Today's spending against the daily budget, and the per-task cap (for status)."""
+    settings = runtime.settings
+    day = Spender(role="status", model="").scopes(runtime)["day"]
+    spent = runtime.redis.hget(runtime.keys.usage("day", day), "cost")
+    state: dict[str, Any] = {"day": day, "spentToday": round(float(spent or 0), 6),
+                             "dayCap": settings.budget_day, "taskCap": settings.budget_task,
+                             "priced": sorted(settings.price_table)}
+    if settings.budget_day is not None:
+        state["dayLeft"] = round(max(settings.budget_day - state["spentToday"], 0.0), 6)
+    return state

@@ -34,27 +34,26 @@ class Meter:
         Raises:
             BudgetExceeded: The call could take a capped scope past its budget.
         """
-        amount, held = self._reserve(messages)
+        hold = self._reserve(messages)
         began = time.monotonic()
         try:
             completion = self.client.chat(model, messages, tools, deadline=deadline, **options)
         except BaseException as error:
-            self._give_back(held, amount, error, time.monotonic() - began)
+            self._give_back(hold, error, time.monotonic() - began)
             raise
-        self._book(completion, held, amount, time.monotonic() - began)
+        self._book(completion, hold, time.monotonic() - began)
         return completion
 
-    def _reserve(self, messages: list[dict[str, Any]]) -> tuple[float, list[str]]:
+    def _reserve(self, messages: list[dict[str, Any]]) -> budget.Hold:
         if self.price is None or not self.caps.limits:
-            return 0.0, []  # no price: the cost is unknown, so no cap can apply
+            return budget.NO_HOLD  # no price: the cost is unknown, so no cap can apply
         amount = budget.estimate(messages, self.price, self.last_answer_tokens, self.last_cost)
-        return amount, budget.reserve(self.runtime, self.spender, self.caps, amount)
+        return budget.reserve(self.runtime, self.spender, self.caps, amount)
 
-    def _book(self, completion: Completion, held: list[str], amount: float,
-              seconds: float) -> None:
+    def _book(self, completion: Completion, hold: budget.Hold, seconds: float) -> None:
         cost = cost_of(completion.usage, self.price)
         pipe = self.runtime.redis.pipeline(transaction=True)
-        budget.settle(pipe, held, amount)
+        budget.settle(pipe, hold)
         book.record(self.runtime, self.spender, completion.usage, cost, pipe)
         _latency(self.runtime, pipe, self.spender, seconds, "ok")
         pipe.execute()
@@ -63,10 +62,9 @@ class Meter:
         if self.on_usage is not None:
             self.on_usage(completion.usage)
 
-    def _give_back(self, held: list[str], amount: float, error: BaseException,
-                   seconds: float) -> None:
+    def _give_back(self, hold: budget.Hold, error: BaseException, seconds: float) -> None:
         pipe = self.runtime.redis.pipeline(transaction=True)
-        budget.settle(pipe, held, amount)
+        budget.settle(pipe, hold)
         _latency(self.runtime, pipe, self.spender, seconds, type(error).__name__)
         pipe.execute()
 

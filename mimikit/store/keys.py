@@ -4,6 +4,7 @@ from __future__ import annotations
 
 LOG_MAXLEN = 100_000  # entries kept in the log stream
 EVENTS_MAXLEN = 10_000  # entries kept in the live-event stream (what a reconnect can replay)
+TASK_LOG_KEPT = 1000  # events kept per task (a trigger that fires for months adds one a firing)
 
 
 class Keys:
@@ -30,6 +31,13 @@ class Keys:
 
     def result(self, task_id: str) -> str:
         return self._k("result", task_id)
+
+    def task_records(self, task_id: str) -> list[str]:
+        """The keys that live as long as a finished task: it, its result, its log and runs,
+        its spending and its last result's digest (see ``store.retention``)."""
+        return [self.task(task_id), self.result(task_id), self.task_log(task_id),
+                self.runs(task_id), self.usage("task", task_id),
+                self.meta(f"lastresult:{task_id}")]
 
     def heartbeat(self, task_id: str) -> str:
         return self._k("hb", task_id)
@@ -157,6 +165,11 @@ class Keys:
     def usage_by_model(self) -> str:
         """Hash ``role|model|field`` -> tokens, calls and cost, since the instance began."""
         return self._k("usage", "models")
+
+    @property
+    def counters(self) -> str:
+        """Hash of counters for ``/metrics`` (``tasks|done``, ``firings|fired``, ...)."""
+        return self._k("metrics")
 
     def meta(self, name: str) -> str:
         """Small bookkeeping values (last archive run, last flush, ...)."""

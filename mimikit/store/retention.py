@@ -18,28 +18,14 @@ from mimikit.models import FINISHED
 from mimikit.store.keys import Keys, as_text
 
 GRACE_SECONDS = 24 * 3600  # how much longer the time to live is than the retention
-TASK_LOG_KEPT = 1000  # events kept per task (a trigger that fires for months adds one a firing)
 RUNS_KEPT = 500  # run transcripts kept per task or trace, the newest
 
 
-def records(keys: Keys, task_id: str) -> list[str]:
-    """The keys of a task that live as long as it: the task, its result, log, runs, spending."""
-    return [keys.task(task_id), keys.result(task_id), keys.task_log(task_id),
-            keys.runs(task_id), keys.usage("task", task_id), keys.meta(f"lastresult:{task_id}")]
-
-
 def task_keys(keys: Keys, task_id: str) -> list[str]:
-    """Every key that belongs to one task alone (those with a shorter life of their own too)."""
-    return [*records(keys, task_id), keys.live_steps(task_id), keys.cancel_requested(task_id),
-            keys.heartbeat(task_id)]
-
-
-def mark_finished(pipe: Any, keys: Keys, task_id: str, finished_at: float,
-                  ttl_seconds: int) -> None:
-    """Queue the writes that put a task that just finished under retention."""
-    pipe.zadd(keys.finished, {task_id: finished_at})
-    for key in records(keys, task_id):
-        pipe.expire(key, ttl_seconds)
+    """Every key that belongs to one task alone (those with a shorter life of their own too);
+    ``writepipe.mark_finished`` gives the task's records their time to live."""
+    return [*keys.task_records(task_id), keys.live_steps(task_id),
+            keys.cancel_requested(task_id), keys.heartbeat(task_id)]
 
 
 def due(redis: Redis, keys: Keys, cutoff: float, count: int) -> list[str]:

@@ -23,7 +23,7 @@ from mimikit.store.conversation import ConversationStore
 from mimikit.store.keys import Keys, as_text
 from mimikit.store.retention import GRACE_SECONDS, RUNS_KEPT
 from mimikit.store.runs import LiveRuns
-from mimikit.store.writepipe import WritePipe
+from mimikit.store.writepipe import WritePipe, queue_event
 
 log = logging.getLogger("mimikit.state")
 
@@ -102,6 +102,10 @@ class StateStore(ConversationStore, LiveRuns):
             pipe.log(self.keys, type_, **fields)
 
         self.transaction(write)
+
+    def publish(self, event: str, data: Any) -> None:
+        """Publish a live event for the page (e.g. a reply's text as it streams)."""
+        queue_event(self.redis, self.keys, event, data)
 
     def read_events(self, last_id: str = "$", block_ms: int = 15_000) -> list[tuple[str, str, str]]:
         """Events after ``last_id`` as ``(id, event, data_json)``; blocks up to ``block_ms``."""

@@ -12,8 +12,7 @@ from typing import Any
 from redis.client import Pipeline
 
 from mimikit.models import FINISHED, LogEvent, Task, utcnow
-from mimikit.store.keys import EVENTS_MAXLEN, LOG_MAXLEN, Keys
-from mimikit.store.retention import TASK_LOG_KEPT, mark_finished
+from mimikit.store.keys import EVENTS_MAXLEN, LOG_MAXLEN, TASK_LOG_KEPT, Keys
 
 
 class WritePipe:
@@ -36,6 +35,8 @@ class WritePipe:
         self._pipe.sadd(keys.status(task.status), task.id)
         if task.is_trigger and task.status in FINISHED:
             self._pipe.srem(keys.triggers, task.id)
+        if task.status in FINISHED and previous_status != task.status and not task.is_trigger:
+            self._pipe.hincrby(keys.counters, f"tasks|{task.role}|{task.status}", 1)
         if task.status in FINISHED and previous_status not in FINISHED:
             self._finished.append(task)
 
@@ -60,6 +61,15 @@ class WritePipe:
 
     def event(self, keys: Keys, event: str, data: Any) -> None:
         queue_event(self._pipe, keys, event, data)
+
+
+def mark_finished(pipe: Any, keys: Keys, task_id: str, finished_at: float,
+                  ttl_seconds: int) -> None:
+    """Queue the writes that put a finished task under retention: its id into the index of
+    finished tasks, a time to live on its records."""
+    pipe.zadd(keys.finished, {task_id: finished_at})
+    for key in keys.task_records(task_id):
+        pipe.expire(key, ttl_seconds)
 
 
 def queue_event(target: Any, keys: Keys, event: str, data: Any) -> None:

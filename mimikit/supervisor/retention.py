@@ -22,6 +22,7 @@ from mimikit.spending.book import KEEP_DAYS, LISTED_SCOPES
 from mimikit.store import retention
 from mimikit.store.keys import as_text
 from mimikit.store.runtime import Runtime
+from mimikit.store.writepipe import mark_finished
 from mimikit.tasks import fingerprint
 
 PRUNE_BATCH = 500  # finished tasks deleted per tick at most
@@ -149,7 +150,7 @@ def _index_batch(runtime: Runtime, status: str, ids: list[str], now: datetime) -
         finished_at = _finished_at(raw)
         # At least the grace: the tick deletes those past the retention before they expire.
         ttl = max(int(finished_at + keep - now.timestamp()), retention.GRACE_SECONDS)
-        retention.mark_finished(pipe, keys, task_id, finished_at, ttl)
+        mark_finished(pipe, keys, task_id, finished_at, ttl)
         indexed += 1
     pipe.execute()
     return indexed

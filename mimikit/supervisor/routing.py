@@ -15,6 +15,7 @@ import json
 from mimikit.conversation.gate import wake
 from mimikit.models import Result, Task
 from mimikit.scheduling import triggers
+from mimikit.scheduling.retirement import retire_spent_dependents
 from mimikit.store.runtime import Runtime
 
 DEFAULT_NOTIFY = {"recurring": "on_failure", "scheduled": "always", "conditional": "final"}
@@ -65,6 +66,7 @@ def task_finished(runtime: Runtime, task: Task, result: Result, tell_user: bool 
             text = f"Task completed: {label}"
         runtime.state.system_message(text, taskId=task.id, traceId=task.traceId)
     fired = triggers.on_result(runtime, task, result)
+    retire_spent_dependents(runtime, task)
     if tell_user:
         wake(runtime)
     return fired
@@ -74,4 +76,6 @@ def route_again(runtime: Runtime, task: Task) -> list[str]:
     """Route a finished task's stored result once more (a redelivery after a crash between the
     commit and the routing); the triggers claim each firing, so nothing fires twice."""
     result = runtime.state.get_result(task.id)
-    return triggers.on_result(runtime, task, result) if result is not None else []
+    fired = triggers.on_result(runtime, task, result) if result is not None else []
+    retire_spent_dependents(runtime, task)
+    return fired

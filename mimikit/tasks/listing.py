@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from mimikit.models import Task
+from mimikit.spending import book
 from mimikit.store import retention
 from mimikit.store.runtime import Runtime
 from mimikit.store.state import summarize
@@ -104,3 +105,17 @@ def _active(runtime: Runtime, scope: str, role: str | None) -> list[Task]:
 
 def _unique(tasks: list[Task]) -> list[Task]:
     return list({task.id: task for task in tasks}.values())
+
+
+def detail(runtime: Runtime, task_id: str) -> dict[str, Any] | None:
+    """Everything about one task (``GET /api/tasks/ID``, ``mimikit task show``): the task, its
+    result, its events, its finished runs and the steps of a run in progress; None if unknown."""
+    state = runtime.state
+    task = state.get_task(task_id)
+    if task is None:
+        return None
+    result = state.get_result(task_id)
+    spent = "trigger" if task.is_trigger else "task"
+    return {"task": task.dump(), "result": result.dump() if result else None,
+            "events": state.task_log(task_id), "runs": state.runs(task_id),
+            "live": state.live_steps(task_id), "usage": book.totals(runtime, spent, task_id)}

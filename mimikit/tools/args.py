@@ -2,40 +2,16 @@
 
 from __future__ import annotations
 
-import re
-from datetime import timedelta
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict
 
+from mimikit.durations import Seconds
 from mimikit.exceptions import ToolError
 from mimikit.llm.registry import StopRun
 from mimikit.models import check_result
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
-_UNIT_SECONDS = {"": 1, "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
-                 "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
-                 "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
-                 "d": 86400, "day": 86400, "days": 86400, "w": 604800, "week": 604800,
-                 "weeks": 604800}
-_ISO_DURATION = TypeAdapter(timedelta)
-
-
-def seconds(value: Any) -> Any:
-    """A duration as seconds: a number, ``"90s"``, ``"5 minutes"``, ``"2h"`` or ``"PT1H"``."""
-    if not isinstance(value, str):
-        return value
-    match = _DURATION.match(value)
-    if match and match.group(2).lower() in _UNIT_SECONDS:
-        return float(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()]
-    try:
-        return _ISO_DURATION.validate_python(value.strip()).total_seconds()
-    except ValidationError:
-        raise ValueError(f"{value!r} is not a duration; give seconds (e.g. 3600) or a "
-                         "duration such as '90s', '5m', '2h', '1d' or 'PT1H'") from None
-
-
-Seconds = Annotated[float, BeforeValidator(seconds)]
+__all__ = ["Args", "Seconds", "finish_with_result"]
 
 
 class Args(BaseModel):

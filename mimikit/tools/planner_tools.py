@@ -11,14 +11,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from mimikit.exceptions import ToolError
 from mimikit.llm.registry import Registry, StopRun
 from mimikit.memory.service import search_memory as search
 from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, Condition, ResultType, Task, utcnow
-from mimikit.scheduling import conditions, validation
-from mimikit.tasks import fingerprint
+from mimikit.scheduling import validation
+from mimikit.tasks import checks, fingerprint
 from mimikit.tools.args import Args, Seconds, finish_with_result
 from mimikit.tools.context import ToolContext
 
@@ -95,43 +95,26 @@ def _stage(ctx: ToolContext, task: Task, **about: Any) -> dict[str, Any]:
 
 def _checked(ctx: ToolContext, condition: Any) -> Any:
     """``condition`` with its paths made relative; unknown upstream task ids refused."""
-    if condition is None:
-        return None
-    known = {t.id for t in ctx.staged}
-    missing = [ref for ref in conditions.task_refs(condition)
-               if ref not in known and ctx.runtime.state.get_task(ref) is None]
-    if missing:
-        raise ToolError(f"condition refers to unknown task ids {missing}; use a taskId that "
-                        "delegate or schedule returned")
     try:
-        return validation.relative_paths(condition, ctx.runtime.settings.work_dir)
+        return checks.checked_condition(ctx.runtime, condition, (t.id for t in ctx.staged))
     except ValueError as error:
         raise ToolError(str(error)) from None
 
 
 def _timing(ctx: ToolContext, args: ScheduleArgs) -> tuple[dict[str, Any], dict[str, Any]]:
     """The ``schedule`` of a recurring or scheduled task, and what to tell the model of it."""
-    settings, now = ctx.runtime.settings, utcnow()
     try:
-        if args.type == "scheduled":
-            if args.runAt is None:
-                raise ValueError("a scheduled task needs 'runAt' (ISO 8601 time)")
-            run_at = validation.check_run_at(args.runAt, settings.tz, now)
-            return {"runAt": run_at}, {"runAt": run_at.isoformat()}
-        if args.cron is None:
-            return {"interval": args.interval}, {}
-        about = validation.describe_cron(args.cron, settings.timezone, now)
+        return checks.timed_schedule(ctx.runtime, args.type, utcnow(), interval=args.interval,
+                                     cron=args.cron, run_at=args.runAt)
     except ValueError as error:
         raise ToolError(str(error)) from None
-    return {"interval": args.interval, "cron": args.cron, "timezone": settings.timezone}, about
 
 
 def _task(**fields: Any) -> Task:
     try:
-        return Task(**fields)
-    except ValidationError as error:
-        raise ToolError("; ".join(f"{'.'.join(map(str, e['loc'])) or 'task'}: {e['msg']}"
-                                  for e in error.errors())) from None
+        return checks.built(**fields)
+    except ValueError as error:
+        raise ToolError(str(error)) from None
 
 
 def _messages(found: list[Any]) -> dict[str, Any]:

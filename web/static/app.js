@@ -80,9 +80,26 @@
     const teller = status.teller || {};
     state.statusAt = Date.now();
     state.tellerBusy = BUSY_STATES.has(teller.state);
+    if (!state.tellerBusy) window.Mimikit.live.settle(); // a reply that streamed but was not kept
     if (state.tellerBusy && state.awaiting) state.awaiting.sawBusy = true;
+    renderSpending(status.usage);
     updateThinking();
     if ('pendingQuestion' in status) applyStatusQuestion(status.pendingQuestion);
+  }
+
+  function renderSpending(usage) {
+    const pill = $('#status-spend');
+    if (!usage || (!usage.spentToday && usage.dayCap == null)) {
+      pill.hidden = true;
+      return;
+    }
+    pill.hidden = false;
+    const spent = Number(usage.spentToday || 0).toFixed(4);
+    const cap = usage.dayCap != null ? ` / ${usage.dayCap}` : '';
+    const full = usage.dayCap != null && usage.spentToday >= usage.dayCap;
+    setPill('#status-spend', full ? 'down' : 'ok', `today ${spent}${cap}`,
+      full ? 'The daily budget is reached: only the Teller answers, from its reserve'
+        : 'Spent today on LLM calls (MIMIKIT_PRICES), and the daily budget');
   }
 
   function renderWorkers(workers, queues) {
@@ -121,6 +138,7 @@
   // ---- messages ------------------------------------------------------------------------------
 
   function onMessageAdded(m) {
+    if (m.role === 'assistant') setTimeout(window.Mimikit.live.refreshBills, 300);
     if (m.role === 'assistant' && state.awaiting) {
       state.awaiting = null;
       updateThinking();
@@ -328,7 +346,13 @@
       if (es.readyState === EventSource.CLOSED) setTimeout(() => reconnectAfterClose(es), state.reconnectDelay);
     });
     // Accept both the bare object and a {message}/{task} wrapper.
-    es.addEventListener('message', onJson((d) => messages.add(d && !d.id && d.message ? d.message : d)));
+    es.addEventListener('message', onJson((d) => {
+      const message = d && !d.id && d.message ? d.message : d;
+      if (message && message.role === 'assistant') window.Mimikit.live.settle(message.traceId);
+      messages.add(message);
+    }));
+    es.addEventListener('reply', onJson(window.Mimikit.live.onReply));
+    es.addEventListener('run', onJson(window.Mimikit.live.onRun));
     es.addEventListener('task', onJson((d) => tasks.onEvent(d && !d.id && d.task ? d.task : d)));
     es.addEventListener('question', onJson((data) => setQuestion(data ? data.question : null)));
     es.addEventListener('status', onJson(renderStatus));
@@ -349,7 +373,7 @@
   function resync() {
     return Promise.allSettled([
       messages.loadRecent().catch((err) => notice(`Could not load messages: ${err.message}`)),
-      refreshStatus(), tasks.refresh(), refreshQuestion(),
+      refreshStatus(), tasks.refresh(), refreshQuestion(), window.Mimikit.live.refreshBills(),
     ]);
   }
 
@@ -388,6 +412,7 @@
     resync();
     setInterval(tasks.refresh, TASK_REFRESH_MS);
     setInterval(refreshStatus, STATUS_REFRESH_MS);
+    setInterval(window.Mimikit.live.refreshBills, STATUS_REFRESH_MS);
     setInterval(() => {
       tickExpiry();
       updateThinking();

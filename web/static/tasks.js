@@ -1,6 +1,7 @@
 /*
- * Mimikit task panel (running / queued / triggers / recent, with cancel buttons) and the task
- * detail dialog (prompt, result, status history, run transcripts) from GET /api/tasks/ID.
+ * Mimikit task panel (running / queued / triggers / recent, with cancel, pause and resume
+ * buttons) and the task detail dialog (prompt, result, spending, the steps of a run in progress,
+ * status history, run transcripts) from GET /api/tasks/ID.
  * Shared through window.Mimikit.tasks.
  */
 'use strict';
@@ -11,11 +12,13 @@
   } = window.Mimikit;
   const RECENT_TASKS_SHOWN = 12;
   const PROMPT_CUT_CHARS = 90;
-  const CANCELABLE = new Set(['queued', 'running', 'trigger', 'deferred']);
+  const CANCELABLE = new Set(['queued', 'running', 'trigger', 'paused', 'deferred']);
+  const SWITCHES = { trigger: ['pause', 'Pause'], paused: ['resume', 'Resume'] };
+  const FINISHED = new Set(['done', 'failed', 'canceled']);
   const TASK_GROUPS = [
     { key: 'running', label: 'Running', statuses: ['running'], empty: 'Nothing running' },
     { key: 'queued', label: 'Queued', statuses: ['queued', 'deferred'], empty: 'Queue is empty' },
-    { key: 'triggers', label: 'Triggers', statuses: ['trigger'], empty: 'No triggers' },
+    { key: 'triggers', label: 'Triggers', statuses: ['trigger', 'paused'], empty: 'No triggers' },
     { key: 'recent', label: 'Recent', statuses: ['done', 'failed', 'canceled'], empty: 'Nothing finished yet' },
   ];
   const state = {
@@ -43,6 +46,15 @@
     const li = h('li', { class: 'task', 'data-id': task.id, 'data-status': task.status },
       h('button', { type: 'button', class: 'task-open', onclick: () => openTask(task.id) },
         h('span', { class: 'task-title' }, taskLabel(task)), meta));
+    if (task.pausedReason) meta.append(h('span', { class: 'task-paused' }, cut(task.pausedReason, 80)));
+    const switcher = SWITCHES[task.status];
+    if (switcher) {
+      const [action, label] = switcher;
+      li.append(h('button', {
+        type: 'button', class: `task-${action}`, 'aria-label': `${label} trigger: ${taskLabel(task)}`,
+        title: label, onclick: (event) => switchTrigger(task.id, action, event.currentTarget),
+      }, label));
+    }
     if (CANCELABLE.has(task.status)) {
       li.append(h('button', {
         type: 'button', class: 'task-cancel', 'aria-label': `Cancel task: ${taskLabel(task)}`,
@@ -50,6 +62,17 @@
       }, 'Cancel'));
     }
     return li;
+  }
+
+  async function switchTrigger(id, action, button) {
+    button.disabled = true;
+    try {
+      const data = await api(`/api/tasks/${encodeURIComponent(id)}/${action}`, { method: 'POST' });
+      if (!data.success) showText($('#tasks-error'), data.message || `Could not ${action} ${id}.`);
+    } catch (err) {
+      showText($('#tasks-error'), `${action} failed: ${err.message}`);
+    }
+    refreshTasks();
   }
 
   function sortTasks(key, tasks) {
@@ -81,6 +104,7 @@
           : h('p', { class: 'task-empty' }, group.empty));
     });
     $('#task-groups').replaceChildren(...groups);
+    for (const task of all) if (task.status === 'running') window.Mimikit.live.showLastStep(task.id);
     $('#tasks-summary').textContent = summary.join(' · ');
     if (focusId) {
       const again = document.querySelector(`.task[data-id="${CSS.escape(focusId)}"] ${focusClass}`);
@@ -218,6 +242,13 @@
     });
   }
 
+  function spendingView(usage) {
+    if (!usage || !usage.calls) return null;
+    const cost = usage.cost !== null && usage.cost !== undefined ? ` · cost ${usage.cost.toFixed(4)}` : '';
+    return section('Spent', h('p', { class: 'detail-spent' },
+      `${usage.calls} LLM calls · ${usage.totalTokens} tokens${cost}`));
+  }
+
   function renderDetail(data) {
     const task = data.task || {};
     $('#task-detail-title').textContent = cut(task.title || task.prompt || task.id || 'Task', 80);
@@ -227,8 +258,20 @@
     if (task.schedule) body.push(section('Schedule', pre(pretty(task.schedule))));
     if (task.error) body.push(section('Error', pre(task.error, 'error-block')));
     if (data.result) body.push(section('Result', ...resultView(data.result)));
+    const spent = spendingView(data.usage);
+    if (spent) body.push(spent);
+    if (data.live?.length || task.status === 'running') {
+      window.Mimikit.live.remember(task.id, data.live);
+      body.push(section('Now', h('div', { id: 'task-live' },
+        data.live?.length ? window.Mimikit.live.stepsView(data.live) : h('p', { class: 'muted' }, 'Starting…'))));
+    }
     if (data.events?.length) body.push(section('History', eventsView(data.events)));
     if (data.runs?.length) body.push(section('Runs', ...runsView(data.runs)));
+    const activeTrigger = task.type && task.type !== 'oneshot' && !FINISHED.has(task.status);
+    if (activeTrigger) {
+      body.push(...window.Mimikit.triggerEdit.actions({ ...task, status: task.paused ? 'paused' : 'trigger' },
+        () => { loadTaskDetail(task.id); refreshTasks(); }));
+    }
     if (CANCELABLE.has(task.status)) {
       body.push(h('div', { class: 'dialog-actions' }, h('button', {
         type: 'button', class: 'button danger detail-cancel',
@@ -275,7 +318,15 @@
     apply();
   }
 
+  function onLiveStep(taskId) {
+    const box = document.getElementById('task-live');
+    if (state.detailId !== taskId || !box || !$('#task-detail').open) return;
+    const steps = window.Mimikit.live.steps(taskId);
+    box.replaceChildren(window.Mimikit.live.stepsView(steps));
+  }
+
   function setup() {
+    window.Mimikit.live.onStep(onLiveStep);
     $('#task-detail-close').addEventListener('click', () => $('#task-detail').close());
     $('#task-detail').addEventListener('close', () => {
       state.detailId = null;
