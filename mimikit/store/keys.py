@@ -34,10 +34,11 @@ class Keys:
 
     def task_records(self, task_id: str) -> list[str]:
         """The keys that live as long as a finished task: it, its result, its log and runs,
-        its spending and its last result's digest (see ``store.retention``)."""
+        its spending, its last result's digest and what a summary task summarizes (see
+        ``store.retention``)."""
         return [self.task(task_id), self.result(task_id), self.task_log(task_id),
                 self.runs(task_id), self.usage("task", task_id),
-                self.meta(f"lastresult:{task_id}")]
+                self.meta(f"lastresult:{task_id}"), self.meta(f"summary:{task_id}")]
 
     def heartbeat(self, task_id: str) -> str:
         return self._k("hb", task_id)
