@@ -36,7 +36,7 @@ def print_tasks(settings: Settings, scope: str = "all", as_json: bool = False,
     page = list_page(build_runtime(settings), scope, limit=limit,
                      before=(_time(before, settings) or before) if before else None)
     if as_json:
-        print(json.dumps({"tasks": page.tasks, "nextBefore": page.next_before}, indent=2))
+        print(json.dumps(page.tasks, indent=2))  # the next page: --before the last id
         return 0
     if not page.tasks:
         print("no tasks")
