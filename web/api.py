@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
-from flask import Blueprint, Response, abort, current_app, jsonify, request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from werkzeug.exceptions import RequestEntityTooLarge
+from flask import Blueprint, Response, abort, jsonify, request
+from pydantic import BaseModel, ConfigDict, Field
 
 from mimikit.conversation import input as user_input
 from mimikit.conversation.gate import wake
@@ -18,11 +17,11 @@ from mimikit.status import status as status_report
 from mimikit.tasks.cancel import cancel_task
 from mimikit.tasks.listing import SCOPES, detail, list_tasks
 from web.auth import check_token
+from web.bodies import parse_body
 from web.context import runtime
 from web.transcript import filename, transcript
 
 bp = Blueprint("api", __name__, url_prefix="/api")
-Body = TypeVar("Body", bound=BaseModel)
 InputBody = user_input.UserInput
 EXPORT_FORMATS = ("json", "markdown")
 QUERY_MAX_CHARS = 1000
@@ -38,35 +37,6 @@ class AnswerBody(BaseModel):
 @bp.before_request
 def _auth() -> None:
     check_token()
-
-
-def parse_body(model: type[Body]) -> Body:
-    """Validate the JSON body; a bad one is a 400 that names the field and the fix."""
-    _check_body_size()
-    data = request.get_json(silent=True)
-    if not isinstance(data, dict):
-        abort(400, description="the body must be a JSON object with Content-Type: application/json")
-    try:
-        return model.model_validate(data)
-    except ValidationError as error:
-        abort(400, description="; ".join(_describe(item) for item in error.errors()))
-
-
-def _check_body_size() -> None:
-    """Raise 413 for a body over the limit, also a chunked one (it has no Content-Length).
-
-    The server stops reading a chunked body at the limit without an error, so a body that
-    fills the limit was cut short: JSON parsing would then fail with a misleading 400.
-    """
-    limit = current_app.config["MAX_CONTENT_LENGTH"]
-    data = request.get_data(cache=True)  # a RequestEntityTooLarge raised here is a 413 too
-    if limit is not None and request.content_length is None and len(data) >= limit:
-        raise RequestEntityTooLarge(f"the body is larger than the limit of {limit} bytes")
-
-
-def _describe(item: Any) -> str:
-    field = ".".join(str(p) for p in item["loc"]) or "body"
-    return f"field '{field}': {item['msg']}"
 
 
 def _arg_int(name: str, default: int, low: int, high: int) -> int:

@@ -18,6 +18,7 @@ from mimikit.delivery.retry import may_retry, next_attempt_at
 from mimikit.models import Result, Task, utcnow
 from mimikit.scheduling import triggers
 from mimikit.scheduling.entries import entry_exists
+from mimikit.scheduling.retirement import retire_if_spent
 from mimikit.store.keys import as_text
 from mimikit.store.runtime import Runtime
 from mimikit.supervisor.routing import task_finished
@@ -131,6 +132,7 @@ def restore_triggers(runtime: Runtime) -> list[str]:
         elif trigger.type == "conditional":
             triggers.index_conditional(runtime, trigger)
             triggers.evaluate(runtime, trigger.id, cause="recovery", trigger=trigger)
+            retire_if_spent(runtime, trigger.id)  # e.g. one made on a task already finished
     return restored
 
 
