@@ -320,23 +320,26 @@ class _Handler(BaseHTTPRequestHandler):
                      response: dict[str, Any]) -> None:
         """The answer as server-sent chunks, ``stream_delay`` seconds apart."""
         pause = float(response.get("stream_delay", 0))
-        try:
+        events = [f"data: {json.dumps(c)}\n\n" for c in
+                  stream_chunks(answer, int(response.get("chunk_chars", 8)))]
+        if (body.get("stream_options") or {}).get("include_usage"):
+            events.append(f"data: {json.dumps({**answer, 'choices': [], 'object': 'chat.completion.chunk'})}\n\n")
+        events.append("data: [DONE]\n\n")
+        try:  # chunked, as real servers stream: the connection stays open for the next request
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Connection", "close")
+            self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            for chunk in stream_chunks(answer, int(response.get("chunk_chars", 8))):
-                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            for index, event in enumerate(events):
+                data = event.encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
-                time.sleep(pause)
-            if (body.get("stream_options") or {}).get("include_usage"):
-                usage = {**answer, "choices": [], "object": "chat.completion.chunk"}
-                self.wfile.write(f"data: {json.dumps(usage)}\n\n".encode())
-            self.wfile.write(b"data: [DONE]\n\n")
+                if pause and index < len(events) - 2:
+                    time.sleep(pause)
+            self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             return
-        self.close_connection = True
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
