@@ -203,6 +203,9 @@ def _parse_args(tool: Tool, arguments_json: str) -> BaseModel | ToolOutcome:
             f"the arguments of {tool.name!r} are not valid JSON: {error.msg} at line "
             f"{error.lineno} column {error.colno} (near {near!r}); send one JSON object"
         )
+    except RecursionError:
+        return _error(f"the arguments of {tool.name!r} nest too deeply to be read; "
+                      "send a flatter JSON object")
     if not isinstance(data, dict):
         return _error(
             f"the arguments of {tool.name!r} must be a JSON object, not {type(data).__name__}"
