@@ -53,11 +53,14 @@ def statuses(runtime: Any, tasks: list[Task]) -> Counter[str]:
     return Counter(t.status for t in runtime.state.tasks_by_id([t.id for t in tasks]))
 
 
-def wait_until(predicate: Any, timeout: float, message: str, interval: float = 0.1) -> float:
-    """Poll ``predicate``; the seconds it took, or fail the test after ``timeout``."""
+def wait_until(predicate: Any, timeout: float, message: str, interval: float = 0.1,
+               describe: Any = None) -> float:
+    """Poll ``predicate``; the seconds it took, or fail the test after ``timeout`` (saying what
+    ``describe()`` returns, when given)."""
     began = time.monotonic()
     while time.monotonic() - began < timeout:
         if predicate():
             return time.monotonic() - began
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout} s waiting for {message}")
+    seen = f"; {describe()}" if describe else ""
+    raise AssertionError(f"timed out after {timeout} s waiting for {message}{seen}")

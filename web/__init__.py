@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Flask, jsonify, request
+from redis.exceptions import RedisError
 from werkzeug.exceptions import HTTPException
 
 from mimikit.config import Settings, load_settings
 from mimikit.store.runtime import build_runtime
 
 MAX_BODY_BYTES = 256 * 1024
+REDIS_RETRY_AFTER_SECONDS = 2
 
 
 def create_app(settings: Settings | None = None) -> Flask:
@@ -27,6 +29,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(api.bp)
     app.register_blueprint(events.bp)
     app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(RedisError, _redis_error)
     app.register_error_handler(Exception, _unexpected_error)
     return app
 
@@ -35,6 +38,17 @@ def _http_error(error: HTTPException) -> Any:
     if not request.path.startswith("/api"):
         return error
     return jsonify(error=error.description or error.name, status=error.code), error.code
+
+
+def _redis_error(error: RedisError) -> Any:
+    """Redis is away (restarting, unreachable): a 503 with ``Retry-After``, not a 500."""
+    from flask import current_app
+
+    current_app.logger.warning("Redis unavailable on %s: %s", request.path, error)
+    response = jsonify(error=f"cannot reach Redis: {error}; retry in a moment", status=503)
+    response.status_code = 503
+    response.headers["Retry-After"] = str(REDIS_RETRY_AFTER_SECONDS)
+    return response
 
 
 def _unexpected_error(error: Exception) -> Any:
