@@ -5,7 +5,9 @@
 - ``worker_process_init``: pool processes become non-dumpable, so a Worker's shell command
   (same user) cannot read their environment, and with it the runtime's secrets, from
   ``/proc/<pid>/environ``.
-- ``beat_init``: once RedBeat holds its lock, note the holder and run the start-up recovery.
+- ``beat_init``: wait as a standby until this beat holds the lock (instead of RedBeat's own
+  wait, which sits out the lock timeout even when the holder is dead), note the holder, run
+  the start-up recovery.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import logging
 from typing import Any
 
 from celery.signals import beat_init, worker_process_init, worker_ready, worker_shutdown
+from redbeat.schedulers import acquire_distributed_beat_lock
 
 from mimikit.delivery.workers import Registration, worker_info
 from mimikit.scheduling.beat import on_beat_init
@@ -33,6 +36,7 @@ def connect() -> None:
                             dispatch_uid="mimikit.worker_shutdown")
     worker_process_init.connect(_hide_environment, weak=False,
                                 dispatch_uid="mimikit.worker_process_init")
+    beat_init.disconnect(acquire_distributed_beat_lock)
     beat_init.connect(on_beat_init, weak=False, dispatch_uid="mimikit.beat_init")
 
 
