@@ -1,7 +1,8 @@
 """Recovery: tasks whose worker died, deferred retries, and what to redo after a restart.
 
-A running task keeps a heartbeat key alive; when the key expired its worker is gone. The task is
-then re-queued after an exponential backoff (through ``deferUntil``, status ``deferred``) while
+A running task keeps a heartbeat key alive; when the key has stayed away ``heartbeat_seconds``
+(not only expired: a Redis restart drops live heartbeats too, until they are renewed) its worker
+is gone. The task is then re-queued after an exponential backoff (through ``deferUntil``, status ``deferred``) while
 ``attempts < retry.maxAttempts``, else it fails with the reason, which routes like any failure.
 """
 
