@@ -6,7 +6,9 @@
   its first job (see ``connect``); pool processes also become non-dumpable, so a Worker's shell command
   (same user) cannot read their environment, and with it the runtime's secrets, from
   ``/proc/<pid>/environ``.
-- ``beat_init``: once RedBeat holds its lock, note the holder and run the start-up recovery.
+- ``beat_init``: wait as a standby until this beat holds the lock (instead of RedBeat's own
+  wait, which sits out the lock timeout even when the holder is dead), note the holder, run
+  the start-up recovery.
 Workers and beat also bring the stored data up to this version's schema when they start.
 """
 
@@ -25,6 +27,7 @@ from celery.signals import (
     worker_ready,
     worker_shutdown,
 )
+from redbeat.schedulers import acquire_distributed_beat_lock
 from redis.exceptions import RedisError
 
 from mimikit.delivery.workers import Registration, worker_info
@@ -53,6 +56,7 @@ def connect(warm: Callable[[Runtime], dict[str, float]] | None = None) -> None:
                             dispatch_uid="mimikit.worker_shutdown")
     worker_process_init.connect(_on_process_init, weak=False,
                                 dispatch_uid="mimikit.worker_process_init")
+    beat_init.disconnect(acquire_distributed_beat_lock)
     beat_init.connect(_on_beat_init, weak=False, dispatch_uid="mimikit.beat_init")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from flask import Blueprint, Response, abort, jsonify, request
@@ -53,13 +53,18 @@ def _arg_int(name: str, default: int, low: int, high: int) -> int:
 
 
 def _arg_time(name: str) -> datetime | None:
+    """An ISO 8601 query parameter as an aware UTC time (naive times are read as UTC)."""
     raw = request.args.get(name)
     if not raw:
         return None
     try:
-        return datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        abort(400, description=f"query parameter '{name}' must be an ISO 8601 time, got {raw!r}")
+        value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        value.timestamp()  # years 1 and 9999 at the edges of the range have no timestamp
+    except (ValueError, OverflowError):
+        abort(400, description=f"query parameter '{name}' must be an ISO 8601 time between "
+                               f"the years 1 and 9999, e.g. 2025-01-31T12:00:00Z; got {raw!r}")
+    return value
 
 
 def _arg_query() -> str:

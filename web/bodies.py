@@ -15,7 +15,10 @@ Body = TypeVar("Body", bound=BaseModel)
 def parse_body(model: type[Body]) -> Body:
     """Validate the JSON body; a bad one is a 400 that names the field and the fix."""
     _check_body_size()
-    data = request.get_json(silent=True)
+    try:
+        data = request.get_json(silent=True)
+    except RecursionError:  # not a ValueError, so ``silent`` does not cover it
+        abort(400, description="the body nests too deeply to be read; send a flat JSON object")
     if not isinstance(data, dict):
         abort(400, description="the body must be a JSON object with Content-Type: application/json")
     try:
