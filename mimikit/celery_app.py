@@ -15,6 +15,11 @@ from typing import Any
 
 from celery import Celery
 
+from mimikit.delivery.transport import use_for_redis_urls
+
+# kombu's Redis transport, fixed so that a worker survives Redis going away.
+use_for_redis_urls()
+
 CELERYCONFIG_PATH = Path(__file__).resolve().parents[1] / "celeryconfig.py"
 
 

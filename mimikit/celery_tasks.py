@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from mimikit import signals
+from mimikit.agents.common import warm
 from mimikit.agents.llm_eval import run_batch
 from mimikit.agents.planner import run_planner
 from mimikit.agents.teller import run_teller
@@ -81,4 +82,4 @@ def _time(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
-signals.connect()
+signals.connect(warm=warm)

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -24,6 +25,11 @@ MessageRole = Literal["user", "assistant", "system"]
 FINISHED: frozenset[str] = frozenset({"done", "failed", "canceled"})
 # The longest any task may run; the broker's visibility timeout is set above it.
 MAX_TASK_TIMEOUT_SECONDS = 24 * 3600
+# Bounds of a condition tree. Deeper trees could be validated but not read back from Redis
+# (the JSON parser stops at 200 levels, two per and/or level), and every trigger is evaluated
+# on each routed result or tick: a tree must stay small.
+MAX_CONDITION_DEPTH = 32
+MAX_CONDITION_NODES = 1_000
 
 
 StoredModel = TypeVar("StoredModel", bound="Model")
@@ -110,18 +116,48 @@ class LlmEval(Model):
 
 class AllOf(Model):
     type: Literal["and"]
-    conditions: list[Condition] = Field(min_length=1)
+    conditions: list[ConditionNode] = Field(min_length=1)
 
 
 class AnyOf(Model):
     type: Literal["or"]
-    conditions: list[Condition] = Field(min_length=1)
+    conditions: list[ConditionNode] = Field(min_length=1)
 
 
-Condition = Annotated[
+def check_condition_size(value: Any) -> Any:
+    """Refuse a condition tree over ``MAX_CONDITION_DEPTH`` levels or ``MAX_CONDITION_NODES``
+    nodes before it is validated (the walk is iterative: any input size is safe).
+
+    Raises:
+        ValueError: The tree is too deep or too large; the message names the limit.
+    """
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    nodes = 0
+    while pending:
+        node, depth = pending.pop()
+        nodes += 1
+        if depth > MAX_CONDITION_DEPTH:
+            raise ValueError(
+                f"condition nests and/or deeper than the limit of {MAX_CONDITION_DEPTH} "
+                "levels; flatten it (and/or take any number of conditions) or chain triggers "
+                "with task_done")
+        if nodes > MAX_CONDITION_NODES:
+            raise ValueError(
+                f"condition has more than the limit of {MAX_CONDITION_NODES} nodes (atoms and "
+                "and/or groups); split it into several triggers")
+        children = (node.get("conditions") if isinstance(node, dict)
+                    else getattr(node, "conditions", None))
+        if isinstance(children, list):
+            pending.extend((child, depth + 1) for child in children)
+    return value
+
+
+ConditionNode = Annotated[
     FileChanged | FileExists | TaskDone | TaskFailed | LlmEval | AllOf | AnyOf,
     Field(discriminator="type"),
 ]
+# A whole tree: bounded in depth and size, then validated node by node.
+Condition = Annotated[ConditionNode, BeforeValidator(check_condition_size)]
 AllOf.model_rebuild()
 AnyOf.model_rebuild()
 

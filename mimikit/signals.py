@@ -2,10 +2,13 @@
 
 - ``worker_ready`` / ``worker_shutdown``: a worker registers itself while it lives
   (``delivery.workers``), which ``mimikit status`` reads.
-- ``worker_process_init``: pool processes become non-dumpable, so a Worker's shell command
+- ``worker_init`` / ``worker_process_init``: the worker, then each pool process, warms up for
+  its first job (see ``connect``); pool processes also become non-dumpable, so a Worker's shell command
   (same user) cannot read their environment, and with it the runtime's secrets, from
   ``/proc/<pid>/environ``.
-- ``beat_init``: once RedBeat holds its lock, note the holder and run the start-up recovery.
+- ``beat_init``: wait as a standby until this beat holds the lock (instead of RedBeat's own
+  wait, which sits out the lock timeout even when the holder is dead), note the holder, run
+  the start-up recovery.
 - ``setup_logging``: Mimikit's logging setup (``logs``) instead of Celery's, in workers and beat.
 - ``task_prerun`` / ``task_postrun``: the log records of a task carry its ids.
 Workers and beat also bring the stored data up to this version's schema when they start.
@@ -16,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from celery.signals import (
@@ -23,31 +27,42 @@ from celery.signals import (
     setup_logging,
     task_postrun,
     task_prerun,
+    worker_init,
     worker_process_init,
     worker_ready,
     worker_shutdown,
 )
+from redbeat.schedulers import acquire_distributed_beat_lock
 from redis.exceptions import RedisError
 
 from mimikit import logs
 from mimikit.delivery.workers import Registration, worker_info
 from mimikit.exceptions import MimikitError
 from mimikit.scheduling.beat import on_beat_init
-from mimikit.store.runtime import get_runtime
+from mimikit.store.runtime import Runtime, get_runtime
 from mimikit.supervisor.upgrades import upgrade
 
 log = logging.getLogger("mimikit.signals")
 PR_SET_DUMPABLE = 4
 _registrations: list[Registration] = []
+_warmers: list[Callable[[Runtime], dict[str, float]]] = []
 
 
-def connect() -> None:
-    """Connect the handlers (idempotent: each is connected once per process)."""
+def connect(warm: Callable[[Runtime], dict[str, float]] | None = None) -> None:
+    """Connect the handlers (idempotent: each is connected once per process).
+
+    ``warm(runtime)`` readies a worker for its first job: called in the worker before its pool
+    starts (what its processes inherit) and in each pool process (what each needs of its own).
+    """
+    if warm is not None:
+        _warmers[:] = [warm]
+        worker_init.connect(_warm, weak=False, dispatch_uid="mimikit.worker_init")
     worker_ready.connect(_on_worker_ready, weak=False, dispatch_uid="mimikit.worker_ready")
     worker_shutdown.connect(_on_worker_shutdown, weak=False,
                             dispatch_uid="mimikit.worker_shutdown")
-    worker_process_init.connect(_hide_environment, weak=False,
+    worker_process_init.connect(_on_process_init, weak=False,
                                 dispatch_uid="mimikit.worker_process_init")
+    beat_init.disconnect(acquire_distributed_beat_lock)
     beat_init.connect(_on_beat_init, weak=False, dispatch_uid="mimikit.beat_init")
     setup_logging.connect(_setup_logging, weak=False, dispatch_uid="mimikit.setup_logging")
     task_prerun.connect(_bind_task, weak=False, dispatch_uid="mimikit.task_prerun")
@@ -67,6 +82,14 @@ def _bind_task(task_id: str | None = None, args: Any = None, kwargs: Any = None,
 
 def _unbind_task(**_: Any) -> None:
     logs.unbind()
+
+
+def _warm(**_: Any) -> None:
+    for warm in _warmers:
+        try:
+            log.info("warmed up for the first job: %s", warm(get_runtime()))
+        except (MimikitError, RedisError, OSError) as error:  # the first job then pays for it
+            log.warning("could not warm up: %s", error)
 
 
 def _on_worker_ready(sender: Any = None, **_: Any) -> None:
@@ -93,7 +116,12 @@ def _upgrade() -> None:
         log.error("cannot bring the stored data up to date: %s", error)
 
 
-def _hide_environment(**_: Any) -> None:
+def _on_process_init(**_: Any) -> None:
+    _hide_environment()
+    _warm()  # a pool process: its own connections, client and index watcher
+
+
+def _hide_environment() -> None:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fault_helpers import wired  # noqa: F401  (fixture)
+from figures import figures, pytest_terminal_summary  # noqa: F401  (fixture, hook)
 from llm_fixtures import llm  # noqa: F401  (fixture)
 from processes import ProcessPool, RedisServer, free_port, wait_for
 

@@ -13,6 +13,10 @@ A response is a plain dict built by the helpers below (``text``, ``tool_call``, 
 ``raw_arguments``, ``error``, ``delay``, ``with_usage``, ``streamed``), or a callable
 ``fn(request_body) -> response``. A request with ``stream: true`` is answered as server-sent
 chunks (unless ``server.streams`` is False: then whole, as some servers do).
+Fault modes: ``error(429, headers={"Retry-After": "1"})`` or ``{"retry-after-ms": "300"}``,
+``malformed(body)`` (a 200 whose body is not a chat completion), ``hang(seconds)`` (no answer,
+then the connection is closed) and ``disconnect()`` (closed at once). ``server.arrivals`` has the
+``time.monotonic()`` of each request, for measuring the client's backoff.
 When a model's script is exhausted the server answers its default (``server.default``), else
 HTTP 500 "script exhausted for model X", so a test that under-scripts fails loudly.
 
@@ -91,6 +95,22 @@ def delay(seconds: float, response: Response) -> dict[str, Any]:
     return {"delay": seconds, "then": response}
 
 
+def malformed(body: str = '{"id": "chatcmpl-1", "choices": [{"index": 0, "mess',
+              content_type: str = "application/json") -> dict[str, Any]:
+    """A 200 answer whose body is sent verbatim (default: JSON cut off mid-way)."""
+    return {"status": 200, "raw": body, "content_type": content_type}
+
+
+def disconnect() -> dict[str, Any]:
+    """Close the connection without answering."""
+    return {"disconnect": True}
+
+
+def hang(seconds: float) -> dict[str, Any]:
+    """Answer nothing for ``seconds`` (past the client's timeout), then close the connection."""
+    return delay(seconds, disconnect())
+
+
 # --- the server ---------------------------------------------------------------------------------
 
 
@@ -103,6 +123,7 @@ class ScriptedLLM:
         self._defaults: dict[str, Response] = {}
         self._requests: list[dict[str, Any]] = []
         self._headers: list[dict[str, str]] = []
+        self._arrivals: list[float] = []
         self._httpd = ThreadingHTTPServer((host, port), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.block_on_close = False
@@ -132,6 +153,12 @@ class ScriptedLLM:
         """The headers of each request (lower-case names), parallel to ``requests``."""
         with self._lock:
             return list(self._headers)
+
+    @property
+    def arrivals(self) -> list[float]:
+        """The ``time.monotonic()`` at which each request arrived, parallel to ``requests``."""
+        with self._lock:
+            return list(self._arrivals)
 
     def requests_for(self, model: str) -> list[dict[str, Any]]:
         """The chat request bodies sent for one model."""
@@ -172,6 +199,7 @@ class ScriptedLLM:
             self._defaults.clear()
             self._requests.clear()
             self._headers.clear()
+            self._arrivals.clear()
 
     def shutdown(self) -> None:
         """Stop serving and close the socket."""
@@ -192,6 +220,7 @@ class ScriptedLLM:
         with self._lock:
             self._requests.append(body)
             self._headers.append(headers)
+            self._arrivals.append(time.monotonic())
             queue = self._scripts.get(model)
             if queue:
                 return queue.popleft()
@@ -307,6 +336,11 @@ class _Handler(BaseHTTPRequestHandler):
         scripted: ScriptedLLM = self.server.scripted  # type: ignore[attr-defined]
         headers = {key.lower(): value for key, value in self.headers.items()}
         response = resolve(scripted._next(body, headers), body)
+        if response.get("disconnect"):
+            self.close_connection = True
+            return None
+        if "raw" in response:
+            return self._send_raw(response["raw"].encode(), response["content_type"])
         status = response.get("status", 200)
         if status != 200:
             payload = response.get("body") or error(status)["body"]
@@ -320,29 +354,35 @@ class _Handler(BaseHTTPRequestHandler):
                      response: dict[str, Any]) -> None:
         """The answer as server-sent chunks, ``stream_delay`` seconds apart."""
         pause = float(response.get("stream_delay", 0))
-        try:
+        events = [f"data: {json.dumps(c)}\n\n" for c in
+                  stream_chunks(answer, int(response.get("chunk_chars", 8)))]
+        if (body.get("stream_options") or {}).get("include_usage"):
+            events.append(f"data: {json.dumps({**answer, 'choices': [], 'object': 'chat.completion.chunk'})}\n\n")
+        events.append("data: [DONE]\n\n")
+        try:  # chunked, as real servers stream: the connection stays open for the next request
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Connection", "close")
+            self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            for chunk in stream_chunks(answer, int(response.get("chunk_chars", 8))):
-                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            for index, event in enumerate(events):
+                data = event.encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
-                time.sleep(pause)
-            if (body.get("stream_options") or {}).get("include_usage"):
-                usage = {**answer, "choices": [], "object": "chat.completion.chunk"}
-                self.wfile.write(f"data: {json.dumps(usage)}\n\n".encode())
-            self.wfile.write(b"data: [DONE]\n\n")
+                if pause and index < len(events) - 2:
+                    time.sleep(pause)
+            self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             return
-        self.close_connection = True
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
+        self._send_raw(json.dumps(payload).encode(), "application/json", status, headers)
+
+    def _send_raw(self, data: bytes, content_type: str, status: int = 200,
+                  headers: dict[str, str] | None = None) -> None:
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             for key, value in (headers or {}).items():
                 self.send_header(key, value)

@@ -265,3 +265,39 @@ def test_settings_never_show_secrets_in_their_repr(monkeypatch):
     monkeypatch.setenv("MIMIKIT_LLM_API_KEY", "sk-hunter2")
     settings = load_settings()
     assert "hunter2" not in repr(settings) and "hunter2" not in str(settings.model_dump())
+
+
+@pytest.mark.slow
+def test_no_process_prints_the_redis_password(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from processes import free_port, wait_for
+
+    from mimikit.embedded_redis import redis_binary
+    from mimikit.launcher import spawn, stop_processes
+
+    port, secret = free_port(), "hunter2-redis-secret"
+    server = subprocess.Popen([redis_binary(), "--port", str(port), "--bind", "127.0.0.1",
+                               "--requirepass", secret, "--save", "", "--appendonly", "no"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MIMIKIT_")}
+    env.update(MIMIKIT_REDIS_URL=f"redis://:{secret}@127.0.0.1:{port}/0",
+               MIMIKIT_STATE_DIR=str(tmp_path / "state"), MIMIKIT_WORK_DIR=str(tmp_path))
+    mimikit = [sys.executable, "-m", "mimikit"]
+    children = [spawn([*mimikit, name], tmp_path / f"{name}.log", env=env, cwd=tmp_path)
+                for name in ("worker", "beat", "web")]
+    try:
+        wait_for(lambda: "ready" in (tmp_path / "worker.log").read_text(errors="replace"),
+                 timeout=60, message="the worker to be ready")
+        status = subprocess.run([*mimikit, "status"], env=env, capture_output=True, text=True,
+                                timeout=60)
+        wait_for(lambda: "Acquired lock" in (tmp_path / "beat.log").read_text(errors="replace"),
+                 timeout=30, message="beat to take its lock")
+    finally:
+        stop_processes(children, 15)
+        server.kill()
+    assert "***@127.0.0.1" in status.stdout and secret not in status.stdout + status.stderr
+    for name in ("worker", "beat", "web"):
+        assert secret not in (tmp_path / f"{name}.log").read_text(errors="replace"), name

@@ -8,7 +8,18 @@ import time
 
 import llm_fixtures
 import pytest
-from llm_server import ScriptedLLM, delay, error, text, tool_call, tool_calls, with_usage
+from llm_server import (
+    ScriptedLLM,
+    delay,
+    disconnect,
+    error,
+    hang,
+    malformed,
+    text,
+    tool_call,
+    tool_calls,
+    with_usage,
+)
 
 from mimikit.config import load_settings
 from mimikit.exceptions import LLMUnavailable
@@ -225,3 +236,135 @@ def test_a_server_that_does_not_stream_gives_the_whole_reply(llm):
     assert json.loads(second.tool_calls[0].arguments) == {"text": "again"}
     assert pieces == [] and client.streams is False
     assert [r.get("stream") for r in llm.requests] == [True, None]
+
+
+# --- backoff, server-given waits, malformed answers ---------------------------------------------
+
+
+def gaps(server: ScriptedLLM) -> list[float]:
+    """Seconds between consecutive requests the server received."""
+    times = server.arrivals
+    return [round(b - a, 3) for a, b in zip(times, times[1:], strict=False)]
+
+
+def test_backoff_is_exponential_with_jitter_between_half_and_the_whole_step() -> None:
+    import random
+
+    client = LLMClient("http://127.0.0.1:9/v1", None, backoff_base=0.1, backoff_max=1.0,
+                       rng=random.Random(7))
+    for attempt, step in enumerate([0.1, 0.2, 0.4, 0.8, 1.0, 1.0]):
+        waits = [client.backoff(attempt) for _ in range(200)]
+        assert all(step / 2 <= w <= step for w in waits), (attempt, min(waits), max(waits))
+        assert min(waits) < step * 0.6 and max(waits) > step * 0.9  # spread over the range
+        assert len(set(waits)) == 200  # no two clients wait alike
+    assert client.backoff(10_000) <= 1.0  # no overflow for absurd attempt numbers
+
+
+def test_retries_wait_the_jittered_backoff_between_requests(llm: ScriptedLLM, figures) -> None:
+    import random
+
+    llm.script(MODEL, error(500), error(502), error(503), text("up again"))
+    client = client_for(llm, backoff_base=0.1, backoff_max=1.0)
+    client._random = random.Random(3)
+
+    completion = client.chat(MODEL, [{"role": "user", "content": "x"}])
+
+    assert completion.content == "up again"
+    waited = gaps(llm)
+    figures.record("backoff between retries (s)", gaps=waited, steps=[0.1, 0.2, 0.4])
+    assert len(waited) == 3
+    for gap, step in zip(waited, [0.1, 0.2, 0.4], strict=True):
+        assert gap >= step / 2, waited
+
+
+def test_retry_after_ms_is_honoured_before_retry_after(llm: ScriptedLLM, figures) -> None:
+    llm.script(MODEL, error(429, headers={"retry-after-ms": "350", "Retry-After": "30"}),
+               text("ok"))
+
+    client_for(llm).chat(MODEL, [{"role": "user", "content": "x"}])
+
+    (waited,) = gaps(llm)
+    figures.record("retry-after-ms 350", waited_s=waited)
+    assert 0.35 <= waited < 5
+
+
+def test_retry_after_as_an_http_date_is_honoured(llm: ScriptedLLM, figures) -> None:
+    from datetime import UTC, datetime, timedelta
+    from email.utils import format_datetime
+
+    when = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=2)
+    llm.script(MODEL, error(503, headers={"Retry-After": format_datetime(when, usegmt=True)}),
+               text("ok"))
+
+    client_for(llm).chat(MODEL, [{"role": "user", "content": "x"}])
+
+    (waited,) = gaps(llm)
+    retried_at = llm.arrivals[1] + time.time() - time.monotonic()  # as a wall-clock time
+    figures.record("Retry-After as an HTTP date 1-2 s ahead", waited_s=waited)
+    assert retried_at >= when.timestamp() - 0.005, retried_at - when.timestamp()
+    assert waited < 5
+
+
+def test_a_retry_after_over_the_limit_fails_at_once_saying_so(llm: ScriptedLLM) -> None:
+    llm.script(MODEL, error(429, headers={"Retry-After": "600"}), text("never asked"))
+
+    began = time.monotonic()
+    with pytest.raises(LLMUnavailable) as raised:
+        client_for(llm).chat(MODEL, [{"role": "user", "content": "x"}])
+
+    assert time.monotonic() - began < 2 and len(llm.requests) == 1
+    message = str(raised.value)
+    assert "HTTP 429" in message and "asks to retry after 600 s" in message, message
+
+
+def test_unreadable_retry_after_falls_back_to_the_backoff(llm: ScriptedLLM) -> None:
+    llm.script(MODEL, error(429, headers={"Retry-After": "soon", "retry-after-ms": "nan"}),
+               text("ok"))
+
+    completion = client_for(llm).chat(MODEL, [{"role": "user", "content": "x"}])
+
+    assert completion.content == "ok" and gaps(llm)[0] < 1
+
+
+@pytest.mark.parametrize("answer", [
+    malformed(),
+    malformed("<html><body>502 Bad Gateway</body></html>", content_type="text/html"),
+    malformed('{"choices": "not a list"}'),
+], ids=["cut-off-json", "html-page", "wrong-shape"])
+def test_a_malformed_answer_is_retried_then_succeeds(llm: ScriptedLLM, answer) -> None:
+    llm.script(MODEL, answer, text("well formed"))
+
+    completion = client_for(llm).chat(MODEL, [{"role": "user", "content": "x"}])
+
+    assert completion.content == "well formed" and len(llm.requests) == 2
+
+
+def test_persistently_malformed_answers_fail_with_a_readable_reason(llm: ScriptedLLM) -> None:
+    llm.default(MODEL, malformed())
+
+    with pytest.raises(LLMUnavailable) as raised:
+        client_for(llm, max_retries=2).chat(MODEL, [{"role": "user", "content": "x"}])
+
+    assert len(llm.requests) == 3
+    message = str(raised.value)
+    assert "answered with malformed JSON" in message and "after 3 attempts" in message, message
+
+
+def test_a_dropped_connection_and_a_hang_are_retried(llm: ScriptedLLM, figures) -> None:
+    llm.script(MODEL, disconnect(), hang(3), text("finally"))
+
+    began = time.monotonic()
+    completion = client_for(llm, timeout=0.3).chat(MODEL, [{"role": "user", "content": "x"}])
+
+    elapsed = time.monotonic() - began
+    figures.record("disconnect, then hang past a 0.3 s timeout, then an answer",
+                   requests=len(llm.requests), seconds=round(elapsed, 2))
+    assert completion.content == "finally" and len(llm.requests) == 3
+    assert elapsed < 2.5  # the hang was cut at the timeout, not waited out
+
+
+def test_a_hang_on_every_attempt_fails_naming_the_timeout(llm: ScriptedLLM) -> None:
+    llm.default(MODEL, hang(3))
+
+    with pytest.raises(LLMUnavailable, match=r"did not answer within 0\.2 s \(after 2 attempts\)"):
+        client_for(llm, timeout=0.2, max_retries=1).chat(MODEL, [{"role": "user", "content": "x"}])

@@ -152,3 +152,110 @@ def test_the_runtimes_secrets_and_state_are_out_of_the_file_tools_and_the_shell(
         monkeypatch.setenv(name, "secret-value")
     out = ws.shell("env")["stdout"]
     assert "secret-value" not in out and "PATH=" in out
+
+
+# --- escapes: symlinks and ".." in every combination ---------------------------------------------
+
+
+@pytest.fixture
+def maze(tmp_path: Path) -> tuple[Workspace, Path]:
+    return build_maze(tmp_path)
+
+
+def build_maze(tmp_path: Path) -> tuple[Workspace, Path]:
+    """A work dir full of traps, beside an ``outside`` dir and a ``work-evil`` sibling."""
+    root, outside = tmp_path / "work", tmp_path / "outside"
+    for folder in (root / "sub" / "deeper", outside, tmp_path / "work-evil"):
+        folder.mkdir(parents=True)
+    (outside / "secret.txt").write_text("top secret")
+    (root / "sub" / "inside.txt").write_text("fine")
+    links = {"out": outside, "up": Path("../.."), "dotdot": Path(".."), "loop": Path("loop"),
+             "ping": Path("pong"), "pong": Path("ping"), "in": Path("sub"),
+             "chain": Path("in/deeper/../../out"), "dangling": outside / "new.txt",
+             "sub/deeper/back": Path("../../../outside/secret.txt"), "env": Path(".env")}
+    for name, target in links.items():
+        (root / name).symlink_to(target)
+    (root / ".env").write_text("MIMIKIT_LLM_API_KEY=sk-secret\n")
+    return Workspace(root), outside
+
+
+def _outside_state(outside: Path) -> dict[str, bytes]:
+    base = outside.parent
+    return {str(p.relative_to(base)): p.read_bytes() for p in sorted(base.rglob("*"))
+            if p.is_file() and not p.is_relative_to(base / "work")}
+
+
+@pytest.mark.parametrize("path", [
+    "out/secret.txt", "up/outside/secret.txt", "dotdot/outside/secret.txt",
+    "chain/secret.txt", "sub/deeper/back", "in/../out/secret.txt", "../outside/secret.txt",
+    "sub/../../outside/secret.txt", "../work-evil/x", "./../work/../outside/secret.txt",
+    "dangling", "env", "out", "up",
+])
+def test_every_way_out_through_symlinks_and_dotdot_is_refused(maze, path: str) -> None:
+    ws, outside = maze
+    before = _outside_state(outside)
+    for action in (ws.read_file, lambda p: ws.write_file(p, "planted"), ws.list_files):
+        with pytest.raises(ToolError, match="outside the work directory|private to Mimikit"):
+            action(path)
+    assert _outside_state(outside) == before
+    assert not (outside / "new.txt").exists()
+
+
+@pytest.mark.parametrize("path", ["loop", "loop/x", "ping", "pong/deeper/x"])
+def test_a_symlink_loop_is_a_readable_refusal_not_an_os_error(maze, path: str) -> None:
+    ws, _outside = maze
+    for action in (ws.read_file, lambda p: ws.write_file(p, "x"), ws.list_files):
+        with pytest.raises(ToolError, match="symlink loop"):
+            action(path)
+
+
+def test_symlinks_that_stay_inside_work_like_plain_paths(maze) -> None:
+    ws, _outside = maze
+    assert ws.read_file("in/inside.txt") == "fine"
+    assert ws.write_file("in/deeper/new.txt", "x") == {"path": "sub/deeper/new.txt", "bytes": 1}
+    assert ws.list_files("in") == ["sub/deeper/", "sub/inside.txt"]
+
+
+SEGMENTS = ["..", ".", "", "sub", "deeper", "out", "up", "dotdot", "in", "chain", "loop",
+            "ping", "back", "inside.txt", "secret.txt", "outside", "work", "work-evil", ".env",
+            "env", "new.txt", "dangling"]
+
+
+def test_no_composed_path_reads_or_writes_outside_the_work_dir(tmp_path_factory, figures) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    counts = {"refused": 0, "inside": 0}
+    base = tmp_path_factory.mktemp("maze")
+    ws, outside = build_maze(base)
+    before = _outside_state(outside)
+
+    @settings(max_examples=400, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(parts=st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=7),
+           absolute=st.booleans(), action=st.sampled_from(["read", "write", "list"]))
+    def probe(parts: list[str], absolute: bool, action: str) -> None:
+        path = "/".join(parts)
+        if absolute:
+            path = f"{ws.root}/{path}"
+        try:
+            real = ws.resolve(path)
+        except ToolError:
+            counts["refused"] += 1
+            return
+        assert real.is_relative_to(ws.root) and not real.is_symlink(), (path, real)
+        counts["inside"] += 1
+        try:
+            if action == "write" and not real.is_dir():
+                ws.write_file(path, "written inside")
+            elif action == "read":
+                ws.read_file(path)
+            else:
+                ws.list_files(path)
+        except (ToolError, NotADirectoryError, FileExistsError):
+            pass  # a refusal or a path that is a file where a folder is wanted: no escape
+
+    probe()
+    figures.record("composed workspace paths", **counts)
+    assert _outside_state(outside) == before
+    assert counts["refused"] and counts["inside"]

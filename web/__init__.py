@@ -9,10 +9,11 @@ from flask import Flask, current_app, jsonify, request
 from redis.exceptions import RedisError
 from werkzeug.exceptions import HTTPException
 
-from mimikit.config import Settings, hide_password, load_settings
+from mimikit.config import Settings, load_settings
 from mimikit.store.runtime import build_runtime
 
 MAX_BODY_BYTES = 256 * 1024
+REDIS_RETRY_AFTER_SECONDS = 2
 
 
 def create_app(settings: Settings | None = None) -> Flask:
@@ -33,7 +34,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(metrics.bp)
     app.register_blueprint(triggers.bp)
     app.register_error_handler(HTTPException, _http_error)
-    app.register_error_handler(RedisError, _redis_away)
+    app.register_error_handler(RedisError, _redis_error)
     app.register_error_handler(Exception, _unexpected_error)
     return app
 
@@ -44,12 +45,13 @@ def _http_error(error: HTTPException) -> Any:
     return jsonify(error=error.description or error.name, status=error.code), error.code
 
 
-def _redis_away(error: RedisError) -> Any:
+def _redis_error(error: RedisError) -> Any:
+    """Redis is away (restarting, unreachable): a 503 with ``Retry-After``, not a 500."""
     current_app.logger.warning("Redis unavailable on %s: %s", request.path, error)
-    url = hide_password(current_app.extensions["mimikit"].settings.redis_url)
-    body = jsonify(error=f"cannot reach Redis at {url}; start it or run `mimikit up`",
-                   status=503)
-    return body, 503, {"Retry-After": "5"}
+    response = jsonify(error=f"cannot reach Redis: {error}; retry in a moment", status=503)
+    response.status_code = 503
+    response.headers["Retry-After"] = str(REDIS_RETRY_AFTER_SECONDS)
+    return response
 
 
 def _unexpected_error(error: Exception) -> Any:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
-from typing import Any, TypeVar
+from datetime import UTC, datetime
+from typing import Any
 
-from flask import Blueprint, Response, abort, current_app, jsonify, request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from werkzeug.exceptions import RequestEntityTooLarge
+from flask import Blueprint, Response, abort, jsonify, request
+from pydantic import BaseModel, ConfigDict, Field
 
 from mimikit.conversation import input as user_input
 from mimikit.conversation.gate import wake
@@ -20,11 +19,11 @@ from mimikit.status import status as status_report
 from mimikit.tasks.cancel import cancel_task
 from mimikit.tasks.listing import MAX_PAGE, RECENT_FINISHED, SCOPES, detail, list_page
 from web.auth import check_token
+from web.bodies import parse_body
 from web.context import runtime
 from web.transcript import filename, transcript
 
 bp = Blueprint("api", __name__, url_prefix="/api")
-Body = TypeVar("Body", bound=BaseModel)
 InputBody = user_input.UserInput
 EXPORT_FORMATS = ("json", "markdown")
 QUERY_MAX_CHARS = 1000
@@ -43,35 +42,6 @@ def _auth() -> None:
     check_token()
 
 
-def parse_body(model: type[Body]) -> Body:
-    """Validate the JSON body; a bad one is a 400 that names the field and the fix."""
-    _check_body_size()
-    data = request.get_json(silent=True)
-    if not isinstance(data, dict):
-        abort(400, description="the body must be a JSON object with Content-Type: application/json")
-    try:
-        return model.model_validate(data)
-    except ValidationError as error:
-        abort(400, description="; ".join(_describe(item) for item in error.errors()))
-
-
-def _check_body_size() -> None:
-    """Raise 413 for a body over the limit, also a chunked one (it has no Content-Length).
-
-    The server stops reading a chunked body at the limit without an error, so a body that
-    fills the limit was cut short: JSON parsing would then fail with a misleading 400.
-    """
-    limit = current_app.config["MAX_CONTENT_LENGTH"]
-    data = request.get_data(cache=True)  # a RequestEntityTooLarge raised here is a 413 too
-    if limit is not None and request.content_length is None and len(data) >= limit:
-        raise RequestEntityTooLarge(f"the body is larger than the limit of {limit} bytes")
-
-
-def _describe(item: Any) -> str:
-    field = ".".join(str(p) for p in item["loc"]) or "body"
-    return f"field '{field}': {item['msg']}"
-
-
 def _arg_int(name: str, default: int, low: int, high: int) -> int:
     raw = request.args.get(name)
     if raw is None:
@@ -86,13 +56,26 @@ def _arg_int(name: str, default: int, low: int, high: int) -> int:
 
 
 def _arg_time(name: str) -> datetime | None:
+    """An ISO 8601 query parameter as an aware UTC time (naive times are read as UTC)."""
     raw = request.args.get(name)
     if not raw:
         return None
+    value = _utc_time(raw)
+    if value is None:
+        abort(400, description=f"query parameter '{name}' must be an ISO 8601 time between "
+                               f"the years 1 and 9999, e.g. 2025-01-31T12:00:00Z; got {raw!r}")
+    return value
+
+
+def _utc_time(raw: str) -> datetime | None:
+    """``raw`` as an aware UTC time (naive: read as UTC); None when it is not one."""
     try:
-        return datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        abort(400, description=f"query parameter '{name}' must be an ISO 8601 time, got {raw!r}")
+        value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        value.timestamp()  # years 1 and 9999 at the edges of the range have no timestamp
+    except (ValueError, OverflowError):
+        return None
+    return value
 
 
 def _arg_query() -> str:
@@ -183,19 +166,19 @@ def tasks() -> Any:
 
 
 def _arg_before() -> datetime | str | None:
-    """``before`` of the task list: an ISO 8601 time (naive: in ``MIMIKIT_TIMEZONE``) or a
-    cursor (the ``nextBefore`` of the previous page)."""
+    """``before`` of the task list: an ISO 8601 time (naive: UTC) or a cursor (the
+    ``nextBefore`` of the previous page: a task id)."""
     raw = request.args.get("before")
     if not raw:
         return None
-    try:
-        when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        if CURSOR.fullmatch(raw):
-            return raw
-        abort(400, description="query parameter 'before' must be an ISO 8601 time or the "
-                               f"nextBefore of a previous page, got {raw[:100]!r}")
-    return when if when.tzinfo else when.replace(tzinfo=runtime().settings.tz)
+    if CURSOR.fullmatch(raw) and not raw[0].isdigit():
+        return raw
+    when = _utc_time(raw)
+    if when is None:
+        abort(400, description="query parameter 'before' must be an ISO 8601 time (e.g. "
+                               "2025-01-31T12:00:00Z) or the nextBefore of a previous page, "
+                               f"got {raw[:100]!r}")
+    return when
 
 
 @bp.get("/tasks/<task_id>")

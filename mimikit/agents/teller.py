@@ -20,6 +20,7 @@ from mimikit.conversation import gate as teller_gate
 from mimikit.conversation import outage
 from mimikit.exceptions import LLMUnavailable
 from mimikit.store.identity import owner_alive
+from mimikit.store.outage import when_back
 from mimikit.store.runtime import Runtime
 from mimikit.tools.context import ToolContext
 from mimikit.tools.teller_tools import post_reply
@@ -43,7 +44,9 @@ def run_teller(runtime: Runtime, owner: str) -> str:
                 break  # the LLM is away: keep the items; the supervisor retries with backoff
             runtime.state.ack_inbox(len(items))
     finally:
-        again = teller_gate.release(runtime, owner)
+        # Also after a Redis outage broke the run: a lease left behind would keep every other
+        # Teller run out until it expired.
+        again = when_back(lambda: teller_gate.release(runtime, owner), "releasing the Teller")
     if again:
         teller_gate.wake(runtime)
     return "ran"

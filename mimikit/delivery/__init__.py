@@ -2,5 +2,6 @@
 
 Queue names, routes and priorities (``queues``), sending work and reading queue depths
 (``dispatch``), one delivery with its claim, heartbeat, cancel and deadline (``execution``), the
-retry policy (``retry``), and which Celery workers are alive (``workers``).
+retry policy (``retry``), which Celery workers are alive (``workers``), and the broker
+transport that lets a worker reconnect after Redis went away (``transport``).
 """

@@ -21,6 +21,7 @@ from mimikit.delivery.retry import may_retry, next_attempt_at
 from mimikit.exceptions import MimikitError
 from mimikit.models import Result, Task, utcnow
 from mimikit.store.identity import owner_alive, owner_token
+from mimikit.store.outage import when_back
 from mimikit.store.state import StartDecision, StateStore
 from mimikit.workspace.procgroup import kill_live_process_groups
 
@@ -71,9 +72,14 @@ class RunControl:
 
 def execute(state: StateStore, task_id: str, celery_id: str | None, default_timeout: float,
             body: Callable[[RunControl], Result]) -> StartDecision:
-    """Run one delivery of ``task_id`` through ``body`` and record its result."""
+    """Run one delivery of ``task_id`` through ``body`` and record its result.
+
+    Redis going away does not lose the delivery: its start and its result are written once
+    Redis is back, and a body that Redis interrupted is run again by a new delivery.
+    """
     owner = owner_token(celery_id)
-    decision = state.start_task(task_id, owner, celery_id, owner_alive)
+    decision = when_back(lambda: state.start_task(task_id, owner, celery_id, owner_alive),
+                         f"starting {task_id}")
     if decision.outcome != "started" or decision.task is None:
         log.info("delivery of %s ignored: %s %s", task_id, decision.outcome, decision.detail)
         return decision
@@ -88,25 +94,59 @@ def execute(state: StateStore, task_id: str, celery_id: str | None, default_time
     beat.start()
     try:
         result = _run_body(body, control)
+    except RedisError as error:
+        cause = str(error)
+        when_back(lambda: _run_again(state, task, cause), f"re-queueing {task_id}")
+        return decision
     finally:
         stop.set()
         beat.join(timeout=5)
-    if control.superseded.is_set():
-        log.warning("delivery of %s stopped: another delivery holds it now", task_id)
-        return decision
-    if control.cancel_event.is_set():
-        state.finish_canceled(task_id)
-        return decision
-    if result.status == "failed" and _retry_later(state, task, result):
-        return decision
-    if control.report is not None:
-        control.notify_teller = control.report(task, result)
-    finished = state.complete_task(result, notify_teller=control.notify_teller,
-                                   also=lambda pipe, done: _run_hooks(control, pipe, done))
+    finished = when_back(lambda: _record(state, control, result), f"recording {task_id}")
     if finished is not None:
         for hook in control.after_hooks:
             hook(finished, result)
     return decision
+
+
+def _record(state: StateStore, control: RunControl, result: Result) -> Task | None:
+    """Write what a finished body came to; the finished task when its result was written."""
+    task = control.task
+    if control.superseded.is_set():
+        log.warning("delivery of %s stopped: another delivery holds it now", task.id)
+        return None
+    if control.cancel_event.is_set():
+        state.finish_canceled(task.id)
+        return None
+    if result.status == "failed" and _retry_later(state, task, result):
+        return None
+    if control.report is not None:
+        control.notify_teller = control.report(task, result)
+    return state.complete_task(result, notify_teller=control.notify_teller,
+                               also=lambda pipe, done: _run_hooks(control, pipe, done))
+
+
+def _run_again(state: StateStore, task: Task, cause: str) -> Task | None:
+    """Redis went away while the body ran: run the task again, this attempt not counted.
+
+    The task is deferred until now, so the next supervisor tick sends it again; nothing
+    happens when it finished or another delivery took it over meanwhile.
+    """
+    reason = f"interrupted while Redis was unreachable ({cause}); it runs again"
+    log.warning("task %s %s", task.id, reason)
+
+    def change(current: Task) -> Task | None:
+        if current.status != "running" or current.celeryId != task.celeryId:
+            return None
+        current.status, current.deferUntil, current.error = "deferred", utcnow(), reason
+        current.attempts = max(current.attempts - 1, 0)
+        return current
+
+    def note(pipe: Any, before: Task, after: Task) -> None:
+        pipe.delete(state.keys.heartbeat(task.id))
+        pipe.log(state.keys, "task_retry_scheduled", taskId=task.id, traceId=task.traceId,
+                 attempts=after.attempts, reason=reason)
+
+    return state.update_task(task.id, change, note)
 
 
 def _retry_later(state: StateStore, task: Task, result: Result) -> bool:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import math
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
 import openai
@@ -24,6 +29,11 @@ NOT_CONFIGURED = (
 )
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRY_AFTER_MAX_SECONDS = 60.0
+# Each backoff waits a random time between half and all of its exponential step ("equal
+# jitter"), so clients that failed together do not retry together.
+BACKOFF_JITTER = 0.5
+# A server-given wait is honoured, plus up to this fraction more for the same reason.
+RETRY_AFTER_JITTER = 0.1
 
 
 @dataclass(frozen=True)
@@ -98,8 +108,10 @@ class StreamingClient:
 class LLMClient:
     """Chat completions over the official ``openai`` SDK, pointed at any compatible base URL.
 
-    Retries 429, 5xx, connection errors and timeouts with exponential backoff (honouring
-    ``Retry-After``); any other failure, or running out of retries, raises ``LLMUnavailable``.
+    Retries 429, 5xx, connection errors, timeouts and malformed answers with jittered
+    exponential backoff, waiting at least what the server asks for (``retry-after-ms``, else
+    ``Retry-After`` in seconds or as an HTTP date); any other failure, running out of retries,
+    or a server asking to wait over ``RETRY_AFTER_MAX_SECONDS`` raises ``LLMUnavailable``.
     """
 
     def __init__(
@@ -110,6 +122,7 @@ class LLMClient:
         max_retries: int = 3,
         backoff_base: float = 0.5,
         backoff_max: float = 8.0,
+        rng: random.Random | None = None,
     ) -> None:
         self.base_url = base_url
         self.api_key = api_key
@@ -117,6 +130,7 @@ class LLMClient:
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
+        self._random = rng or random.Random()
         self._sdk: openai.OpenAI | None = None
         self.streams = True  # False once the server answered a streamed request whole
 
@@ -184,9 +198,9 @@ class LLMClient:
             try:
                 return self._attempt(sdk, model, messages, tools, deadline, on_text)
             except _Retryable as failure:
-                delay = self._delay(attempt, failure.delay)
                 attempt += 1
                 tries = f"{attempt} attempt{'s' if attempt > 1 else ''}"
+                delay = self._delay(attempt - 1, failure, tries)
                 if deadline is not None and time.monotonic() + delay >= deadline:
                     raise LLMDeadline(f"{failure.reason} (deadline reached after {tries})") from None
                 if attempt > self.max_retries:
@@ -217,10 +231,29 @@ class LLMClient:
                 f"cannot reach the LLM at {self.url}: {_cause(error)}; set MIMIKIT_LLM_BASE_URL"
             ) from None
 
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), RETRY_AFTER_MAX_SECONDS)
-        return min(self.backoff_base * (2**attempt), self.backoff_max)
+    def _delay(self, attempt: int, failure: _Retryable, tries: str) -> float:
+        """Seconds to wait before retry ``attempt + 1``: the server's wish, else the backoff.
+
+        Raises:
+            LLMUnavailable: The server asks to wait longer than ``RETRY_AFTER_MAX_SECONDS``.
+        """
+        if failure.delay is None:
+            return self.backoff(attempt)
+        wait = max(failure.delay, 0.0)
+        if wait > RETRY_AFTER_MAX_SECONDS:
+            raise LLMUnavailable(
+                f"{failure.reason} (after {tries}); it asks to retry after {wait:g} s, longer "
+                f"than the {RETRY_AFTER_MAX_SECONDS:g} s this client waits; try again later"
+            ) from None
+        return wait * (1 + RETRY_AFTER_JITTER * self._random.random())
+
+    def backoff(self, attempt: int) -> float:
+        """The jittered wait before retry ``attempt + 1`` when the server named none.
+
+        Between half and all of ``backoff_base * 2**attempt`` (capped at ``backoff_max``).
+        """
+        step = min(self.backoff_base * (2 ** min(attempt, 64)), self.backoff_max)
+        return step * (1 - BACKOFF_JITTER * self._random.random())
 
     def _attempt(
         self,
@@ -251,6 +284,12 @@ class LLMClient:
             ) from None
         except openai.APIStatusError as error:
             raise self._status_error(error, model) from None
+        except json.JSONDecodeError as error:
+            raise _Retryable(f"the LLM at {self.url} answered with malformed JSON "
+                             f"({error.msg} at position {error.pos})") from None
+        if isinstance(response, str):  # a body that is not JSON at all (e.g. a proxy page)
+            raise _Retryable(f"the LLM at {self.url} answered with a body that is not JSON: "
+                             f"{response[:80]!r}")
         return _parse(response, self.url)
 
     def _streamed(self, sdk: openai.OpenAI, model: str, messages: list[dict[str, Any]],
@@ -282,7 +321,7 @@ class LLMClient:
         if status == 429 or status >= 500:
             return _Retryable(
                 f"the LLM at {self.url} answered HTTP {status}: {detail}",
-                _retry_after(error.response.headers.get("retry-after")),
+                server_delay(error.response.headers),
             )
         if status in (401, 403):
             return LLMUnavailable(
@@ -318,18 +357,48 @@ def _detail(error: openai.APIStatusError) -> str:
     return error.message or "no details"
 
 
-def _retry_after(value: str | None) -> float | None:
+def server_delay(headers: Any) -> float | None:
+    """The wait the server asks for: ``retry-after-ms`` (milliseconds), else ``Retry-After``
+    (seconds, or an HTTP date); None when it names none or nothing readable."""
+    millis = _number(headers.get("retry-after-ms"))
+    if millis is not None:
+        return millis / 1000
+    value = headers.get("retry-after")
+    seconds = _number(value)
+    if seconds is not None or not value:
+        return seconds
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return (when - datetime.now(UTC)).total_seconds()
+
+
+def _number(value: str | None) -> float | None:
+    """A finite float from a header value, else None."""
     if not value:
         return None
     try:
-        return float(value)
+        number = float(value)
     except ValueError:
-        return None  # an HTTP date: fall back to our own backoff
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _parse(response: Any, url: str) -> Completion:
     if not getattr(response, "choices", None):
         raise LLMUnavailable(f"the LLM at {url} returned no choices: {str(response)[:200]}")
+    try:
+        return _completion(response)
+    except (AttributeError, TypeError, IndexError, KeyError) as error:
+        # The SDK builds its objects without validation: a wrong shape shows up only here.
+        raise _Retryable(f"the LLM at {url} answered with a body that is not a chat "
+                         f"completion ({type(error).__name__}: {error})") from None
+
+
+def _completion(response: Any) -> Completion:
     message = response.choices[0].message
     calls = [
         ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")

@@ -217,10 +217,13 @@ def _parse_args(tool: Tool, arguments_json: str) -> BaseModel | ToolOutcome:
             f"the arguments of {tool.name!r} are not valid JSON: {error.msg} at line "
             f"{error.lineno} column {error.colno} (near {near!r}); send one JSON object"
         )
+    except RecursionError:
+        return _error(f"the arguments of {tool.name!r} nest too deeply to be read; "
+                      "send a flatter JSON object")
     if isinstance(data, str) and data.strip().startswith("{"):
         try:  # arguments encoded twice (a JSON string holding the JSON object)
             data = json.loads(data)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             pass
     if not isinstance(data, dict):
         return _error(

@@ -30,6 +30,7 @@ from mimikit.store.runtime import Runtime, get_runtime
 
 log = logging.getLogger("mimikit.beat")
 LIVENESS_SECONDS = 30
+STANDBY_POLL_SECONDS = 1.0
 
 
 class Scheduler(RedBeatScheduler):
@@ -182,6 +183,25 @@ class Scheduler(RedBeatScheduler):
             return True
         return False
 
+    def wait_for_lock(self) -> None:
+        """Block until this beat holds the lock (this replaces RedBeat's own wait).
+
+        RedBeat waits for the lock to expire (``redbeat_lock_timeout``) even when its holder is
+        known to be dead; here a standby takes the lock of a beat that died on this host within
+        ``STANDBY_POLL_SECONDS``, and one on another host once the lock expires.
+        """
+        lock = self._new_lock()
+        while True:
+            try:
+                if lock.acquire(blocking=False):
+                    break
+                self._take_over_stale_lock()
+            except RedisError as error:
+                log.warning("beat: standby cannot reach Redis: %s", error)
+            time.sleep(STANDBY_POLL_SECONDS)
+        self.lock = lock
+        log.info("beat: Acquired lock")
+
     def _holder_key(self) -> str:
         return self.runtime.keys.meta("beat")
 
@@ -220,10 +240,12 @@ def liveness(runtime: Runtime) -> dict[str, Any]:
 
 
 def on_beat_init(sender: Any = None, **_: Any) -> None:
-    """After RedBeat took the lock: note the holder and run the start-up recovery once."""
+    """Wait as a standby until this beat holds the lock, note the holder, run the start-up
+    recovery once."""
     scheduler = getattr(sender, "scheduler", None)
     if not isinstance(scheduler, Scheduler):
         return
-    if scheduler.lock is not None:
+    if scheduler.lock_key:
+        scheduler.wait_for_lock()
         scheduler.record_holder()
     scheduler.app.send_task("mimikit.supervisor.recover", queue="supervisor")

@@ -1,7 +1,8 @@
 """Recovery: tasks whose worker died, deferred retries, and what to redo after a restart.
 
-A running task keeps a heartbeat key alive; when the key expired its worker is gone. The task is
-then re-queued after an exponential backoff (through ``deferUntil``, status ``deferred``) while
+A running task keeps a heartbeat key alive; when the key has stayed away ``heartbeat_seconds``
+(not only expired: a Redis restart drops live heartbeats too, until they are renewed) its worker
+is gone. The task is then re-queued after an exponential backoff (through ``deferUntil``, status ``deferred``) while
 ``attempts < retry.maxAttempts``, else it fails with the reason, which routes like any failure.
 """
 
@@ -18,6 +19,7 @@ from mimikit.delivery.retry import may_retry, next_attempt_at
 from mimikit.models import Result, Task, utcnow
 from mimikit.scheduling import triggers
 from mimikit.scheduling.entries import entry_exists
+from mimikit.scheduling.retirement import retire_if_spent
 from mimikit.store.keys import as_text
 from mimikit.store.runtime import Runtime
 from mimikit.supervisor.routing import task_finished
@@ -29,15 +31,31 @@ STRANDED_SECONDS = 60
 
 
 def recover_lost(runtime: Runtime, now: datetime) -> list[str]:
-    """Re-queue or fail every running task whose heartbeat expired; returns their ids."""
+    """Re-queue or fail every running task whose heartbeat stayed away; returns their ids.
+
+    A missing heartbeat is first only suspected: after a Redis restart or a network cut the
+    heartbeats of live deliveries are gone too, until they renew them (within a second or so).
+    Only a heartbeat still missing ``heartbeat_seconds`` after it was first missed counts.
+    """
     redis, keys = runtime.redis, runtime.keys
     ids = sorted(as_text(i) for i in redis.smembers(keys.status("running")))
-    if not ids:
-        return []
+    suspects_key = keys.meta("heartbeat_missed")
     pipe = redis.pipeline(transaction=False)
     for task_id in ids:
         pipe.exists(keys.heartbeat(task_id))
-    lost = [task_id for task_id, alive in zip(ids, pipe.execute(), strict=True) if not alive]
+    pipe.hgetall(suspects_key)
+    *alive, raw_suspects = pipe.execute()
+    suspects = {as_text(k): float(v) for k, v in raw_suspects.items()}
+    missing = {task_id for task_id, beating in zip(ids, alive, strict=True) if not beating}
+    cleared = [task_id for task_id in suspects if task_id not in missing]
+    new = {task_id: now.timestamp() for task_id in missing if task_id not in suspects}
+    if cleared:
+        redis.hdel(suspects_key, *cleared)
+    if new:
+        redis.hset(suspects_key, mapping=new)
+    grace = runtime.settings.heartbeat_seconds
+    lost = sorted(task_id for task_id, since in suspects.items()
+                  if task_id in missing and now.timestamp() - since >= grace)
     return [task_id for task_id in lost if handle_lost(runtime, task_id, now)]
 
 
@@ -131,6 +149,7 @@ def restore_triggers(runtime: Runtime) -> list[str]:
         elif trigger.type == "conditional":
             triggers.index_conditional(runtime, trigger)
             triggers.evaluate(runtime, trigger.id, cause="recovery", trigger=trigger)
+            retire_if_spent(runtime, trigger.id)  # e.g. one made on a task already finished
     return restored
 
 

@@ -12,7 +12,6 @@ from functools import partial
 from mimikit.delivery.dispatch import enqueue
 from mimikit.models import Task
 from mimikit.scheduling import triggers
-from mimikit.scheduling.retirement import retire_if_spent
 from mimikit.store.runtime import Runtime
 from mimikit.store.writepipe import WritePipe
 from mimikit.tasks import fingerprint
@@ -50,6 +49,5 @@ def start(runtime: Runtime, tasks: list[Task]) -> None:
         if task.is_trigger:  # one trigger that cannot start must not keep the others back
             triggers.guarded(runtime, task.id, "install",
                              partial(triggers.install, runtime, task), None)
-            retire_if_spent(runtime, task.id)  # e.g. on a task that already finished
         else:
             task.celeryId = enqueue(runtime, task)

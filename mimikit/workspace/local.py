@@ -66,6 +66,10 @@ class Workspace:
                 f"path {path!r} is outside the work directory {self.root}; use a path inside it"
             )
         real = Path(os.path.realpath(candidate))
+        if any(part.is_symlink() for part in (real, *real.parents)):
+            # realpath leaves a symlink it cannot resolve, i.e. a loop, as it is.
+            raise ToolError(f"path {path!r} goes through a symlink loop; remove the loop "
+                            "(e.g. with shell) or use another path")
         if not real.is_relative_to(self.root):
             raise ToolError(
                 f"path {path!r} goes through a symlink to {real}, outside the work directory "
