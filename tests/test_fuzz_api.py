@@ -18,6 +18,7 @@ from urllib.parse import quote, urlencode
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import SecretStr
 
 from mimikit.models import Message, PendingQuestion, Task
 
@@ -58,6 +59,8 @@ PARAMS = {  # each query parameter an endpoint reads, with values of its kind an
     "role": st.sampled_from(["planner", "worker", "llm_eval", "teller", "", "None"]),
     "q": st.text(max_size=1200) | st.sampled_from(["-", "[", "*", "\\", "\x00", "的 the"]),
     "lastEventId": st.sampled_from(["0-0", "1-", "$", "+", "18446744073709551616-0"]),
+    "by": st.sampled_from(["trace", "trigger", "day", "task", ""]),
+    "format": st.sampled_from(["json", "markdown", "md", ""]),
     "token": latin1,
 }
 queries = st.fixed_dictionaries(
@@ -75,6 +78,9 @@ ENDPOINTS = [
     ("GET", "/api/messages/export"), ("GET", "/api/events"), ("GET", "/api/tasks"),
     ("GET", "/api/tasks/{id}"), ("POST", "/api/tasks/{id}/cancel"), ("GET", "/api/question"),
     ("POST", "/api/question/answer"), ("GET", "/api/memory/search"),
+    ("GET", "/api/messages/search"), ("GET", "/api/usage"), ("GET", "/metrics"),
+    ("POST", "/api/tasks/{id}/pause"), ("POST", "/api/tasks/{id}/resume"),
+    ("POST", "/api/tasks/{id}/run"), ("PATCH", "/api/tasks/{id}"),
 ]
 
 
@@ -174,12 +180,12 @@ def test_no_endpoint_answers_5xx_or_changes_state_when_rejecting(checked, seeded
                                                                   query, task_id, body, header):
     method, template = endpoint
     task_id = seeded[1].id if task_id == KNOWN else task_id
-    data = json.dumps(body, ensure_ascii=True) if method == "POST" else None
+    data = json.dumps(body, ensure_ascii=True) if method in ("POST", "PATCH") else None
     options = {"headers": {"Content-Type": "application/json", **header}}
     checked(method, _url(template, task_id, query), data=data, **options)
 
 
-POSTS = [endpoint for endpoint in ENDPOINTS if endpoint[0] == "POST"]
+POSTS = [endpoint for endpoint in ENDPOINTS if endpoint[0] in ("POST", "PATCH")]
 
 
 @FUZZ
@@ -207,11 +213,11 @@ def test_with_a_token_every_call_without_it_is_401_and_changes_nothing(seeded, e
     from web import create_app
 
     runtime, task = seeded
-    app = create_app(runtime.settings.model_copy(update={"api_token": TOKEN}))
+    app = create_app(runtime.settings.model_copy(update={"api_token": SecretStr(TOKEN)}))
     check = Checked(app.test_client(), runtime.redis)
     method, template = endpoint
     header = {} if given_token is None else {"Authorization": f"Bearer {given_token}"}
-    body = json.dumps({"text": "hi", "answer": "a"}) if method == "POST" else None
+    body = json.dumps({"text": "hi", "answer": "a"}) if method in ("POST", "PATCH") else None
     status = check(method, _url(template, task.id, {"q": "x"}), data=body,
                    headers={"Content-Type": "application/json", **header})
     if given_token != TOKEN:

@@ -63,7 +63,8 @@ def test_a_page_can_start_before_a_time(client, runtime):
     body = page(client, f"scope=finished&before={quote(middle.isoformat())}")
     assert [t["id"] for t in body["tasks"]] == [tasks[1].id, tasks[0].id]
     assert body["nextBefore"] is None
-    naive = middle.astimezone(UTC).replace(tzinfo=None).isoformat()  # read as UTC
+    assert runtime.settings.timezone == "UTC"  # a naive time is read in MIMIKIT_TIMEZONE
+    naive = middle.astimezone(UTC).replace(tzinfo=None).isoformat()
     assert page(client, f"scope=finished&before={naive}")["tasks"] == body["tasks"]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from flask import Blueprint, Response, abort, jsonify, request
@@ -19,7 +19,7 @@ from mimikit.status import status as status_report
 from mimikit.tasks.cancel import cancel_task
 from mimikit.tasks.listing import MAX_PAGE, RECENT_FINISHED, SCOPES, detail, list_page
 from web.auth import check_token
-from web.bodies import parse_body
+from web.bodies import arg_int, arg_time, parse_body
 from web.context import runtime
 from web.transcript import filename, transcript
 
@@ -40,42 +40,6 @@ class AnswerBody(BaseModel):
 @bp.before_request
 def _auth() -> None:
     check_token()
-
-
-def _arg_int(name: str, default: int, low: int, high: int) -> int:
-    raw = request.args.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        abort(400, description=f"query parameter '{name}' must be an integer, got {raw!r}")
-    if not low <= value <= high:
-        abort(400, description=f"query parameter '{name}' must be between {low} and {high}")
-    return value
-
-
-def _arg_time(name: str) -> datetime | None:
-    """An ISO 8601 query parameter as an aware UTC time (naive times are read as UTC)."""
-    raw = request.args.get(name)
-    if not raw:
-        return None
-    value = _utc_time(raw)
-    if value is None:
-        abort(400, description=f"query parameter '{name}' must be an ISO 8601 time between "
-                               f"the years 1 and 9999, e.g. 2025-01-31T12:00:00Z; got {raw!r}")
-    return value
-
-
-def _utc_time(raw: str) -> datetime | None:
-    """``raw`` as an aware UTC time (naive: read as UTC); None when it is not one."""
-    try:
-        value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-        value.timestamp()  # years 1 and 9999 at the edges of the range have no timestamp
-    except (ValueError, OverflowError):
-        return None
-    return value
 
 
 def _arg_query() -> str:
@@ -109,8 +73,8 @@ def post_input() -> Any:
 
 @bp.get("/messages")
 def messages() -> Any:
-    limit = _arg_int("limit", 100, 1, 1000)
-    before, after = _arg_time("before"), _arg_time("after")
+    limit = arg_int("limit", 100, 1, 1000)
+    before, after = arg_time("before"), arg_time("after")
     state = runtime().state
     if before or after:
         found = state.messages_between(after, before, limit=limit)
@@ -122,7 +86,7 @@ def messages() -> Any:
 @bp.get("/messages/search")
 def search_messages() -> Any:
     query = _arg_query()
-    limit = _arg_int("limit", 20, 1, 100)
+    limit = arg_int("limit", 20, 1, 100)
     state = runtime().state
     found, scanned = state.search_messages(query, limit, SEARCH_MAX_SCANNED_MESSAGES)
     # Fewer hits than asked for and messages left unread: older matches may exist.
@@ -152,7 +116,7 @@ def tasks() -> Any:
         abort(400, description=f"query parameter 'scope' must be one of {', '.join(SCOPES)}")
     if role not in (None, "planner", "worker", "llm_eval"):
         abort(400, description="query parameter 'role' must be planner, worker or llm_eval")
-    limit = _arg_int("limit", RECENT_FINISHED, 1, MAX_PAGE)
+    limit = arg_int("limit", RECENT_FINISHED, 1, MAX_PAGE)
     before = _arg_before()
     if before is not None and scope != "finished":
         abort(400, description="query parameter 'before' pages finished tasks: use it with "
@@ -166,19 +130,16 @@ def tasks() -> Any:
 
 
 def _arg_before() -> datetime | str | None:
-    """``before`` of the task list: an ISO 8601 time (naive: UTC) or a cursor (the
-    ``nextBefore`` of the previous page: a task id)."""
+    """``before`` of the task list: an ISO 8601 time (naive: in ``MIMIKIT_TIMEZONE``) or a
+    cursor (the ``nextBefore`` of the previous page: a task id)."""
     raw = request.args.get("before")
-    if not raw:
-        return None
-    if CURSOR.fullmatch(raw) and not raw[0].isdigit():
-        return raw
-    when = _utc_time(raw)
-    if when is None:
+    if raw and not raw[0].isdigit():
+        if CURSOR.fullmatch(raw):
+            return raw
         abort(400, description="query parameter 'before' must be an ISO 8601 time (e.g. "
                                "2025-01-31T12:00:00Z) or the nextBefore of a previous page, "
                                f"got {raw[:100]!r}")
-    return when
+    return arg_time("before")
 
 
 @bp.get("/tasks/<task_id>")
@@ -217,7 +178,7 @@ def answer() -> Any:
 @bp.get("/memory/search")
 def memory_search() -> Any:
     query = _arg_query()
-    limit = _arg_int("limit", 5, 1, 50)
-    after, before = _arg_time("after"), _arg_time("before")
+    limit = arg_int("limit", 5, 1, 50)
+    after, before = arg_time("after"), arg_time("before")
     hits = search_memory(runtime().settings, query, after=after, before=before, limit=limit)
     return jsonify(hits=hits)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from flask import Blueprint, abort, jsonify, request
@@ -10,6 +9,7 @@ from flask import Blueprint, abort, jsonify, request
 from mimikit.spending import book
 from mimikit.spending.budget import budget_state
 from web.auth import check_token
+from web.bodies import arg_int, arg_time
 from web.context import runtime
 
 bp = Blueprint("usage", __name__, url_prefix="/api")
@@ -27,26 +27,8 @@ def usage() -> Any:
     if by not in book.LISTED_SCOPES:
         abort(400, description=f"query parameter 'by' must be one of "
                                f"{', '.join(book.LISTED_SCOPES)}, got {by!r}")
-    limit = _limit()
-    before = _before()
+    limit = arg_int("limit", 50, 1, MAX_ROWS)
+    before = arg_time("before")
     rt = runtime()
-    rows = book.listing(rt, by, limit, before)
+    rows = book.listing(rt, by, limit, before.timestamp() if before else None)
     return jsonify(by=by, usage=rows, budget=budget_state(rt))
-
-
-def _limit() -> int:
-    raw = request.args.get("limit", "50")
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_ROWS:
-        abort(400, description=f"query parameter 'limit' must be a whole number from 1 to "
-                               f"{MAX_ROWS}, got {raw!r}")
-    return int(raw)
-
-
-def _before() -> float | None:
-    raw = request.args.get("before")
-    if not raw:
-        return None
-    try:
-        return datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        abort(400, description=f"query parameter 'before' must be an ISO 8601 time, got {raw!r}")

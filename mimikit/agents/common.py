@@ -15,7 +15,8 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from mimikit.agents.prompts import build_system_prompt
 from mimikit.delivery.execution import TaskCanceled, TaskTimedOut
-from mimikit.llm.client import ChatClient, LLMClient, StreamingClient
+from mimikit.llm.client import LLMClient, StreamingClient
+from mimikit.llm.completion import ChatClient
 from mimikit.llm.loop import Observer, RunRecord, run_agent
 from mimikit.llm.registry import Registry
 from mimikit.memory.service import warm as index_warm

@@ -8,16 +8,16 @@ import math
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Protocol
+from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletion
 
 from mimikit.config import secret_text
 from mimikit.exceptions import LLMUnavailable
+from mimikit.llm.completion import Completion, ToolCall
 from mimikit.llm.streaming import read_stream
 from mimikit.models import Usage
 
@@ -36,36 +36,6 @@ BACKOFF_JITTER = 0.5
 RETRY_AFTER_JITTER = 0.1
 
 
-@dataclass(frozen=True)
-class ToolCall:
-    """One function call the model asked for; ``arguments`` is the raw JSON text it sent."""
-
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass
-class Completion:
-    """The model's answer to one chat request."""
-
-    content: str | None
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    raw_message: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, content: str | None, calls: list[ToolCall], usage: Usage) -> Completion:
-        """A completion and the assistant message it adds to the transcript."""
-        raw: dict[str, Any] = {"role": "assistant", "content": content}
-        if calls:
-            raw["tool_calls"] = [
-                {"id": c.id, "type": "function",
-                 "function": {"name": c.name, "arguments": c.arguments}} for c in calls
-            ]
-        return cls(content=content, tool_calls=calls, usage=usage, raw_message=raw)
-
-
 class LLMDeadline(LLMUnavailable):
     """Raised when the caller's deadline passes during a request or while waiting to retry."""
 
@@ -77,14 +47,6 @@ class _Retryable(Exception):
         super().__init__(reason)
         self.reason = reason
         self.delay = delay
-
-
-class ChatClient(Protocol):
-    """Anything that answers chat completions like ``LLMClient.chat``."""
-
-    def chat(self, model: str, messages: list[dict[str, Any]],
-             tools: list[dict[str, Any]] | None = None, deadline: float | None = None
-             ) -> Completion: ...
 
 
 class StreamingClient:

@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from mimikit.llm.client import ChatClient, Completion, LLMDeadline, ToolCall
+from mimikit.llm.client import LLMDeadline
+from mimikit.llm.completion import ChatClient, Completion, ToolCall
 from mimikit.llm.corrections import plain_answer_correction
 from mimikit.llm.registry import Registry, ToolOutcome
 from mimikit.models import Model, Usage, new_id, utcnow

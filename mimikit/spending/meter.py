@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mimikit.llm.client import ChatClient, Completion
+from mimikit.llm.completion import ChatClient, Completion
 from mimikit.models import Usage
 from mimikit.spending import book, budget
 from mimikit.spending.prices import cost_of

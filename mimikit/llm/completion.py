@@ -1,0 +1,47 @@
+"""What one chat request answers (``Completion``, its ``ToolCall``s), and what answers one
+(``ChatClient``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mimikit.models import Usage
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call the model asked for; ``arguments`` is the raw JSON text it sent."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class Completion:
+    """The model's answer to one chat request."""
+
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    raw_message: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, content: str | None, calls: list[ToolCall], usage: Usage) -> Completion:
+        """A completion and the assistant message it adds to the transcript."""
+        raw: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            raw["tool_calls"] = [
+                {"id": c.id, "type": "function",
+                 "function": {"name": c.name, "arguments": c.arguments}} for c in calls
+            ]
+        return cls(content=content, tool_calls=calls, usage=usage, raw_message=raw)
+
+
+class ChatClient(Protocol):
+    """Anything that answers chat completions like ``LLMClient.chat``."""
+
+    def chat(self, model: str, messages: list[dict[str, Any]],
+             tools: list[dict[str, Any]] | None = None, deadline: float | None = None
+             ) -> Completion: ...
