@@ -10,15 +10,17 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, get_args
 
 import click
 from pydantic import ValidationError
 from redis.exceptions import RedisError
 
-from mimikit.config import Settings, load_settings
+from mimikit.config import LogLevel, Settings, load_settings
+from mimikit.console.errors import describe_usage, describe_validation, fail, redis_url
 from mimikit.exceptions import MimikitError
-from mimikit.tasks.listing import SCOPES
+from mimikit.logs import celery_flags
+from mimikit.tasks.listing import MAX_PAGE, RECENT_FINISHED, SCOPES
 
 ALL_QUEUES = "teller,planner,worker,supervisor"
 ROLES = ("teller", "planner", "worker", "llm_eval")
@@ -27,7 +29,8 @@ SHELLS = ("bash", "zsh", "fish")
 COMPLETE_VARIABLE = "_MIMIKIT_COMPLETE"
 # Options that override a setting: exported, so the children of `mimikit up` see them too.
 OVERRIDES = {"port": "MIMIKIT_PORT", "state_dir": "MIMIKIT_STATE_DIR",
-             "work_dir": "MIMIKIT_WORK_DIR", "host": "MIMIKIT_HOST"}
+             "work_dir": "MIMIKIT_WORK_DIR", "host": "MIMIKIT_HOST",
+             "loglevel": "MIMIKIT_LOG_LEVEL"}
 CELERY_PASSTHROUGH = (
     "Any other option goes to Celery's worker unchanged, e.g. --pool solo, --autoscale 10,2, "
     "--max-tasks-per-child 100, --prefetch-multiplier 1 (see `celery worker --help`).")
@@ -116,31 +119,31 @@ def up() -> int:
               help="pool processes (default: MIMIKIT_CONCURRENCY)")
 @click.option("--name", default="mimikit@%h", show_default=True,
               help="the worker's node name (%h: this host's name)")
-@click.option("--loglevel", default="INFO", show_default=True,
-              help="DEBUG, INFO, WARNING, ERROR or CRITICAL")
+@click.option("--loglevel", type=click.Choice(get_args(LogLevel), case_sensitive=False),
+              help="overrides MIMIKIT_LOG_LEVEL (default INFO)")
 @click.argument("celery_options", nargs=-1, type=click.UNPROCESSED, metavar="[CELERY OPTIONS]")
 @instance_options
-def worker(queues: str, concurrency: int | None, name: str, loglevel: str,
-           celery_options: tuple[str, ...]) -> int:
+def worker(queues: str, concurrency: int | None, name: str, celery_options: tuple[str, ...]
+           ) -> int:
     """Run one Celery worker (default: every queue)."""
     settings = _settings()
     from mimikit.celery_app import app
 
-    argv = ["worker", "--queues", queues, "--concurrency", str(concurrency or settings.concurrency),
-            "--loglevel", loglevel, "--hostname", name, "-E", *celery_options]
+    argv = [*celery_flags(settings), "worker", "--queues", queues, "--concurrency",
+            str(concurrency or settings.concurrency), "--hostname", name, "-E", *celery_options]
     return int(app.start(argv) or 0)
 
 
 @cli.command()
-@click.option("--loglevel", default="INFO", show_default=True,
-              help="DEBUG, INFO, WARNING, ERROR or CRITICAL")
+@click.option("--loglevel", type=click.Choice(get_args(LogLevel), case_sensitive=False),
+              help="overrides MIMIKIT_LOG_LEVEL (default INFO)")
 @instance_options
-def beat(loglevel: str) -> int:
+def beat() -> int:
     """Run the RedBeat scheduler (run exactly one; a second one waits as a standby)."""
-    _settings()
+    settings = _settings()
     from mimikit.celery_app import app
 
-    return int(app.start(["beat", "--loglevel", loglevel]) or 0)
+    return int(app.start([*celery_flags(settings), "beat"]) or 0)
 
 
 @cli.command()
@@ -212,14 +215,18 @@ def answer(text: tuple[str, ...], wait: bool, timeout: float) -> int:
 
 @cli.command()
 @click.option("--scope", type=click.Choice(SCOPES), default="all", show_default=True,
-              help="queued, running, triggers, or all (with the recently finished)")
+              help="queue, running, triggers, finished, or all (with the newest finished)")
+@click.option("--limit", type=click.IntRange(1, MAX_PAGE), default=RECENT_FINISHED,
+              show_default=True, help="finished tasks to show, newest first")
+@click.option("--before", metavar="TIME|ID", help="with --scope finished: those finished "
+              "before an ISO 8601 time, or after the task ID a previous page ended with")
 @json_option
 @instance_options
-def tasks(scope: str, as_json: bool) -> int:
+def tasks(scope: str, limit: int, before: str | None, as_json: bool) -> int:
     """List tasks."""
     from mimikit.console.tasks import print_tasks
 
-    return print_tasks(_settings(), scope=scope, as_json=as_json)
+    return print_tasks(_settings(), scope=scope, as_json=as_json, limit=limit, before=before)
 
 
 @cli.group()
@@ -354,44 +361,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.exceptions.NoArgsIsHelpError as error:
         error.show()  # `mimikit` alone: the help, as click shows it
     except click.UsageError as error:
-        _fail(describe_usage(error))
+        fail(describe_usage(error))
     except click.ClickException as error:
-        _fail(error.format_message())
+        fail(error.format_message())
     except MimikitError as error:
-        _fail(str(error))
+        fail(str(error))
     except RedisError as error:
         reason = str(error).rstrip(".")
-        _fail(f"cannot reach Redis at {_redis_url()}: {reason}; start it or run `mimikit up`")
+        fail(f"cannot reach Redis at {redis_url()}: {reason}; start it or run `mimikit up`")
     except ValidationError as error:
-        _fail(describe_validation(error))
+        fail(describe_validation(error))
     except (click.Abort, KeyboardInterrupt):
         return 130
     return 1
-
-
-def _fail(message: str) -> None:
-    """Print ``mimikit: message`` as one line on stderr."""
-    print("mimikit: " + " ".join(message.split()), file=sys.stderr)
-
-
-def describe_usage(error: click.UsageError) -> str:
-    """A command-line mistake and where to read the usage, e.g. ``Invalid value for ...``."""
-    path = error.ctx.command_path if error.ctx is not None else "mimikit"
-    return f"{error.format_message().rstrip('.')}; see `{path} --help`"
-
-
-def describe_validation(error: ValidationError) -> str:
-    """One line naming each invalid field, e.g. ``invalid text: String should have ...``."""
-    return "; ".join(
-        f"invalid {'.'.join(str(part) for part in item['loc']) or 'value'}: {item['msg']}"
-        for item in error.errors())
-
-
-def _redis_url() -> str:
-    """The configured Redis URL with any credentials hidden."""
-    from mimikit.status import safe_url
-
-    return safe_url(load_settings())
 
 
 if __name__ == "__main__":

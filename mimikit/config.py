@@ -10,7 +10,14 @@ from typing import Literal
 from urllib.parse import urlparse
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mimikit.exceptions import ConfigError
@@ -20,6 +27,7 @@ from mimikit.spending.prices import PriceTable, parse_prices
 Role = Literal["teller", "planner", "worker"]
 # Settings whose values are never printed, not even in an error about them.
 SECRET_SETTINGS = frozenset({"api_token", "llm_api_key", "flower_basic_auth"})
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 
 class Settings(BaseSettings):
@@ -74,6 +82,12 @@ class Settings(BaseSettings):
                                                              "the Teller's small reserve)")
     budget_task: float | None = Field(None, ge=0, description="most one task may spend")
 
+    retention_days: int = Field(30, ge=1, le=36_500, description="days finished tasks, their "
+                                "results, logs and run records are kept")
+    log_level: LogLevel = Field("INFO", description="the least severe log records written")
+    log_format: Literal["text", "json"] = Field(
+        "text", description="text lines, or one JSON object per line")
+
     @field_validator("redis_url")
     @classmethod
     def _redis_scheme(cls, value: str) -> str:
@@ -90,6 +104,14 @@ class Settings(BaseSettings):
             raise ValueError("not an IANA time zone; use e.g. UTC, Europe/Berlin or "
                              "America/New_York") from None
         return value
+
+    @field_validator("log_level", "log_format", mode="before")
+    @classmethod
+    def _any_case(cls, value: object, info: ValidationInfo) -> object:
+        if not isinstance(value, str):
+            return value
+        value = value.strip()
+        return value.upper() if info.field_name == "log_level" else value.lower()
 
     @field_validator("prices")
     @classmethod
@@ -117,6 +139,11 @@ class Settings(BaseSettings):
     def price_table(self) -> PriceTable:
         """The price of each model that has one."""
         return parse_prices(self.prices)
+
+    @property
+    def retention_seconds(self) -> int:
+        """How long finished tasks and their records are kept, in seconds."""
+        return self.retention_days * 24 * 3600
 
     @property
     def tz(self) -> ZoneInfo:

@@ -20,7 +20,7 @@ from redis.exceptions import RedisError, ResponseError
 from mimikit.config import Settings, secret_text
 from mimikit.delivery.dispatch import queue_depths
 from mimikit.delivery.queues import QUEUES
-from mimikit.delivery.workers import WORKER_TTL_SECONDS, workers
+from mimikit.delivery.workers import WORKER_TTL_SECONDS, worker_keys, workers
 from mimikit.exceptions import LLMUnavailable
 from mimikit.llm.client import LLMClient
 from mimikit.models import utcnow
@@ -179,7 +179,7 @@ def _local_skew(runtime: Runtime) -> float:
 def _worker_skews(runtime: Runtime) -> dict[str, float]:
     """Seconds each worker host's clock is ahead of Redis (by host; entries without a
     ``seenAt`` stamp are left out)."""
-    keys = sorted(runtime.redis.scan_iter(match=runtime.keys.workers_pattern, count=500))
+    keys = worker_keys(runtime)
     pipe = runtime.redis.pipeline(transaction=False)
     pipe.time()
     for key in keys:

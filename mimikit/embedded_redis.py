@@ -52,6 +52,8 @@ def start(url: str, data_dir: Path, log_path: Path | None = None) -> subprocess.
         "--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
         "--daemonize", "no", "--protected-mode", "yes",
     ]
+    if log_path:  # opened by redis-server for each line, so the file can be rotated by renaming
+        args += ["--logfile", str(log_path.resolve())]  # redis-server changes to --dir first
     out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
     process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
                                start_new_session=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from mimikit import logs
 from mimikit.config import Settings, is_loopback, secret_text
 from mimikit.exceptions import ConfigError
 
@@ -31,7 +32,10 @@ def flower_argv(settings: Settings, address: str, port: int) -> list[str]:
             f"refusing to serve Flower on {address} without auth: set "
             f"{BASIC_AUTH_VARIABLE}=user:password, or bind 127.0.0.1"
         )
-    argv = ["flower", f"--address={address}", f"--port={port}"]
+    argv = ["flower", f"--address={address}", f"--port={port}",
+            f"--logging={settings.log_level.lower()}"]  # tornado sets the root level from it
+    if settings.log_format == "json":
+        argv.insert(0, "--quiet")  # its start-up banner is not JSON
     if basic_auth:
         argv.append(f"--basic-auth={basic_auth}")
     if loopback and not basic_auth:
@@ -45,6 +49,7 @@ def flower_argv(settings: Settings, address: str, port: int) -> list[str]:
 def run_flower(settings: Settings, address: str = "127.0.0.1", port: int = 5555) -> int:
     """Run Flower in the foreground against the instance's broker."""
     argv = flower_argv(settings, address, port)
+    logs.configure_from(settings)
     from mimikit.celery_app import app
 
     app.start(argv)

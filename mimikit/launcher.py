@@ -1,16 +1,19 @@
 """``mimikit up``: Redis (embedded when none answers), workers, beat and web, in the foreground.
 
 Children that die are restarted with backoff; Ctrl-C or SIGTERM stops them all, Redis last, and
-leaves no process behind. A lock file keeps a second ``up`` off the same state dir.
+leaves no process behind. A lock file keeps a second ``up`` off the same state dir. Each child's
+output goes to ``STATE_DIR/logs/NAME.log``, rotated by size (``mimikit.logfiles``).
 """
 
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -19,9 +22,10 @@ from typing import IO, Any
 
 from redis.exceptions import RedisError
 
-from mimikit import embedded_redis
+from mimikit import embedded_redis, logs
 from mimikit.config import Settings, check_web_bind, hide_password
 from mimikit.exceptions import AlreadyRunning, MimikitError
+from mimikit.logfiles import pump, rotate_if_over
 
 STOP_GRACE_SECONDS = 20
 BEAT_GRACE_SECONDS = 60
@@ -29,6 +33,9 @@ BEAT_CHECK_SECONDS = 10
 MAX_BACKOFF_SECONDS = 30
 READY_PROBE_SECONDS = 0.5
 READY_WARN_SECONDS = 60
+ROTATE_CHECK_SECONDS = 10  # how often the embedded Redis's own log is checked for its size
+PUMP_DRAIN_SECONDS = 5  # how long the last lines of a stopped child may take to reach its log
+log = logging.getLogger("mimikit.up")
 
 
 @dataclass
@@ -41,6 +48,7 @@ class Child:
     restarts: int = 0
     next_start: float = 0.0
     started_at: float = field(default=0.0)
+    pumps: list[threading.Thread] = field(default_factory=list)
 
 
 def lock_state_dir(state_dir: Path) -> IO[str]:
@@ -82,9 +90,8 @@ def children_for(settings: Settings) -> list[Child]:
 class Launcher:
     """Starts, watches and stops the children of ``mimikit up``."""
 
-    def __init__(self, settings: Settings, out: IO[str] = sys.stdout) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.out = out
         self.log_dir = settings.state_dir / "logs"
         self.redis: subprocess.Popen[bytes] | None = None
         self.children = children_for(settings)
@@ -95,9 +102,10 @@ class Launcher:
         self._web_failure_said = False
         self._started_at = 0.0
         self._next_probe = 0.0
+        self._next_rotate_check = 0.0
 
     def say(self, text: str) -> None:
-        print(f"mimikit: {text}", file=self.out, flush=True)
+        log.info(text)
 
     def run(self) -> int:
         """Run until a signal; returns the exit status."""
@@ -133,7 +141,10 @@ class Launcher:
                                           self.log_dir / "redis.log")
 
     def _start(self, child: Child) -> None:
-        child.process = spawn(child.argv, self.log_dir / f"{child.name}.log")
+        child.process = spawn(child.argv, None)
+        assert child.process.stdout is not None  # a pipe: spawn was given no log file
+        child.pumps = [p for p in child.pumps if p.is_alive()]
+        child.pumps.append(pump(child.process.stdout, self.log_dir / f"{child.name}.log"))
         child.started_at = time.monotonic()
 
     def _watch(self) -> None:
@@ -142,6 +153,9 @@ class Launcher:
             self._ensure_redis()
         now = time.monotonic()
         self._check_beat(now)
+        if now >= self._next_rotate_check:
+            self._next_rotate_check = now + ROTATE_CHECK_SECONDS
+            rotate_if_over(self.log_dir / "redis.log")
         for child in self.children:
             process = child.process
             if process is None:
@@ -214,23 +228,30 @@ class Launcher:
         stop_processes([c.process for c in self.children if c.process], STOP_GRACE_SECONDS)
         if self.redis is not None:
             stop_processes([self.redis], 10)
+        deadline = time.monotonic() + PUMP_DRAIN_SECONDS
+        for thread in (t for c in self.children for t in c.pumps):
+            thread.join(timeout=max(deadline - time.monotonic(), 0.01))
         self.say("stopped")
 
 
 def _answers(url: str) -> bool:
-    """True when ``url/api/status`` answers (a 401 counts: a token is set)."""
+    """True when ``url/api/health`` answers (a 503 counts: web serves, Redis is away)."""
     try:
-        with urllib.request.urlopen(f"{url}/api/status", timeout=1):
+        with urllib.request.urlopen(f"{url}/api/health", timeout=1):
             return True
     except OSError as error:
-        return getattr(error, "code", None) == 401
+        return getattr(error, "code", None) == 503
 
 
-def spawn(argv: list[str], log_path: Path, **options: Any) -> subprocess.Popen[bytes]:
-    """Start ``argv`` in a process group of its own, its output appended to ``log_path``."""
+def spawn(argv: list[str], log_path: Path | None, **options: Any) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a process group of its own, its output appended to ``log_path`` (or
+    to a pipe, ``process.stdout``, without one)."""
+    if log_path is None:
+        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True, **options)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
-        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+    with open(log_path, "ab") as out:
+        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True, **options)
 
 
@@ -269,6 +290,7 @@ def run_up(settings: Settings) -> int:
     """Entry point of ``mimikit up``; checks the web bind before starting anything."""
     try:
         check_web_bind(settings)
+        logs.configure_from(settings, sys.stdout)
         return Launcher(settings).run()
     except MimikitError as error:
         print(f"mimikit: {error}", file=sys.stderr)

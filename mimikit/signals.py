@@ -9,6 +9,8 @@
 - ``beat_init``: wait as a standby until this beat holds the lock (instead of RedBeat's own
   wait, which sits out the lock timeout even when the holder is dead), note the holder, run
   the start-up recovery.
+- ``setup_logging``: Mimikit's logging setup (``logs``) instead of Celery's, in workers and beat.
+- ``task_prerun`` / ``task_postrun``: the log records of a task carry its ids.
 Workers and beat also bring the stored data up to this version's schema when they start.
 """
 
@@ -22,6 +24,9 @@ from typing import Any
 
 from celery.signals import (
     beat_init,
+    setup_logging,
+    task_postrun,
+    task_prerun,
     worker_init,
     worker_process_init,
     worker_ready,
@@ -30,6 +35,7 @@ from celery.signals import (
 from redbeat.schedulers import acquire_distributed_beat_lock
 from redis.exceptions import RedisError
 
+from mimikit import logs
 from mimikit.delivery.workers import Registration, worker_info
 from mimikit.exceptions import MimikitError
 from mimikit.scheduling.beat import on_beat_init
@@ -58,6 +64,24 @@ def connect(warm: Callable[[Runtime], dict[str, float]] | None = None) -> None:
                                 dispatch_uid="mimikit.worker_process_init")
     beat_init.disconnect(acquire_distributed_beat_lock)
     beat_init.connect(_on_beat_init, weak=False, dispatch_uid="mimikit.beat_init")
+    setup_logging.connect(_setup_logging, weak=False, dispatch_uid="mimikit.setup_logging")
+    task_prerun.connect(_bind_task, weak=False, dispatch_uid="mimikit.task_prerun")
+    task_postrun.connect(_unbind_task, weak=False, dispatch_uid="mimikit.task_postrun")
+
+
+def _setup_logging(**_: Any) -> None:
+    """Celery's ``--loglevel`` is not used: ``MIMIKIT_LOG_LEVEL`` is the level."""
+    logs.configure_from(get_runtime().settings)
+
+
+def _bind_task(task_id: str | None = None, args: Any = None, kwargs: Any = None,
+               **_: Any) -> None:
+    ours = (kwargs or {}).get("task_id") or next(iter(args or ()), None)
+    logs.bind(celeryId=task_id, taskId=ours if isinstance(ours, str) else None)
+
+
+def _unbind_task(**_: Any) -> None:
+    logs.unbind()
 
 
 def _warm(**_: Any) -> None:

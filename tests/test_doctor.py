@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from processes import RedisServer, free_port, wait_for
@@ -172,6 +172,8 @@ def test_a_worker_host_whose_clock_is_off_fails_the_clock_check(runtime):
     # what register_worker writes on a host whose clock is 9 s ahead
     runtime.redis.set(runtime.keys.worker("w@drifting"), json.dumps(skewed),
                       ex=WORKER_TTL_SECONDS)
+    runtime.redis.zadd(runtime.keys.worker_names,
+                       {"w@drifting": datetime.fromisoformat(skewed["seenAt"]).timestamp()})
     check = check_clocks(runtime)
     assert check.status == "fail"
     assert check.detail.startswith("worker host drifting is 9.0 s ahead of Redis")

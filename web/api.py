@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from datetime import datetime
 from typing import Any
 
 from flask import Blueprint, Response, abort, jsonify, request
@@ -10,11 +12,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from mimikit.conversation import input as user_input
 from mimikit.conversation.gate import wake
 from mimikit.conversation.question import answer_question
+from mimikit.exceptions import NotFound
 from mimikit.memory.service import search_memory
 from mimikit.models import utcnow
 from mimikit.status import status as status_report
 from mimikit.tasks.cancel import cancel_task
-from mimikit.tasks.listing import SCOPES, detail, list_tasks
+from mimikit.tasks.listing import MAX_PAGE, RECENT_FINISHED, SCOPES, detail, list_page
 from web.auth import check_token
 from web.bodies import arg_int, arg_time, parse_body
 from web.context import runtime
@@ -26,6 +29,7 @@ EXPORT_FORMATS = ("json", "markdown")
 QUERY_MAX_CHARS = 1000
 # A history search reads at most this many of the newest messages, however long the history.
 SEARCH_MAX_SCANNED_MESSAGES = 20_000
+CURSOR = re.compile(r"[A-Za-z0-9_.:-]{1,200}")  # a task id, as ``nextBefore`` gives it
 
 
 class AnswerBody(BaseModel):
@@ -112,8 +116,30 @@ def tasks() -> Any:
         abort(400, description=f"query parameter 'scope' must be one of {', '.join(SCOPES)}")
     if role not in (None, "planner", "worker", "llm_eval"):
         abort(400, description="query parameter 'role' must be planner, worker or llm_eval")
-    found = list_tasks(runtime(), scope, role, include_finished=True)
-    return jsonify(tasks=found)
+    limit = arg_int("limit", RECENT_FINISHED, 1, MAX_PAGE)
+    before = _arg_before()
+    if before is not None and scope != "finished":
+        abort(400, description="query parameter 'before' pages finished tasks: use it with "
+                               "scope=finished")
+    try:
+        page = list_page(runtime(), scope, role, limit, before)
+    except NotFound as error:
+        abort(400, description=f"query parameter 'before': {error}; pass an ISO 8601 time or "
+                               "the nextBefore of a recent page")
+    return jsonify(tasks=page.tasks, nextBefore=page.next_before)
+
+
+def _arg_before() -> datetime | str | None:
+    """``before`` of the task list: an ISO 8601 time (naive: in ``MIMIKIT_TIMEZONE``) or a
+    cursor (the ``nextBefore`` of the previous page: a task id)."""
+    raw = request.args.get("before")
+    if raw and not raw[0].isdigit():
+        if CURSOR.fullmatch(raw):
+            return raw
+        abort(400, description="query parameter 'before' must be an ISO 8601 time (e.g. "
+                               "2025-01-31T12:00:00Z) or the nextBefore of a previous page, "
+                               f"got {raw[:100]!r}")
+    return arg_time("before")
 
 
 @bp.get("/tasks/<task_id>")

@@ -4,35 +4,60 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
 from mimikit.config import Settings
 from mimikit.conversation.gate import wake
+from mimikit.exceptions import ConfigError
 from mimikit.store.runtime import build_runtime
 from mimikit.tasks import control
 from mimikit.tasks.cancel import cancel_task
 from mimikit.tasks.checks import problems
 from mimikit.tasks.edit import TriggerEdit, edit, run_now
-from mimikit.tasks.listing import detail, list_tasks
+from mimikit.tasks.listing import RECENT_FINISHED, detail, list_page
 
 LINE_CHARS = 240  # a transcript message longer than this is cut in the text view
 
 
-def print_tasks(settings: Settings, scope: str = "all", as_json: bool = False) -> int:
-    found = list_tasks(build_runtime(settings), scope, include_finished=True)
+def print_tasks(settings: Settings, scope: str = "all", as_json: bool = False,
+                limit: int = RECENT_FINISHED, before: str | None = None) -> int:
+    """Print the tasks of ``scope``; finished ones a page at a time (``limit``, and ``before``:
+    an ISO 8601 time, naive in ``MIMIKIT_TIMEZONE``, or the task id a previous page ended with).
+
+    Raises:
+        ConfigError: ``before`` with a scope other than finished.
+        NotFound: ``before`` names a task that is not kept as finished.
+    """
+    if before and scope != "finished":
+        raise ConfigError("--before pages finished tasks: use it with --scope finished")
+    page = list_page(build_runtime(settings), scope, limit=limit,
+                     before=(_time(before, settings) or before) if before else None)
     if as_json:
-        print(json.dumps(found, indent=2))
+        print(json.dumps(page.tasks, indent=2))  # the next page: --before the last id
         return 0
-    if not found:
+    if not page.tasks:
         print("no tasks")
-    for task in found:
+    for task in page.tasks:
         label = task.get("title") or task["prompt"]
         when = f"  next {task['nextRunAt']}" if task.get("nextRunAt") else ""
         print(f"{task['id']}  {task['status']:<8} p{task['priority']}  {task['type']:<11} "
               f"{label[:60]}{when}")
+    if page.next_before:
+        print(f"older: mimikit tasks --scope finished --limit {limit} "
+              f"--before {page.next_before}")
     return 0
+
+
+def _time(value: str, settings: Settings) -> datetime | None:
+    """``value`` as an ISO 8601 time (naive: in ``MIMIKIT_TIMEZONE``); None when it is not."""
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=settings.tz)
 
 
 def show_task(settings: Settings, task_id: str, as_json: bool = False) -> int:

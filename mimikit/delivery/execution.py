@@ -16,6 +16,7 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 from redis.exceptions import RedisError
 
+from mimikit import logs
 from mimikit.delivery.retry import may_retry, next_attempt_at
 from mimikit.exceptions import MimikitError
 from mimikit.models import Result, Task, utcnow
@@ -83,6 +84,7 @@ def execute(state: StateStore, task_id: str, celery_id: str | None, default_time
         log.info("delivery of %s ignored: %s %s", task_id, decision.outcome, decision.detail)
         return decision
     task = decision.task
+    logs.bind(taskId=task.id, traceId=task.traceId)
     timeout = task.timeout or default_timeout
     control = RunControl(task=task, state=state, deadline=time.monotonic() + timeout)
     control.task.timeout = timeout

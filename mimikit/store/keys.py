@@ -4,6 +4,7 @@ from __future__ import annotations
 
 LOG_MAXLEN = 100_000  # entries kept in the log stream
 EVENTS_MAXLEN = 10_000  # entries kept in the live-event stream (what a reconnect can replay)
+TASK_LOG_KEPT = 1000  # events kept per task (a trigger that fires for months adds one a firing)
 
 
 class Keys:
@@ -23,8 +24,21 @@ class Keys:
         """Set of task ids currently in ``status``."""
         return self._k("status", status)
 
+    @property
+    def finished(self) -> str:
+        """Sorted set: id of each finished task -> when it finished (epoch seconds)."""
+        return self._k("finished")
+
     def result(self, task_id: str) -> str:
         return self._k("result", task_id)
+
+    def task_records(self, task_id: str) -> list[str]:
+        """The keys that live as long as a finished task: it, its result, its log and runs,
+        its spending, its last result's digest and what a summary task summarizes (see
+        ``store.retention``)."""
+        return [self.task(task_id), self.result(task_id), self.task_log(task_id),
+                self.runs(task_id), self.usage("task", task_id),
+                self.meta(f"lastresult:{task_id}"), self.meta(f"summary:{task_id}")]
 
     def heartbeat(self, task_id: str) -> str:
         return self._k("hb", task_id)
@@ -135,8 +149,9 @@ class Keys:
         return self._k("workers", hostname)
 
     @property
-    def workers_pattern(self) -> str:
-        return self._k("workers", "*")
+    def worker_names(self) -> str:
+        """Sorted set: name of each registered worker -> when it last registered (epoch s)."""
+        return self._k("workers")
 
     # spending
     def usage(self, scope: str, ident: str) -> str:

@@ -36,6 +36,7 @@ def build_runtime(settings: Settings) -> Runtime:
     keys = Keys(settings.key_prefix)
     state = StateStore(redis, keys, settings.state_dir)
     state.heartbeat_seconds = settings.heartbeat_seconds
+    state.retention_seconds = settings.retention_seconds
     return Runtime(settings=settings, redis=redis, keys=keys, state=state)
 
 

@@ -17,9 +17,11 @@ from redis import Redis
 from redis.client import Pipeline
 
 from mimikit.exceptions import InvalidTransition, NotFound
+from mimikit.logfiles import SharedRotatingFileHandler
 from mimikit.models import FINISHED, Result, Task, load, utcnow
 from mimikit.store.conversation import ConversationStore
 from mimikit.store.keys import Keys, as_text
+from mimikit.store.retention import GRACE_SECONDS, RUNS_KEPT
 from mimikit.store.runs import LiveRuns
 from mimikit.store.writepipe import WritePipe, queue_event
 
@@ -62,6 +64,7 @@ class StateStore(ConversationStore, LiveRuns):
         self.keys = keys
         self.state_dir = Path(state_dir)
         self.log_path = self.state_dir / "log.jsonl"
+        self._log_file: SharedRotatingFileHandler | None = None
 
     # --- low level --------------------------------------------------------------------------
 
@@ -71,20 +74,25 @@ class StateStore(ConversationStore, LiveRuns):
 
         def body(pipe: Pipeline) -> Any:
             pending.clear()
-            return fn(WritePipe(pipe, pending))
+            writer = WritePipe(pipe, pending, self.retention_seconds + GRACE_SECONDS)
+            value = fn(writer)
+            writer.seal(self.keys)
+            return value
 
         value = self.redis.transaction(body, *watch, value_from_callable=True)
         self._mirror(pending)
         return value
 
     def _mirror(self, lines: Iterable[str]) -> None:
-        """Append log lines to ``STATE_DIR/log.jsonl`` (a copy of the Redis stream)."""
+        """Append log lines to ``STATE_DIR/log.jsonl`` (a copy of the Redis stream, rotated by
+        size)."""
         lines = list(lines)
         if not lines:
             return
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("a", encoding="utf-8") as handle:
-            handle.write("".join(line + "\n" for line in lines))
+        if self._log_file is None:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            self._log_file = SharedRotatingFileHandler(self.log_path)
+        self._log_file.write_lines(lines)
 
     def log(self, type_: str, **fields: Any) -> None:
         """Append one audit or task event to the log stream and ``log.jsonl``."""
@@ -262,6 +270,7 @@ class StateStore(ConversationStore, LiveRuns):
         return decision
 
     heartbeat_seconds: float = 10.0
+    retention_seconds: int = 30 * 24 * 3600  # finished tasks are kept this long (see retention)
 
     @property
     def _heartbeat_ms(self) -> int:
@@ -347,8 +356,13 @@ class StateStore(ConversationStore, LiveRuns):
         return [json.loads(raw) for raw in self.redis.lrange(self.keys.task_log(task_id), 0, -1)]
 
     def add_run(self, owner_id: str, run: dict[str, Any]) -> None:
-        """Keep a run transcript (LLM messages, tool calls, usage) under its task or trace."""
-        self.redis.rpush(self.keys.runs(owner_id), json.dumps(run, default=str))
+        """Keep a run transcript (LLM messages, tool calls, usage) under its task or trace; the
+        newest ``RUNS_KEPT`` are kept, for the retention after the last one."""
+        key, pipe = self.keys.runs(owner_id), self.redis.pipeline(transaction=True)
+        pipe.rpush(key, json.dumps(run, default=str))
+        pipe.ltrim(key, -RUNS_KEPT, -1)
+        pipe.expire(key, self.retention_seconds + GRACE_SECONDS)
+        pipe.execute()
 
     def runs(self, owner_id: str) -> list[dict[str, Any]]:
         return [json.loads(raw) for raw in self.redis.lrange(self.keys.runs(owner_id), 0, -1)]

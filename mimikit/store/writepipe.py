@@ -1,7 +1,7 @@
 """A Redis pipeline that also queues log and live events, so they commit with the change.
 
 Log lines are remembered so the state store can mirror them to ``STATE_DIR/log.jsonl`` once
-the transaction has committed.
+the transaction has committed; tasks that finish are put under retention when it ends (``seal``).
 """
 
 from __future__ import annotations
@@ -11,16 +11,19 @@ from typing import Any
 
 from redis.client import Pipeline
 
-from mimikit.models import FINISHED, LogEvent, Task
-from mimikit.store.keys import EVENTS_MAXLEN, LOG_MAXLEN, Keys
+from mimikit.models import FINISHED, LogEvent, Task, utcnow
+from mimikit.store.keys import EVENTS_MAXLEN, LOG_MAXLEN, TASK_LOG_KEPT, Keys
 
 
 class WritePipe:
     """A pipeline that can also queue log and live events, remembering lines to mirror."""
 
-    def __init__(self, pipe: Pipeline, pending: list[str]) -> None:
+    def __init__(self, pipe: Pipeline, pending: list[str], expire_seconds: int | None = None
+                 ) -> None:
         self._pipe = pipe
         self._pending = pending
+        self._expire_seconds = expire_seconds
+        self._finished: list[Task] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._pipe, name)
@@ -34,6 +37,18 @@ class WritePipe:
             self._pipe.srem(keys.triggers, task.id)
         if task.status in FINISHED and previous_status != task.status and not task.is_trigger:
             self._pipe.hincrby(keys.counters, f"tasks|{task.role}|{task.status}", 1)
+        if task.status in FINISHED and previous_status not in FINISHED:
+            self._finished.append(task)
+
+    def seal(self, keys: Keys) -> None:
+        """Put the tasks that finished in this transaction under retention; called last, so
+        the time to live covers every key the transaction wrote (a result set after the task)."""
+        if self._expire_seconds is None:
+            return
+        for task in self._finished:
+            finished_at = (task.completedAt or utcnow()).timestamp()
+            mark_finished(self._pipe, keys, task.id, finished_at, self._expire_seconds)
+        self._finished.clear()
 
     def log(self, keys: Keys, type_: str, **fields: Any) -> None:
         event = LogEvent(type=type_, **{k: v for k, v in fields.items() if v is not None})
@@ -41,10 +56,20 @@ class WritePipe:
         self._pipe.xadd(keys.log, {"event": line}, maxlen=LOG_MAXLEN, approximate=True)
         if event.taskId:
             self._pipe.rpush(keys.task_log(event.taskId), line)
+            self._pipe.ltrim(keys.task_log(event.taskId), -TASK_LOG_KEPT, -1)
         self._pending.append(line)
 
     def event(self, keys: Keys, event: str, data: Any) -> None:
         queue_event(self._pipe, keys, event, data)
+
+
+def mark_finished(pipe: Any, keys: Keys, task_id: str, finished_at: float,
+                  ttl_seconds: int) -> None:
+    """Queue the writes that put a finished task under retention: its id into the index of
+    finished tasks, a time to live on its records."""
+    pipe.zadd(keys.finished, {task_id: finished_at})
+    for key in keys.task_records(task_id):
+        pipe.expire(key, ttl_seconds)
 
 
 def queue_event(target: Any, keys: Keys, event: str, data: Any) -> None:

@@ -2,7 +2,8 @@
 
 A tick re-queues tasks whose worker died, releases deferred tasks whose time came, evaluates the
 file conditions and the triggers whose cooldown ended, expires the pending question, archives
-memory when its thresholds are met, and wakes the Teller for pending inputs.
+memory when its thresholds are met, wakes the Teller for pending inputs, and deletes a batch of
+what is past the retention.
 Each step stands alone: one that fails is logged and the others still run (a bad trigger is
 skipped by itself, see ``triggers.guarded``). Overlapping ticks skip (a short Redis lock); with
 nothing to do a tick costs a few Redis reads.
@@ -27,7 +28,7 @@ from mimikit.store import lease
 from mimikit.store.identity import owner_alive, owner_token
 from mimikit.store.keys import as_text
 from mimikit.store.runtime import Runtime
-from mimikit.supervisor import recovery
+from mimikit.supervisor import recovery, retention
 from mimikit.supervisor.archival import maybe_archive
 
 log = logging.getLogger("mimikit.supervisor")
@@ -97,4 +98,5 @@ STEPS: list[tuple[str, Callable[[Runtime, datetime], Any]]] = [
     ("expired", lambda runtime, _now: expire_question(runtime)),
     ("memory", lambda runtime, _now: maybe_archive(runtime)),
     ("woke", lambda runtime, _now: wake_for_pending(runtime)),
+    ("pruned", retention.prune),
 ]

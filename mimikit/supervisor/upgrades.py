@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from functools import partial
 
+from mimikit.models import utcnow
 from mimikit.scheduling import triggers
 from mimikit.store.runtime import Runtime
 from mimikit.store.schema import Migration, migrate
+from mimikit.supervisor.retention import expire_old_runs, index_finished
 
 
 def cron_entries_carry_their_expression(runtime: Runtime) -> None:
@@ -19,7 +21,15 @@ def cron_entries_carry_their_expression(runtime: Runtime) -> None:
                              partial(triggers.install, runtime, trigger), None)
 
 
-MIGRATIONS: dict[int, Migration] = {2: cron_entries_carry_their_expression}
+def finished_tasks_come_under_retention(runtime: Runtime) -> None:
+    """Version 3: finished tasks and run transcripts are kept ``MIMIKIT_RETENTION_DAYS``; those
+    written before are indexed and given their time to live (the tick deletes what is due)."""
+    index_finished(runtime, utcnow())
+    expire_old_runs(runtime)
+
+
+MIGRATIONS: dict[int, Migration] = {2: cron_entries_carry_their_expression,
+                                    3: finished_tasks_come_under_retention}
 
 
 def upgrade(runtime: Runtime) -> list[int]:
