@@ -1,173 +1,233 @@
-"""End-to-end latency and Worker throughput (SPEC section 9, items 1 and 2).
+"""End-to-end latency, cold start and Worker throughput (SPEC section 9, items 1 and 2).
 
-Starts its own redis-server, Celery workers and the scripted LLM (answering instantly), so what
-is measured is Mimikit's own overhead, beside raw Celery no-op tasks on the same Redis.
+Runs ``mimikit up`` as a user does (its own Redis database, the scripted LLM answering at once)
+and talks to it over HTTP like the page: ``POST /api/input``, then the answer seen on
+``/api/events`` and read back from ``GET /api/messages``. Beside every figure, a bare Celery
+app's no-op task on the same Redis, measured in the same run (``raw_app.py``).
 
-    python bench/bench_e2e.py [--requests 200] [--tasks 2000]
+- cold start: ``--starts`` fresh instances; the 1st, 2nd and 100th message after ``mimikit up``
+  says ready, and the first two Planner chains;
+- warm: ``--requests`` chat messages; chains input -> Planner -> Worker -> Teller report, and
+  input -> Planner -> Worker A -> Worker B (conditional on A) -> Teller report;
+- throughput: ``--tasks`` oneshot Worker tasks submitted at once, against as many raw no-op tasks
+  on a raw worker with the same concurrency.
+
+    python bench/bench_e2e.py [--requests 200] [--tasks 2000] [--starts 5]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import json
+import re
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "bench"), str(ROOT)]
+from stack import Instance, Services
+from summary import record
 
+CONCURRENCY = 4
+COLD_MESSAGES = 100
+
+
+# --- the scripted models -----------------------------------------------------------------------
+
+def _user_prompt(body: dict[str, Any]) -> str:
+    return next(m["content"] for m in body["messages"] if m["role"] == "user")
+
+
+def teller(body: dict[str, Any]) -> dict[str, Any]:
+    """Replies "re: TEXT" to a chat message, hands "chain..." to the Planner, and reports
+    results as "report: [LABEL]" (the label of each task in the inbox)."""
+    from llm_server import tool_call, tool_calls
+
+    prompt = _user_prompt(body)
+    labels = re.findall(r"^### \S+ \(\w+: (.*)\) — ", prompt, re.M)
+    if labels:
+        return tool_call("reply", text="report: " + " ".join(f"[{label}]" for label in labels))
+    text = re.findall(r"user: (.*)$", prompt, re.M)[-1]
+    if text.startswith("chain"):
+        return tool_calls([("delegate", {"prompt": text}), ("reply", {"text": "on it"})])
+    return tool_call("reply", text=f"re: {text}")
+
+
+def planner(body: dict[str, Any]) -> dict[str, Any]:
+    """"chain1 N": Worker "A of N". "chain2 N": Worker "A of N", then "B of N" when A is done."""
+    from llm_server import tool_call
+
+    kind, n = re.search(r"(chain[12]) (-?\d+)", _user_prompt(body)).groups()  # type: ignore[union-attr]
+    made = [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
+    if not made:
+        return tool_call("delegate", prompt=f"A of {n}", title=f"A of {n}")
+    if kind == "chain2" and len(made) == 1:
+        return tool_call("delegate", prompt=f"B of {n}", title=f"B of {n}", type="conditional",
+                         condition={"type": "task_done",
+                                    "params": {"taskId": made[0]["taskId"]}})
+    return tool_call("submit_result", status="done", resultType="text", result={"text": "ok"})
+
+
+def script(services: Services) -> None:
+    from llm_server import tool_call
+
+    services.llm.default("teller", teller)
+    services.llm.default("planner", planner)
+    services.llm.default("worker", tool_call("submit_result", status="done", resultType="text",
+                                             result={"text": "done"}))
+
+
+# --- measurements ------------------------------------------------------------------------------
+
+def chat(instance: Instance, n: int) -> float:
+    return instance.client.say(f"hello {n}", lambda text: text == f"re: hello {n}")
+
+
+def chain(instance: Instance, workers: int, n: int) -> float:
+    last = "A" if workers == 1 else "B"
+    return instance.client.say(f"chain{workers} {n}", lambda text: f"[{last} of {n}]" in text)
+
+
+def raw_round_trips(app: Any, count: int) -> list[float]:
+    times = []
+    for _ in range(count):
+        began = time.perf_counter()
+        app.send_task("raw.noop").get(timeout=30)
+        times.append(time.perf_counter() - began)
+    return times
+
+
+def cold_starts(services: Services, starts: int) -> dict[str, list[float]]:
+    """Fresh instances: seconds to ready, then the 1st, 2nd and 100th message and two chains."""
+    rows: dict[str, list[float]] = {}
+    for start in range(starts):
+        instance = Instance(services, f"cold-{start}", db=1 + start)
+        try:
+            times = [chat(instance, n) for n in range(1, COLD_MESSAGES + 1)]
+            figures = {"up: start -> ready": instance.ready_seconds, "message 1": times[0],
+                       "message 2": times[1], f"message {COLD_MESSAGES}": times[-1],
+                       "chain 1 (Planner, 1 Worker)": chain(instance, 1, 1),
+                       "chain 2 (Planner, 1 Worker)": chain(instance, 1, 2)}
+        finally:
+            instance.stop()
+        for name, value in figures.items():
+            rows.setdefault(name, []).append(value)
+    return rows
+
+
+def throughput(services: Services, instance: Instance, raw_app: Any, count: int
+               ) -> tuple[float, float]:
+    """Tasks per second: raw no-op tasks, then Mimikit oneshot Worker tasks (submitted at once,
+    counted done when each of *these* tasks is done)."""
+    from mimikit.models import Task
+    from mimikit.tasks.submit import submit
+
+    began = time.perf_counter()
+    results = [raw_app.send_task("raw.noop") for _ in range(count)]
+    for result in results:
+        result.get(timeout=300)
+    raw_rate = count / (time.perf_counter() - began)
+
+    runtime = instance.runtime()
+    tasks = [Task(prompt=f"t{n}") for n in range(count)]
+    ids = [task.id for task in tasks]
+    began = time.perf_counter()
+    submit(runtime, tasks)
+    deadline = time.monotonic() + 600
+    while sum(runtime.redis.smismember(runtime.keys.status("done"), ids)) < count:
+        if time.monotonic() > deadline:
+            raise SystemExit("the throughput tasks did not finish in 600 s")
+        time.sleep(0.02)
+    return raw_rate, count / (time.perf_counter() - began)
+
+
+# --- report ------------------------------------------------------------------------------------
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
 
 
-def row(name: str, values: list[float]) -> str:
-    return (f"| {name:<46} | {statistics.median(values) * 1000:8.1f} | "
-            f"{percentile(values, 0.95) * 1000:8.1f} | {len(values):5d} |")
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def print_rows(title: str, rows: dict[str, list[float]], raw_p50: float) -> None:
+    print(f"\n| {title:<52} |   p50 ms |   p95 ms |     n | p50 / raw |")
+    print(f"|{'-' * 54}|----------|----------|-------|-----------|")
+    for name, values in rows.items():
+        p50 = statistics.median(values)
+        print(f"| {name:<52} | {p50 * 1000:8.1f} | {percentile(values, 0.95) * 1000:8.1f} "
+              f"| {len(values):5d} | {p50 / raw_p50:8.1f}x |")
+
+
+def summarize(cold: dict[str, list[float]], warm: dict[str, list[float]], raw_p50: float,
+              rates: tuple[float, float]) -> None:
+    first, hundredth = (statistics.median(cold[k]) for k in ("message 1", f"message {COLD_MESSAGES}"))
+    record("first message after ready (p50 of starts)", ms(first),
+           baseline=f"message {COLD_MESSAGES}: {ms(hundredth)}", ratio=first / hundredth,
+           target="<= 2x", met=first <= 2 * hundredth)
+    first_chain = statistics.median(cold["chain 1 (Planner, 1 Worker)"])
+    steady_chain = statistics.median(warm["input -> Planner -> Worker -> Teller report"])
+    record("first chain after ready (p50 of starts)", ms(first_chain),
+           baseline=f"warm chain: {ms(steady_chain)}", ratio=first_chain / steady_chain)
+    raw = f"raw round trip: {ms(raw_p50)}"
+    chat_p50 = statistics.median(warm["input -> Teller reply"])
+    record("chat: input -> Teller reply, p50", ms(chat_p50), baseline=raw,
+           ratio=chat_p50 / raw_p50, target="<= 3x raw", met=chat_p50 <= 3 * raw_p50)
+    record("chain, 1 Worker: p50", ms(steady_chain), baseline=raw, ratio=steady_chain / raw_p50)
+    two = warm["input -> Planner -> Worker A -> Worker B -> report"]
+    two_p50, two_p95 = statistics.median(two), percentile(two, 0.95)
+    record("chain, 2 dependent Workers: p50", ms(two_p50), baseline=raw,
+           ratio=two_p50 / raw_p50, target="<= 12x raw", met=two_p50 <= 12 * raw_p50)
+    record("chain, 2 dependent Workers: p95", ms(two_p95), baseline=f"its p50: {ms(two_p50)}",
+           ratio=two_p95 / two_p50, target="<= 2x p50", met=two_p95 <= 2 * two_p50)
+    raw_rate, rate = rates
+    record(f"Worker throughput ({CONCURRENCY} processes)", f"{rate:.0f} tasks/s",
+           baseline=f"raw no-op: {raw_rate:.0f} tasks/s", ratio=rate / raw_rate,
+           target=">= 0.5x raw", met=rate >= 0.5 * raw_rate)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--tasks", type=int, default=2000)
+    parser.add_argument("--starts", type=int, default=5)
     args = parser.parse_args()
-    from processes import free_port
-
-    tmp = Path(tempfile.mkdtemp(prefix="mimikit-bench-"))
-    port = free_port()
-    os.environ.update({
-        "MIMIKIT_REDIS_URL": f"redis://127.0.0.1:{port}/0", "MIMIKIT_STATE_DIR": str(tmp / "s"),
-        "MIMIKIT_WORK_DIR": str(tmp), "MIMIKIT_TELLER_MODEL": "teller",
-        "MIMIKIT_PLANNER_MODEL": "planner", "MIMIKIT_WORKER_MODEL": "worker",
-    })
-    from llm_server import ScriptedLLM
-
-    llm = ScriptedLLM().start()
-    os.environ["MIMIKIT_LLM_BASE_URL"] = llm.url
-    from mimikit import embedded_redis
-
-    redis_proc = embedded_redis.start(os.environ["MIMIKIT_REDIS_URL"], tmp / "redis")
-    workers = _start_workers(tmp)
+    services = Services(Path(tempfile.mkdtemp(prefix="mimikit-bench-")), CONCURRENCY)
     try:
-        _run(args, llm, tmp)
+        script(services)
+        raw_app = services.raw_app()
+        raw = raw_round_trips(raw_app, args.requests)
+        raw_p50 = statistics.median(raw)
+        print_rows("raw Celery (bare app, same Redis)", {"no-op round trip": raw}, raw_p50)
+        cold = cold_starts(services, args.starts)
+        print_rows(f"cold start: {args.starts} fresh `mimikit up`", cold, raw_p50)
+        instance = Instance(services, "warm", db=1 + args.starts)
+        try:
+            for n in range(20):  # settle: the first use of every pool process is over
+                chat(instance, -n)
+                chain(instance, 2, -n)
+            warm = {
+                "input -> Teller reply": [chat(instance, n) for n in range(args.requests)],
+                "input -> Planner -> Worker -> Teller report":
+                    [chain(instance, 1, n) for n in range(args.requests)],
+                "input -> Planner -> Worker A -> Worker B -> report":
+                    [chain(instance, 2, n) for n in range(args.requests)],
+            }
+            print_rows(f"warm, one `mimikit up` ({args.requests} each)", warm, raw_p50)
+            rates = throughput(services, instance, raw_app, args.tasks)
+        finally:
+            instance.stop()
+        print(f"\n| throughput, {args.tasks} tasks, {CONCURRENCY} worker processes | tasks/s |")
+        print("|--------------------------------------------------|---------|")
+        print(f"| raw Celery no-op tasks                           | {rates[0]:7.0f} |")
+        print(f"| Mimikit oneshot Worker tasks (LLM run)           | {rates[1]:7.0f} |")
+        print(f"| ratio Mimikit / raw                              | {rates[1] / rates[0]:7.2f} |")
+        summarize(cold, warm, raw_p50, rates)
     finally:
-        for proc in workers:
-            proc.kill()
-        redis_proc.kill()
-        llm.shutdown()
-
-
-def _start_workers(tmp: Path) -> list[subprocess.Popen[bytes]]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "bench"), str(ROOT)]))
-    procs = []
-    for name, queues, conc in (("agents", "teller,planner,supervisor", 2), ("tasks", "worker", 4)):
-        argv = [sys.executable, "-m", "celery", "-A", "bench_app", "worker", "-Q", queues,
-                "-c", str(conc), "-n", f"{name}@bench", "-l", "WARNING", "--without-mingle",
-                "--without-gossip"]
-        log = open(tmp / f"{name}.log", "wb")  # noqa: SIM115
-        procs.append(subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT))
-    time.sleep(4)
-    return procs
-
-
-def _run(args: argparse.Namespace, llm: object, tmp: Path) -> None:
-    from llm_server import tool_call
-
-    from mimikit.celery_app import app
-    from mimikit.store.runtime import get_runtime
-
-    runtime = get_runtime()
-    print("| measurement                                    |  p50 ms  |  p95 ms |     n |")
-    print("|------------------------------------------------|----------|---------|-------|")
-    raw = [_timed(lambda: app.send_task("bench.noop", queue="worker").get(timeout=10))
-           for _ in range(args.requests)]
-    print(row("raw Celery no-op round trip", raw))
-
-    llm.default("teller", tool_call("reply", text="hi"))  # type: ignore[attr-defined]
-    from web import create_app
-
-    client = create_app(runtime.settings).test_client()
-    replies = [_until_reply(runtime, client, f"hello {n}") for n in range(args.requests)]
-    print(row("input -> Teller reply in /api/messages", replies))
-
-    # The Teller's script is set per request by _until_report.
-    def plan(body: dict) -> dict:
-        done = any(m["role"] == "tool" for m in body["messages"])
-        return tool_call("submit_result", status="done", resultType="text",
-                         result={"text": "ok"}) if done else tool_call("delegate",
-                                                                      prompt="do the work")
-
-    llm.default("planner", plan)  # type: ignore[attr-defined]
-    llm.default("worker", tool_call("submit_result", status="done",  # type: ignore[attr-defined]
-                                    resultType="text", result={"text": "done"}))
-    flows = [_until_report(runtime, client, llm, f"work {n}") for n in range(args.requests)]
-    print(row("input -> Planner -> Worker -> Teller report", flows))
-    _throughput(runtime, app, args.tasks)
-
-
-def _timed(fn) -> float:  # type: ignore[no-untyped-def]
-    began = time.perf_counter()
-    fn()
-    return time.perf_counter() - began
-
-
-def _visible(client, text: str) -> bool:  # type: ignore[no-untyped-def]
-    """True when the newest message served by GET /api/messages has ``text``."""
-    messages = client.get("/api/messages?limit=1").get_json()["messages"]
-    return bool(messages) and messages[-1]["text"] == text
-
-
-def _post_and_wait(runtime, client, text: str, answer: str) -> float:  # type: ignore[no-untyped-def]
-    """Post ``text`` as the user; seconds until ``answer`` is the newest message in the API."""
-    from mimikit.conversation.input import post_input
-
-    began = time.perf_counter()
-    post_input(runtime, text)
-    while not _visible(client, answer):
-        time.sleep(0.001)
-    return time.perf_counter() - began
-
-
-def _until_reply(runtime, client, text: str) -> float:  # type: ignore[no-untyped-def]
-    return _post_and_wait(runtime, client, text, "hi")
-
-
-def _until_report(runtime, client, llm, text: str) -> float:  # type: ignore[no-untyped-def]
-    from llm_server import tool_call, tool_calls
-
-    llm.script("teller", tool_calls([("delegate", {"prompt": text}), ("reply", {"text": "on it"})]))
-    llm.default("teller", tool_call("reply", text="report"))
-    return _post_and_wait(runtime, client, text, "report")
-
-
-def _throughput(runtime, app, count: int) -> None:  # type: ignore[no-untyped-def]
-    from mimikit.models import Task
-    from mimikit.tasks.submit import submit
-
-    began = time.perf_counter()
-    results = [app.send_task("bench.noop", queue="worker") for _ in range(count)]
-    for result in results:
-        result.get(timeout=120)
-    raw_rate = count / (time.perf_counter() - began)
-
-    tasks = [Task(prompt=f"t{n}") for n in range(count)]
-    began = time.perf_counter()
-    submit(runtime, tasks)
-    done_key = runtime.keys.status("done")
-    while runtime.redis.scard(done_key) < count + 0:
-        time.sleep(0.01)
-    rate = count / (time.perf_counter() - began)
-    print()
-    print("| throughput (4 worker processes)        | tasks/s |")
-    print("|----------------------------------------|---------|")
-    print(f"| raw Celery no-op tasks                 | {raw_rate:7.0f} |")
-    print(f"| Mimikit oneshot Worker tasks (LLM run) | {rate:7.0f} |")
-    print(f"| ratio Mimikit / raw                    | {rate / raw_rate:7.2f} |")
+        services.close()
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from summary import record
+
 ROOT = Path(__file__).resolve().parents[1]
 TMP = Path(tempfile.mkdtemp(prefix="mimikit-bench-triggers-"))
 
@@ -83,6 +85,10 @@ def bench_routing(runtime, sizes: list[int], rounds: int) -> list[tuple[str, ...
         raw.append((time.perf_counter() - began) * 1000)
     rows.append(("raw Celery send_task (same Redis)", f"{statistics.median(raw):.2f}",
                  f"{_pct(raw, 0.95):.2f}"))
+    routed = statistics.median(timings)
+    record(f"triggers: route one result among {sizes[-1]:,}, p50", f"{routed:.2f} ms",
+           baseline=f"raw send_task: {statistics.median(raw):.2f} ms",
+           ratio=routed / statistics.median(raw))
     return rows
 
 
@@ -169,6 +175,8 @@ def main() -> None:
     print(f"{'measure':<{width}}  {'p50 ms':>8}  {'p95 ms':>8}")
     for name, p50, p95 in rows:
         print(f"{name:<{width}}  {p50:>8}  {p95:>8}")
+        if name.startswith("beat publish lateness"):
+            record(f"triggers: {name}, p50", f"{p50} ms", baseline=f"p95: {p95} ms")
 
 
 if __name__ == "__main__":

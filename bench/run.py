@@ -3,24 +3,29 @@
     python bench/run.py [--quick]
 
 Each benchmark starts what it needs (its own redis-server, Celery workers, the scripted LLM
-answering instantly) and prints a table; nothing here is a test.
+answering instantly) and prints a table; nothing here is a test. At the end, one table of every
+figure against its raw-Celery or raw-library baseline measured in the same run, and its target.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+from summary import SUMMARY_ENV, read, table
 
 HERE = Path(__file__).resolve().parent
 FULL = {
-    "bench_e2e.py": ["--requests", "200", "--tasks", "2000"],
+    "bench_e2e.py": ["--requests", "200", "--tasks", "2000", "--starts", "5"],
     "bench_triggers.py": [],
     "bench_memory.py": [],
 }
 QUICK = {
-    "bench_e2e.py": ["--requests", "50", "--tasks", "300"],
+    "bench_e2e.py": ["--requests", "50", "--tasks", "300", "--starts", "2"],
     "bench_triggers.py": ["--triggers", "1000", "--entries", "200", "--seconds", "10"],
     "bench_memory.py": ["--files", "2000"],
 }
@@ -31,14 +36,17 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     args = parser.parse_args()
     failed = 0
-    for script, extra in (QUICK if args.quick else FULL).items():
-        path = HERE / script
-        if not path.exists():
-            print(f"\n## {script}: missing", flush=True)
-            failed += 1
-            continue
-        print(f"\n## {script} {' '.join(extra)}", flush=True)
-        failed += subprocess.call([sys.executable, str(path), *extra]) != 0
+    with tempfile.TemporaryDirectory(prefix="mimikit-bench-summary-") as tmp:
+        summary = Path(tmp) / "summary.jsonl"
+        env = {**os.environ, SUMMARY_ENV: str(summary)}
+        for script, extra in (QUICK if args.quick else FULL).items():
+            print(f"\n## {script} {' '.join(extra)}", flush=True)
+            failed += subprocess.call([sys.executable, str(HERE / script), *extra], env=env) != 0
+        rows = read(summary)
+    print("\n## summary: Mimikit against the baseline measured in the same run\n")
+    print(table(rows) if rows else "(no figures recorded)")
+    if failed:
+        print(f"\n{failed} benchmark(s) failed; their figures are missing above")
     return 1 if failed else 0
 
 

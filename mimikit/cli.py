@@ -31,6 +31,9 @@ COMPLETE_VARIABLE = "_MIMIKIT_COMPLETE"
 OVERRIDES = {"port": "MIMIKIT_PORT", "state_dir": "MIMIKIT_STATE_DIR",
              "work_dir": "MIMIKIT_WORK_DIR", "host": "MIMIKIT_HOST",
              "loglevel": "MIMIKIT_LOG_LEVEL"}
+# Mimikit keeps its own record of canceled tasks and of live workers in Redis, so a starting
+# worker need not sync revokes with its peers (mingle, ~1 s) nor gossip with them.
+WORKER_DEFAULTS = ("--without-mingle", "--without-gossip")
 CELERY_PASSTHROUGH = (
     "Any other option goes to Celery's worker unchanged, e.g. --pool solo, --autoscale 10,2, "
     "--max-tasks-per-child 100, --prefetch-multiplier 1 (see `celery worker --help`).")
@@ -130,7 +133,8 @@ def worker(queues: str, concurrency: int | None, name: str, celery_options: tupl
     from mimikit.celery_app import app
 
     argv = [*celery_flags(settings), "worker", "--queues", queues, "--concurrency",
-            str(concurrency or settings.concurrency), "--hostname", name, "-E", *celery_options]
+            str(concurrency or settings.concurrency), "--hostname", name, "-E",
+            *WORKER_DEFAULTS, *celery_options]
     return int(app.start(argv) or 0)
 
 

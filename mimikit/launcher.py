@@ -15,7 +15,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -26,6 +25,7 @@ from mimikit import embedded_redis, logs
 from mimikit.config import Settings, check_web_bind, hide_password
 from mimikit.exceptions import AlreadyRunning, MimikitError
 from mimikit.logfiles import pump, rotate_if_over
+from mimikit.models import utcnow
 
 STOP_GRACE_SECONDS = 20
 BEAT_GRACE_SECONDS = 60
@@ -99,8 +99,9 @@ class Launcher:
         self._beat_checked = 0.0
         self._runtime: Any = None
         self._ready = False
-        self._web_failure_said = False
+        self._slow_start_said = False
         self._started_at = 0.0
+        self._launched_at = utcnow()
         self._next_probe = 0.0
         self._next_rotate_check = 0.0
 
@@ -114,9 +115,9 @@ class Launcher:
         signal.signal(signal.SIGINT, self._on_signal)
         try:
             self._ensure_redis()
+            self._started_at, self._launched_at = time.monotonic(), utcnow()
             for child in self.children:
                 self._start(child)
-            self._started_at = time.monotonic()
             while not self.stopping:
                 self._watch()
                 self._announce()
@@ -182,11 +183,9 @@ class Launcher:
             return
         self._beat_checked = now
         from mimikit.scheduling.beat import liveness
-        from mimikit.store.runtime import build_runtime
 
-        self._runtime = self._runtime or build_runtime(self.settings)
         try:
-            alive = liveness(self._runtime)["alive"]
+            alive = liveness(self._get_runtime())["alive"]
         except RedisError:
             return  # Redis itself is down: the watch above deals with it
         if not alive:
@@ -196,32 +195,48 @@ class Launcher:
             beat.process, beat.next_start = None, now
 
     def _announce(self) -> None:
-        """Say "ready" once the web child answers, or that it failed when it exits first.
+        """Say "ready" once every part can take its first job (``mimikit.readiness``), or that
+        the web failed when it exits first, or which parts are still missing after a while.
 
-        Called from the watch loop, so the other children are still watched meanwhile.
+        Called from the watch loop, so the children are still watched meanwhile.
         """
         if self._ready or self.stopping:
             return
         web = next(c for c in self.children if c.name == "web")
-        web_log = (self.log_dir / "web.log").resolve()
         if web.process is None or web.process.poll() is not None:
-            if not self._web_failure_said:
-                self._web_failure_said = True
-                self.say(f"web failed to start; see {web_log}")
+            if not self._slow_start_said:
+                self._slow_start_said = True
+                self.say(f"web failed to start; see {self._log_of('web')}")
             return
         now = time.monotonic()
         if now < self._next_probe:
             return
         self._next_probe = now + READY_PROBE_SECONDS
+        from mimikit.readiness import missing_parts
+
         host = self.settings.host
         url = f"http://{f'[{host}]' if ':' in host else host}:{self.settings.port}"
-        if not _answers(url):
-            if now - self._started_at > READY_WARN_SECONDS and not self._web_failure_said:
-                self._web_failure_said = True
-                self.say(f"web does not answer at {url} yet; see {web_log}")
+        worker_pids = {c.name: c.process.pid for c in self.children
+                       if c.name.startswith("worker") and c.process is not None}
+        missing = missing_parts(self._get_runtime(), url, worker_pids, self._launched_at)
+        if missing:
+            if now - self._started_at > READY_WARN_SECONDS and not self._slow_start_said:
+                self._slow_start_said = True
+                self.say("not ready yet, still waiting for " + ", ".join(
+                    f"{name} (log: {self._log_of(name)})" for name in missing))
             return
         self._ready = True
-        self.say(f"ready at {url}  (Ctrl-C stops everything; logs in {self.log_dir})")
+        self.say(f"ready at {url} in {now - self._started_at:.1f} s  "
+                 f"(Ctrl-C stops everything; logs in {self.log_dir})")
+
+    def _log_of(self, name: str) -> Path:
+        return (self.log_dir / f"{name}.log").resolve()
+
+    def _get_runtime(self) -> Any:
+        from mimikit.store.runtime import build_runtime
+
+        self._runtime = self._runtime or build_runtime(self.settings)
+        return self._runtime
 
     def _stop_all(self) -> None:
         self.say("stopping")
@@ -232,15 +247,6 @@ class Launcher:
         for thread in (t for c in self.children for t in c.pumps):
             thread.join(timeout=max(deadline - time.monotonic(), 0.01))
         self.say("stopped")
-
-
-def _answers(url: str) -> bool:
-    """True when ``url/api/health`` answers (a 503 counts: web serves, Redis is away)."""
-    try:
-        with urllib.request.urlopen(f"{url}/api/health", timeout=1):
-            return True
-    except OSError as error:
-        return getattr(error, "code", None) == 503
 
 
 def spawn(argv: list[str], log_path: Path | None, **options: Any) -> subprocess.Popen[bytes]:

@@ -32,6 +32,7 @@ from celery.signals import (
     worker_ready,
     worker_shutdown,
 )
+from kombu.exceptions import OperationalError
 from redbeat.schedulers import acquire_distributed_beat_lock
 from redis.exceptions import RedisError
 
@@ -88,7 +89,8 @@ def _warm(**_: Any) -> None:
     for warm in _warmers:
         try:
             log.info("warmed up for the first job: %s", warm(get_runtime()))
-        except (MimikitError, RedisError, OSError) as error:  # the first job then pays for it
+        except (MimikitError, RedisError, OperationalError, OSError) as error:
+            # the first job then pays for it
             log.warning("could not warm up: %s", error)
 
 

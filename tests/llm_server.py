@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import threading
 import time
 import uuid
@@ -114,6 +115,14 @@ def hang(seconds: float) -> dict[str, Any]:
 # --- the server ---------------------------------------------------------------------------------
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (a stopped worker's kept-alive connection) is not an error."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 class ScriptedLLM:
     """A real HTTP server on 127.0.0.1 answering chat completions from per-model scripts."""
 
@@ -124,7 +133,7 @@ class ScriptedLLM:
         self._requests: list[dict[str, Any]] = []
         self._headers: list[dict[str, str]] = []
         self._arrivals: list[float] = []
-        self._httpd = ThreadingHTTPServer((host, port), _Handler)
+        self._httpd = _Server((host, port), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.block_on_close = False
         self._httpd.scripted = self  # type: ignore[attr-defined]

@@ -6,6 +6,7 @@ go to it instead of gunicorn's own handlers, so they have the configured level a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -13,12 +14,16 @@ from urllib.parse import parse_qsl, urlencode
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger
+from kombu.exceptions import OperationalError
+from redis.exceptions import RedisError
 
 from mimikit import logs
 from mimikit.config import Settings, check_web_bind
+from mimikit.delivery.dispatch import warm_sending
 from web.events import SSE_THREADS
 
 # Open SSE streams never finish by themselves: do not wait long for them on shutdown.
+log = logging.getLogger("mimikit.web")
 GRACEFUL_SECONDS = 2
 HEALTH_PATH = "/api/health"  # answered often, to health checks: logged only when it fails
 SECRET_QUERY_PARAMETERS = frozenset({"token"})  # the live-update stream takes the token so
@@ -59,6 +64,15 @@ def hide_secrets(query: str) -> str:
                       for name, value in pairs], safe="*")
 
 
+def warm(_worker: Any = None) -> None:
+    """Ready the serving process for its first request (in gunicorn's worker, after the fork,
+    before it accepts): the broker connection that user input wakes the Teller on."""
+    try:
+        warm_sending()
+    except (RedisError, OperationalError, OSError) as error:  # the first request pays for it
+        log.warning("could not warm up: %s", error)
+
+
 class _Gunicorn(BaseApplication):
     def __init__(self, app: Any, options: dict[str, Any]) -> None:
         self.application = app
@@ -81,13 +95,14 @@ def serve(settings: Settings, create_app: Callable[[Settings], Flask], debug: bo
     logs.configure_from(settings)
     app = create_app(settings)
     if debug:
+        warm()
         app.run(host=settings.host, port=settings.port, debug=True, threaded=True)
         return 0
     options = {
         "bind": f"{settings.host}:{settings.port}", "workers": 1, "worker_class": "gthread",
         "threads": SSE_THREADS, "timeout": 0, "graceful_timeout": GRACEFUL_SECONDS,
         "accesslog": "-", "errorlog": "-", "loglevel": settings.log_level.lower(),
-        "logger_class": AccessLogger,
+        "logger_class": AccessLogger, "post_worker_init": warm,
     }
     _Gunicorn(app, options).run()
     return 0

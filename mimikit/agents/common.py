@@ -14,6 +14,7 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 
 from mimikit.agents.prompts import build_system_prompt
+from mimikit.delivery.dispatch import warm_sending
 from mimikit.delivery.execution import TaskCanceled, TaskTimedOut
 from mimikit.llm.client import LLMClient, StreamingClient
 from mimikit.llm.completion import ChatClient
@@ -55,7 +56,7 @@ def registry() -> Registry:
 def warm(runtime: Runtime) -> dict[str, float]:
     """Get this process ready for its first agent run, so it costs what later ones do: the
     tools and their schemas, every role's prompt, the Redis connection, the LLM client, the
-    memory index and the Chinese word list. Returns the seconds each part took."""
+    broker connection tasks are sent on, the memory index and the Chinese word list. Returns the seconds each part took."""
     timings: dict[str, float] = {}
 
     def timed(name: str, step: Callable[[], object]) -> None:
@@ -67,7 +68,8 @@ def warm(runtime: Runtime) -> dict[str, float]:
     timed("tools", lambda: [registry().schemas_for(role) for role in roles])
     timed("prompts", lambda: [build_system_prompt(role) for role in roles])
     timed("redis", runtime.redis.ping)
-    timed("llm client", lambda: client_for(runtime))
+    timed("llm client", lambda: client_for(runtime).warm())
+    timed("celery", warm_sending)
     timed("memory", lambda: index_warm(runtime.settings))
     return timings
 

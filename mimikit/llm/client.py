@@ -13,7 +13,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletion
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from mimikit.config import secret_text
 from mimikit.exceptions import LLMUnavailable
@@ -128,6 +128,17 @@ class LLMClient:
                 max_retries=0,
             )
         return self._sdk
+
+    def warm(self) -> None:
+        """Build what the first request would otherwise build, sending nothing: the SDK
+        client with its connection pool and TLS context, the chat resource (imported on first
+        use), the platform headers and the response types' validators."""
+        if not self.configured:
+            return
+        sdk = self._client()
+        _ = sdk.chat.completions.with_raw_response, sdk.default_headers
+        ChatCompletion.model_validate(_SAMPLE_COMPLETION)
+        ChatCompletionChunk.model_validate(_SAMPLE_CHUNK)
 
     def chat(
         self,
@@ -347,6 +358,18 @@ def _number(value: str | None) -> float | None:
     except ValueError:
         return None
     return number if math.isfinite(number) else None
+
+
+_SAMPLE_CALL = {"id": "call", "type": "function", "function": {"name": "reply", "arguments": "{}"}}
+_SAMPLE_USAGE = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+_SAMPLE_COMPLETION = {
+    "id": "warm", "object": "chat.completion", "created": 0, "model": "warm", "usage": _SAMPLE_USAGE,
+    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": None, "tool_calls": [_SAMPLE_CALL]}}]}
+_SAMPLE_CHUNK = {
+    "id": "warm", "object": "chat.completion.chunk", "created": 0, "model": "warm",
+    "usage": _SAMPLE_USAGE, "choices": [{"index": 0, "finish_reason": None, "delta": {
+        "role": "assistant", "tool_calls": [{**_SAMPLE_CALL, "index": 0}]}}]}
 
 
 def _parse(response: Any, url: str) -> Completion:

@@ -1,0 +1,44 @@
+"""When ``mimikit up`` may say "ready": which parts of an instance cannot take a job yet.
+
+Ready means the first real job costs what later ones do: the web answers ``/api/health``; each
+worker child has registered, which it does once warmed up (imports, prompts and tool schemas,
+the LLM client, the memory index) and consuming; a beat holds the lock and has ticked since the
+launch. Until then the parts still missing are named, so a slow start can say what it waits for.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from datetime import datetime
+
+from redis.exceptions import RedisError
+
+from mimikit.delivery.workers import workers
+from mimikit.scheduling.beat import liveness
+from mimikit.store.runtime import Runtime
+
+
+def web_answers(url: str) -> bool:
+    """True when ``url/api/health`` answers (a 503 counts: web serves, Redis is away)."""
+    try:
+        with urllib.request.urlopen(f"{url}/api/health", timeout=1):
+            return True
+    except OSError as error:
+        return getattr(error, "code", None) == 503
+
+
+def missing_parts(runtime: Runtime, web_url: str, worker_pids: dict[str, int],
+                  since: datetime) -> list[str]:
+    """The names of the parts not ready: ``"web"``, a key of ``worker_pids`` (a worker child
+    by its pid, whose worker process is the child itself), ``"beat"``, or ``"redis"`` when
+    Redis does not answer."""
+    missing = [] if web_answers(web_url) else ["web"]
+    try:
+        registered = {entry.get("pid") for entry in workers(runtime)}
+        beat = liveness(runtime)
+    except RedisError:
+        return [*missing, "redis"]
+    missing += [name for name, pid in worker_pids.items() if pid not in registered]
+    if not beat["alive"] or datetime.fromisoformat(beat["at"]) < since:
+        missing.append("beat")
+    return missing
