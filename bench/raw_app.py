@@ -1,7 +1,14 @@
-"""The raw baseline: a bare Celery app, default settings, one no-op task, on the same Redis."""
+"""The raw baselines: a bare Celery app, default settings, on the same Redis.
+
+- ``raw.noop`` does nothing: the raw Celery round trip;
+- ``raw.llm_call`` makes one chat completion with the OpenAI SDK against the same scripted LLM
+  (``MIMIKIT_BENCH_LLM_URL``): the least any agent runtime on Celery pays for one LLM step.
+"""
 
 import os
+from functools import cache
 
+import openai
 from celery import Celery
 
 url = os.environ["MIMIKIT_BENCH_RAW_URL"]
@@ -11,4 +18,18 @@ app.conf.task_default_queue = "raw"
 
 @app.task(name="raw.noop")
 def noop() -> None:
-    """Does nothing: the raw Celery round trip."""
+    """Does nothing."""
+
+
+@cache
+def _client() -> openai.OpenAI:
+    return openai.OpenAI(base_url=os.environ["MIMIKIT_BENCH_LLM_URL"], api_key="bench",
+                         max_retries=0)
+
+
+@app.task(name="raw.llm_call")
+def llm_call(prompt: str) -> str | None:
+    """One chat completion (the scripted Worker model), its answer's content returned."""
+    answer = _client().chat.completions.create(
+        model="worker", messages=[{"role": "user", "content": prompt}])
+    return answer.choices[0].message.content

@@ -3,7 +3,7 @@
 - one redis-server (the embedded one) shared by everything, each ``mimikit up`` on a Redis
   database of its own;
 - the scripted LLM (answering at once), so what is measured is Mimikit's own overhead;
-- a raw Celery worker: a bare ``Celery`` app with a no-op task on the same Redis, the baseline;
+- a raw Celery worker: a bare ``Celery`` app on the same Redis (``raw_app.py``), the baselines;
 - ``mimikit up`` itself, talked to over HTTP like the page does: ``POST /api/input``, the
   ``/api/events`` stream, ``GET /api/messages``.
 """
@@ -54,7 +54,7 @@ class Services:
 
     def _start_raw_worker(self) -> subprocess.Popen[bytes]:
         env = dict(os.environ, MIMIKIT_BENCH_RAW_URL=self.redis_url(0),
-                   PYTHONPATH=str(BENCH))
+                   MIMIKIT_BENCH_LLM_URL=self.llm.url, PYTHONPATH=str(BENCH))
         argv = [sys.executable, "-m", "celery", "-A", "raw_app", "worker", "-Q", "raw",
                 "-c", str(self.concurrency), "-n", "raw@bench", "-l", "WARNING",
                 "--without-mingle", "--without-gossip"]

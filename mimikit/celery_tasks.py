@@ -32,13 +32,13 @@ def teller(self: Any) -> str:
     return run_teller(get_runtime(), owner_token(self.request.id))
 
 
-@app.task(name="mimikit.planner", bind=True)
+@app.task(name="mimikit.planner", bind=True, ignore_result=True)
 def planner(self: Any, task_id: str) -> str:
     """One Planner task: plans a request into Worker tasks and triggers."""
     return run_planner(get_runtime(), task_id, self.request.id)
 
 
-@app.task(name="mimikit.worker", bind=True)
+@app.task(name="mimikit.worker", bind=True, ignore_result=True)
 def worker(self: Any, task_id: str) -> str:
     """One Worker task (``llm`` or ``codex`` backend)."""
     return run_worker(get_runtime(), task_id, self.request.id)

@@ -165,5 +165,8 @@ def test_metrics_parse_and_count_calls_tokens_cost_and_task_outcomes(runtime, ll
     assert value("mimikit_llm_cost_total", **worker) == pytest.approx(3300 / 1e6)
     assert value("mimikit_llm_calls_total", outcome="ok", **worker) == 2
     assert value("mimikit_llm_latency_seconds_count", **worker) == 2
+    buckets = [value("mimikit_llm_latency_seconds_bucket", le=le, **worker)
+               for le in ("0.1", "1", "120", "+Inf")]
+    assert buckets == sorted(buckets) and buckets[-2:] == [2, 2]  # cumulative, all within 120 s
     assert value("mimikit_tasks_finished_total", role="worker", status="done") == 1
     assert ("mimikit_queue_depth", (("queue", "worker"),)) in samples

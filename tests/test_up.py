@@ -160,6 +160,31 @@ def test_up_starts_embedded_redis_serves_status_and_leaves_nothing_behind(tmp_pa
         (tmp_path / ".mimikit" / "redis").glob("appendonly*"))
 
 
+def test_up_says_ready_only_when_every_part_can_take_a_job(tmp_path):
+    """At the moment "ready" is printed, both workers have registered (after their warm-up)
+    and beat has ticked: the first message does not wait for any of them."""
+    web_port, redis_port = free_port(), free_port()
+    up = subprocess.Popen([sys.executable, "-m", "mimikit", "up", "--port", str(web_port)],
+                          cwd=tmp_path, env=_up_env(redis_port), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    try:
+        assert up.stdout is not None
+        deadline = time.monotonic() + 90
+        while not any("ready at" in line for line in lines) and time.monotonic() < deadline:
+            line = up.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+        status = _status(web_port)  # right after "ready", before anything else could catch up
+    finally:
+        output = _stop_up(up)
+    assert any("ready at" in line for line in lines), "".join(lines) + output
+    assert status is not None
+    assert sorted(w["name"].split("@")[0] for w in status["workers"]) == ["agents", "tasks"]
+    assert status["beat"]["alive"] is True
+
+
 HOSTILE_FILES = {
     "celeryconfig.py": 'broker_url = "memory://"\nresult_backend = "cache+memory://"\n',
     "web.py": 'raise SystemExit("a web.py from the work directory was imported")\n',

@@ -22,7 +22,7 @@ from mimikit.delivery.dispatch import queue_depths
 from mimikit.delivery.workers import workers
 from mimikit.spending import book
 from mimikit.spending.budget import budget_state
-from mimikit.spending.meter import LATENCY_BUCKETS_SECONDS
+from mimikit.spending.meter import latency_buckets
 from mimikit.store.keys import as_text
 from mimikit.store.runtime import Runtime
 from web.auth import check_token
@@ -70,8 +70,8 @@ def _llm_metrics(rows: list[dict[str, Any]]) -> Iterator[Metric]:
         for outcome, count in outcomes.items():
             calls.add_metric([*key, outcome], count)
         count = sum(outcomes.values())
-        buckets = [(str(bound), row.get(f"le:{bound}", 0)) for bound in LATENCY_BUCKETS_SECONDS]
-        latency.add_metric(key, [*buckets, ("+Inf", count)], row.get("latencySeconds", 0.0))
+        latency.add_metric(key, [*latency_buckets(row), ("+Inf", count)],
+                           row.get("latencySeconds", 0.0))
     yield from (tokens, cost, calls, latency)
 
 

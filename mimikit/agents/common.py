@@ -111,9 +111,7 @@ def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: str, user_prompt
         record.error = record.error or str(error) or type(error).__name__
         raise
     finally:
-        keep_run(runtime, record, owners)
-        if task is not None:
-            runtime.state.end_live(task.id)
+        keep_run(runtime, record, owners, live_owner=task.id if task is not None else None)
     return record
 
 
@@ -145,12 +143,14 @@ def live_steps(runtime: Runtime, record: RunRecord, task: Task | None) -> Observ
     return observe
 
 
-def keep_run(runtime: Runtime, record: RunRecord, owners: tuple[str, ...]) -> None:
-    body = record.model_dump(mode="json", exclude_none=True)
-    for owner in owners:
-        if owner:
-            runtime.state.add_run(owner, body)
-    runtime.state.log("run_finished", runId=record.id, role=record.role, status=record.status,
-                      traceId=record.traceId, steps=record.steps,
-                      tokens=record.usage.totalTokens, durationMs=record.durationMs,
-                      taskId=owners[0] if owners and owners[0].startswith("task-") else None)
+def keep_run(runtime: Runtime, record: RunRecord, owners: tuple[str, ...],
+             live_owner: str | None = None) -> None:
+    """Keep the run's transcript under each of ``owners`` and log that it finished, in one
+    transaction that also forgets the live steps of ``live_owner``."""
+    runtime.state.keep_run(
+        record.model_dump(mode="json", exclude_none=True), tuple(o for o in owners if o),
+        finished={"runId": record.id, "role": record.role, "status": record.status,
+                  "traceId": record.traceId, "steps": record.steps,
+                  "tokens": record.usage.totalTokens, "durationMs": record.durationMs,
+                  "taskId": owners[0] if owners and owners[0].startswith("task-") else None},
+        live_owner=live_owner)

@@ -43,9 +43,11 @@ def wake_for_pending(runtime: Runtime) -> bool:
 def wake_teller(runtime: Runtime, send: Callable[[], None]) -> bool:
     """Ask for a Teller run; returns True when this call enqueued one."""
     keys, redis = runtime.keys, runtime.redis
-    redis.set(keys.teller_wake, utcnow().isoformat())
-    queued_seconds = runtime.settings.teller_timeout + 60
-    if redis.set(keys.teller_queued, utcnow().isoformat(), nx=True, ex=queued_seconds):
+    now = utcnow().isoformat()
+    pipe = redis.pipeline(transaction=False)  # one round trip: the flag, then the mark
+    pipe.set(keys.teller_wake, now)
+    pipe.set(keys.teller_queued, now, nx=True, ex=runtime.settings.teller_timeout + 60)
+    if pipe.execute()[1]:
         try:
             send()
         except BaseException:

@@ -1,5 +1,9 @@
 """Putting work on the Celery queues (Teller runs, Planner and Worker tasks), reading how much
-waits there, and stopping a running delivery."""
+waits there, and stopping a running delivery.
+
+Results live in the state store, never in Celery's result backend: tasks are sent with
+``ignore_result``, so sending one does not subscribe to its result and a worker stores none.
+"""
 
 from __future__ import annotations
 
@@ -28,7 +32,8 @@ def warm_sending() -> None:
 
 def send_teller() -> None:
     """Enqueue one Teller run (callers go through ``conversation.gate.wake``)."""
-    app.send_task("mimikit.teller", queue="teller", priority=to_broker_priority(10))
+    app.send_task("mimikit.teller", queue="teller", priority=to_broker_priority(10),
+                  ignore_result=True)
 
 
 def enqueue(runtime: Runtime, task: Task) -> str:
@@ -39,7 +44,7 @@ def enqueue(runtime: Runtime, task: Task) -> str:
         TASK_NAMES[task.role], args=[task.id], priority=priority,
         soft_time_limit=timeout + SOFT_LIMIT_MARGIN_SECONDS,
         time_limit=timeout + TIME_LIMIT_MARGIN_SECONDS,
-        headers={"traceId": task.traceId},
+        headers={"traceId": task.traceId}, ignore_result=True,
     )
     return str(result.id)
 

@@ -11,19 +11,16 @@ from __future__ import annotations
 
 from mimikit.models import Task
 from mimikit.scheduling import conditions, triggers
-from mimikit.store.keys import as_text
 from mimikit.store.runtime import Runtime
 
 RECENT_RUNS_CHECKED = 20  # a finished trigger's latest runs that could still report
 
 
-def retire_spent_dependents(runtime: Runtime, task: Task) -> list[str]:
-    """Retire the triggers waiting on ``task`` (or its trigger) that are spent now."""
-    pipe = runtime.redis.pipeline(transaction=False)
-    for ref in (task.id, task.triggerId):
-        if ref:
-            pipe.smembers(runtime.keys.dependents(ref))
-    ids = sorted({as_text(i) for members in pipe.execute() for i in members})
+def retire_spent_dependents(runtime: Runtime, task: Task, dependents: list[str] | None = None
+                            ) -> list[str]:
+    """Retire the triggers waiting on ``task`` (or its trigger) that are spent now
+    (``dependents``: those triggers, when the caller has read them)."""
+    ids = triggers.dependents_of(runtime, task) if dependents is None else dependents
     return [tid for tid in ids if retire_if_spent(runtime, tid)]
 
 

@@ -127,18 +127,25 @@ def index_conditional(runtime: Runtime, trigger: Task) -> None:
     pipe.execute()
 
 
-def on_result(runtime: Runtime, task: Task, result: Any) -> list[str]:
+def dependents_of(runtime: Runtime, task: Task) -> list[str]:
+    """The ids of the triggers whose condition references ``task`` or the trigger that fired
+    it: only ``dependents(task.id)`` and ``dependents(task.triggerId)`` are read, so the cost
+    does not grow with the number of triggers."""
+    pipe = runtime.redis.pipeline(transaction=False)
+    for ref in (task.id, task.triggerId):
+        if ref:
+            pipe.smembers(runtime.keys.dependents(ref))
+    return sorted({as_text(i) for members in pipe.execute() for i in members})
+
+
+def on_result(runtime: Runtime, task: Task, result: Any, dependents: list[str] | None = None
+              ) -> list[str]:
     """Route a result to the triggers that reference its task (or its trigger); fire them.
 
-    Only ``dependents(task.id)`` and ``dependents(task.triggerId)`` are looked at, so the
-    cost does not grow with the number of triggers. Returns the ids of the triggers fired.
+    ``dependents`` are those triggers when the caller has read them (``dependents_of``).
+    Returns the ids of the triggers fired.
     """
-    keys = runtime.keys
-    pipe = runtime.redis.pipeline(transaction=False)
-    pipe.smembers(keys.dependents(task.id))
-    if task.triggerId:
-        pipe.smembers(keys.dependents(task.triggerId))
-    ids = sorted({as_text(i) for members in pipe.execute() for i in members})
+    ids = dependents_of(runtime, task) if dependents is None else dependents
     cause = f"result of {task.id} ({getattr(result, 'status', '?')})"
     routed = {ref: result for ref in (task.id, task.triggerId) if ref}
     return [tid for tid in ids if evaluate(runtime, tid, cause=cause, routed=routed)]

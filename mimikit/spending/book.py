@@ -38,6 +38,25 @@ class Spender:
         return {scope: ident for scope, ident in found.items() if ident}
 
 
+# Adds one call to each scope's hash (KEYS) and sets its time to live (ARGV[5 + i]).
+# ARGV: prompt, completion and total tokens, cost ('' when the model has no price).
+_ADD_CALL = """
+for i, key in ipairs(KEYS) do
+  redis.call('HINCRBY', key, 'promptTokens', ARGV[1])
+  redis.call('HINCRBY', key, 'completionTokens', ARGV[2])
+  redis.call('HINCRBY', key, 'totalTokens', ARGV[3])
+  redis.call('HINCRBY', key, 'calls', 1)
+  if ARGV[4] == '' then
+    redis.call('HINCRBY', key, 'unpricedTokens', ARGV[3])
+  else
+    redis.call('HINCRBYFLOAT', key, 'cost', ARGV[4])
+    redis.call('HSET', key, 'lastCall', ARGV[4])
+  end
+  redis.call('EXPIRE', key, ARGV[4 + i])
+end
+"""
+
+
 def record(runtime: Runtime, spender: Spender, usage: Usage, cost: float | None,
            pipe: Any = None) -> None:
     """Add one call's ``usage`` (and ``cost``, when the model has a price) to every scope."""
@@ -45,16 +64,12 @@ def record(runtime: Runtime, spender: Spender, usage: Usage, cost: float | None,
     now = utcnow()
     counts = {"promptTokens": usage.promptTokens, "completionTokens": usage.completionTokens,
               "totalTokens": usage.totalTokens, "calls": 1}
-    for scope, ident in spender.scopes(runtime, now).items():
-        key = runtime.keys.usage(scope, ident)
-        for name, value in counts.items():
-            target.hincrby(key, name, value)
-        if cost is None:
-            target.hincrby(key, "unpricedTokens", usage.totalTokens)
-        else:
-            target.hincrbyfloat(key, "cost", cost)
-            target.hset(key, "lastCall", cost)  # what the next call reserves at least
-        target.expire(key, KEEP_DAYS[scope] * 86400)
+    scopes = spender.scopes(runtime, now)
+    keys = [runtime.keys.usage(scope, ident) for scope, ident in scopes.items()]
+    target.eval(_ADD_CALL, len(keys), *keys, usage.promptTokens, usage.completionTokens,
+                usage.totalTokens, "" if cost is None else repr(cost),
+                *(KEEP_DAYS[scope] * 86400 for scope in scopes))
+    for scope, ident in scopes.items():
         if scope in LISTED_SCOPES:
             target.zadd(runtime.keys.usage_index(scope), {ident: now.timestamp()})
     _by_model(runtime, target, spender, counts, cost)

@@ -71,11 +71,23 @@ class Meter:
 
 def _latency(runtime: Runtime, pipe: Any, spender: book.Spender, seconds: float,
              outcome: str) -> None:
-    """Count the call in the latency histogram and by outcome (for ``/metrics``)."""
+    """Count the call in the latency histogram and by outcome (for ``/metrics``): one field
+    for the smallest bucket the call fits in (``latency_buckets`` makes them cumulative)."""
     prefix = f"{spender.role}|{spender.model}|"
     key = runtime.keys.usage_by_model
     pipe.hincrbyfloat(key, prefix + "latencySeconds", seconds)
     pipe.hincrby(key, prefix + f"outcome:{outcome}", 1)
+    bound = next((b for b in LATENCY_BUCKETS_SECONDS if seconds <= b), None)
+    if bound is not None:
+        pipe.hincrby(key, prefix + f"bucket:{bound}", 1)
+
+
+def latency_buckets(row: dict[str, Any]) -> list[tuple[str, float]]:
+    """The cumulative histogram buckets of one role and model's counters: each bound counts
+    the calls in it and every smaller bucket (``le:`` fields, written cumulative by earlier
+    versions, are added as they are)."""
+    buckets, below = [], 0.0
     for bound in LATENCY_BUCKETS_SECONDS:
-        if seconds <= bound:
-            pipe.hincrby(key, prefix + f"le:{bound}", 1)
+        below += row.get(f"bucket:{bound}", 0)
+        buckets.append((str(bound), below + row.get(f"le:{bound}", 0)))
+    return buckets

@@ -358,11 +358,28 @@ class StateStore(ConversationStore, LiveRuns):
     def add_run(self, owner_id: str, run: dict[str, Any]) -> None:
         """Keep a run transcript (LLM messages, tool calls, usage) under its task or trace; the
         newest ``RUNS_KEPT`` are kept, for the retention after the last one."""
-        key, pipe = self.keys.runs(owner_id), self.redis.pipeline(transaction=True)
-        pipe.rpush(key, json.dumps(run, default=str))
-        pipe.ltrim(key, -RUNS_KEPT, -1)
-        pipe.expire(key, self.retention_seconds + GRACE_SECONDS)
-        pipe.execute()
+        self.keep_run(run, (owner_id,))
+
+    def keep_run(self, run: dict[str, Any], owners: tuple[str, ...],
+                 finished: dict[str, Any] | None = None, live_owner: str | None = None) -> None:
+        """In one transaction: the run transcript under each of ``owners``, the
+        ``run_finished`` log event with the fields ``finished``, and the live steps of
+        ``live_owner`` forgotten (the transcript has them now)."""
+        raw = json.dumps(run, default=str)
+
+        def write(pipe: WritePipe) -> None:
+            pipe.multi()
+            for owner in owners:
+                key = self.keys.runs(owner)
+                pipe.rpush(key, raw)
+                pipe.ltrim(key, -RUNS_KEPT, -1)
+                pipe.expire(key, self.retention_seconds + GRACE_SECONDS)
+            if finished is not None:
+                pipe.log(self.keys, "run_finished", **finished)
+            if live_owner is not None:
+                pipe.delete(self.keys.live_steps(live_owner))
+
+        self.transaction(write)
 
     def runs(self, owner_id: str) -> list[dict[str, Any]]:
         return [json.loads(raw) for raw in self.redis.lrange(self.keys.runs(owner_id), 0, -1)]

@@ -65,8 +65,9 @@ def task_finished(runtime: Runtime, task: Task, result: Result, tell_user: bool 
         else:
             text = f"Task completed: {label}"
         runtime.state.system_message(text, taskId=task.id, traceId=task.traceId)
-    fired = triggers.on_result(runtime, task, result)
-    retire_spent_dependents(runtime, task)
+    dependents = triggers.dependents_of(runtime, task)
+    fired = triggers.on_result(runtime, task, result, dependents)
+    retire_spent_dependents(runtime, task, dependents)
     if tell_user:
         wake(runtime)
     return fired
@@ -76,6 +77,7 @@ def route_again(runtime: Runtime, task: Task) -> list[str]:
     """Route a finished task's stored result once more (a redelivery after a crash between the
     commit and the routing); the triggers claim each firing, so nothing fires twice."""
     result = runtime.state.get_result(task.id)
-    fired = triggers.on_result(runtime, task, result) if result is not None else []
-    retire_spent_dependents(runtime, task)
+    dependents = triggers.dependents_of(runtime, task)
+    fired = triggers.on_result(runtime, task, result, dependents) if result is not None else []
+    retire_spent_dependents(runtime, task, dependents)
     return fired
