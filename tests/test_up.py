@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -58,16 +59,39 @@ def _up_env(redis_port: int, **extra: str) -> dict[str, str]:
     return env
 
 
-def _stop_up(up: subprocess.Popen[str]) -> str:
-    """SIGINT ``up`` (it stops its children, Redis last) and return the rest of its output."""
+class Output:
+    """The lines ``up`` prints, collected as they come by a thread."""
+
+    def __init__(self, up: subprocess.Popen[str]) -> None:
+        assert up.stdout is not None
+        self.lines: list[str] = []
+        self._thread = threading.Thread(
+            target=lambda: self.lines.extend(iter(up.stdout.readline, "")), daemon=True)
+        self._thread.start()
+
+    def says(self, text: str) -> bool:
+        return any(text in line for line in self.lines)
+
+    def text(self) -> str:
+        """All of it, once ``up`` has exited."""
+        self._thread.join(timeout=10)
+        return "".join(self.lines)
+
+
+def _stop_up(up: subprocess.Popen[str], output: Output | None = None) -> str:
+    """SIGINT ``up`` (it stops its children, Redis last) and return its output: the rest of it,
+    or all of it when ``output`` follows it."""
     if up.poll() is None:
         up.send_signal(signal.SIGINT)
     try:
-        output, _ = up.communicate(timeout=60)
+        if output is None:
+            rest, _ = up.communicate(timeout=60)
+            return rest or ""
+        up.wait(timeout=60)
+        return output.text()
     finally:
         if up.poll() is None:
             up.kill()
-    return output or ""
 
 
 def test_up_refuses_a_public_host_without_a_token_before_starting_anything(tmp_path):
@@ -128,13 +152,14 @@ def test_up_starts_embedded_redis_serves_status_and_leaves_nothing_behind(tmp_pa
     argv = [sys.executable, "-m", "mimikit", "up", "--port", str(web_port)]
     up = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
+    output = Output(up)
     try:
         started = time.monotonic()
-        body = wait_for(lambda: _status(web_port), timeout=60, interval=0.2, message="status")
-        assert body["ok"] is True and body["redis"]["ok"] is True
+        wait_for(lambda: output.says("ready at"), timeout=60, message="up to say ready")
         assert time.monotonic() - started < 60
-        wait_for(lambda: len((_status(web_port) or {}).get("workers", [])) == 2, timeout=30,
-                 message="both workers registered")
+        body = _status(web_port)
+        assert body is not None and body["ok"] is True and body["redis"]["ok"] is True
+        assert len(body["workers"]) == 2
         children = _descendants(up.pid)
         assert len(children) >= 5  # redis, two workers (+ pool), beat, web
 
@@ -150,10 +175,10 @@ def test_up_starts_embedded_redis_serves_status_and_leaves_nothing_behind(tmp_pa
                  message="the web child to be restarted")
         children |= _descendants(up.pid)
     finally:
-        output = _stop_up(up)  # also on a failure above: a SIGKILL would leave the children
-    assert up.returncode == 0, output
-    assert "ready at http://127.0.0.1:" in output and "stopped" in output
-    assert "web exited with -9; restarting in 1 s" in output
+        text = _stop_up(up, output)  # also on a failure: a SIGKILL would leave the children
+    assert up.returncode == 0, text
+    assert "ready at http://127.0.0.1:" in text and "stopped" in text
+    assert "web exited with -9; restarting in 1 s" in text
     wait_for(lambda: not [p for p in children if pid_alive(p)], timeout=10,
              message="every child to exit")
     assert (tmp_path / ".mimikit" / "redis" / "appendonly.aof").exists() or any(
@@ -167,20 +192,14 @@ def test_up_says_ready_only_when_every_part_can_take_a_job(tmp_path):
     up = subprocess.Popen([sys.executable, "-m", "mimikit", "up", "--port", str(web_port)],
                           cwd=tmp_path, env=_up_env(redis_port), stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
-    lines: list[str] = []
+    output = Output(up)
     try:
-        assert up.stdout is not None
-        deadline = time.monotonic() + 90
-        while not any("ready at" in line for line in lines) and time.monotonic() < deadline:
-            line = up.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
+        wait_for(lambda: output.says("ready at") or up.poll() is not None, timeout=90,
+                 interval=0.05, message="up to say ready")
         status = _status(web_port)  # right after "ready", before anything else could catch up
     finally:
-        output = _stop_up(up)
-    assert any("ready at" in line for line in lines), "".join(lines) + output
-    assert status is not None
+        text = _stop_up(up, output)
+    assert "ready at" in text and status is not None, text
     assert sorted(w["name"].split("@")[0] for w in status["workers"]) == ["agents", "tasks"]
     assert status["beat"]["alive"] is True
 
