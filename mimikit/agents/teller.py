@@ -19,6 +19,7 @@ from mimikit.agents.prompts import build_system_prompt, choose_mode
 from mimikit.conversation import gate as teller_gate
 from mimikit.conversation import outage
 from mimikit.exceptions import LLMUnavailable
+from mimikit.models import Result, Task
 from mimikit.store.identity import owner_alive
 from mimikit.store.outage import when_back
 from mimikit.store.runtime import Runtime
@@ -122,6 +123,9 @@ class ReplyStream:
 def render_inbox(runtime: Runtime, items: list[dict[str, Any]]) -> str:
     """The Teller's user prompt: pending inputs, answers, task results, notices."""
     inputs, results, notices = [], [], []
+    done_ids = [item["taskId"] for item in items if item["kind"] == "result"]
+    done_tasks = {task.id: task for task in runtime.state.tasks_by_id(done_ids)}
+    done_results = runtime.state.results_by_id(done_ids)
     for item in items:
         kind = item["kind"]
         if kind == "input":
@@ -131,7 +135,9 @@ def render_inbox(runtime: Runtime, items: list[dict[str, Any]]) -> str:
             inputs.append(f"- Answer to your question {item['question']!r}: "
                           f"{json.dumps({'answer': item['answer'], 'source': item['source']})}")
         elif kind == "result":
-            results.append(_render_result(runtime, item["taskId"]))
+            task_id = item["taskId"]
+            results.append(_render_result(task_id, done_tasks.get(task_id),
+                                          done_results.get(task_id)))
         else:
             notices.append(f"- {item.get('text', json.dumps(item))}")
     blocks = []
@@ -142,9 +148,7 @@ def render_inbox(runtime: Runtime, items: list[dict[str, Any]]) -> str:
     return "\n\n".join(blocks) or "## Pending inputs\n(none)"
 
 
-def _render_result(runtime: Runtime, task_id: str) -> str:
-    task = runtime.state.get_task(task_id)
-    result = runtime.state.get_result(task_id)
+def _render_result(task_id: str, task: Task | None, result: Result | None) -> str:
     if task is None or result is None:
         return f"### {task_id}\n(result not found)"
     label = task.title or task.prompt[:120]

@@ -21,8 +21,8 @@ from mimikit.logfiles import SharedRotatingFileHandler
 from mimikit.models import FINISHED, Result, Task, load, utcnow
 from mimikit.store.conversation import ConversationStore
 from mimikit.store.keys import Keys, as_text
-from mimikit.store.retention import GRACE_SECONDS, RUNS_KEPT
-from mimikit.store.runs import LiveRuns
+from mimikit.store.retention import GRACE_SECONDS
+from mimikit.store.runs import Runs
 from mimikit.store.writepipe import WritePipe, queue_event
 
 log = logging.getLogger("mimikit.state")
@@ -56,7 +56,7 @@ class StartDecision:
     detail: str = ""
 
 
-class StateStore(ConversationStore, LiveRuns):
+class StateStore(ConversationStore, Runs):
     """All runtime state of one instance, in Redis under ``keys.prefix``."""
 
     def __init__(self, redis: Redis, keys: Keys, state_dir: Path) -> None:
@@ -352,37 +352,13 @@ class StateStore(ConversationStore, LiveRuns):
         raw = self.redis.get(self.keys.result(task_id))
         return load(Result, raw) if raw else None
 
+    def results_by_id(self, ids: list[str]) -> dict[str, Result]:
+        """The results of these tasks, in one round trip (tasks without one left out)."""
+        raws = self.redis.mget([self.keys.result(i) for i in ids]) if ids else []
+        return {task_id: load(Result, raw) for task_id, raw in zip(ids, raws, strict=True) if raw}
+
     def task_log(self, task_id: str) -> list[dict[str, Any]]:
         return [json.loads(raw) for raw in self.redis.lrange(self.keys.task_log(task_id), 0, -1)]
-
-    def add_run(self, owner_id: str, run: dict[str, Any]) -> None:
-        """Keep a run transcript (LLM messages, tool calls, usage) under its task or trace; the
-        newest ``RUNS_KEPT`` are kept, for the retention after the last one."""
-        self.keep_run(run, (owner_id,))
-
-    def keep_run(self, run: dict[str, Any], owners: tuple[str, ...],
-                 finished: dict[str, Any] | None = None, live_owner: str | None = None) -> None:
-        """In one transaction: the run transcript under each of ``owners``, the
-        ``run_finished`` log event with the fields ``finished``, and the live steps of
-        ``live_owner`` forgotten (the transcript has them now)."""
-        raw = json.dumps(run, default=str)
-
-        def write(pipe: WritePipe) -> None:
-            pipe.multi()
-            for owner in owners:
-                key = self.keys.runs(owner)
-                pipe.rpush(key, raw)
-                pipe.ltrim(key, -RUNS_KEPT, -1)
-                pipe.expire(key, self.retention_seconds + GRACE_SECONDS)
-            if finished is not None:
-                pipe.log(self.keys, "run_finished", **finished)
-            if live_owner is not None:
-                pipe.delete(self.keys.live_steps(live_owner))
-
-        self.transaction(write)
-
-    def runs(self, owner_id: str) -> list[dict[str, Any]]:
-        return [json.loads(raw) for raw in self.redis.lrange(self.keys.runs(owner_id), 0, -1)]
 
     # --- misc ---------------------------------------------------------------------------------
 
