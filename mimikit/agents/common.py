@@ -56,7 +56,8 @@ def registry() -> Registry:
 def warm(runtime: Runtime) -> dict[str, float]:
     """Get this process ready for its first agent run, so it costs what later ones do: the
     tools and their schemas, every role's prompt, the Redis connection, the LLM client, the
-    broker connection tasks are sent on, the memory index and the Chinese word list. Returns the seconds each part took."""
+    broker connection tasks are sent on, the memory index and the Chinese word list. Returns
+    the seconds each part took."""
     timings: dict[str, float] = {}
 
     def timed(name: str, step: Callable[[], object]) -> None:

@@ -39,7 +39,8 @@ class Spender:
 
 
 # Adds one call to each scope's hash (KEYS) and sets its time to live (ARGV[5 + i]).
-# ARGV: prompt, completion and total tokens, cost ('' when the model has no price).
+# ARGV: prompt, completion and total tokens, cost ('' when the model has no price). lastCall is
+# the last call's cost: what the next call reserves at least.
 _ADD_CALL = """
 for i, key in ipairs(KEYS) do
   redis.call('HINCRBY', key, 'promptTokens', ARGV[1])
