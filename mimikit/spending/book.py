@@ -38,7 +38,7 @@ class Spender:
         return {scope: ident for scope, ident in found.items() if ident}
 
 
-# Adds one call to each scope's hash (KEYS) and sets its time to live (ARGV[5 + i]).
+# Adds one call to each scope's hash KEYS[i] and sets its time to live ARGV[4 + i] (i from 1).
 # ARGV: prompt, completion and total tokens, cost ('' when the model has no price). lastCall is
 # the last call's cost: what the next call reserves at least.
 _ADD_CALL = """
