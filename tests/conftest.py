@@ -76,8 +76,9 @@ def stack(runtime, procs: ProcessPool, llm, monkeypatch: pytest.MonkeyPatch):  #
     monkeypatch.setenv("MIMIKIT_LLM_BASE_URL", llm.url)
     reset_runtime()
     runtime.settings = runtime.settings.model_copy(update={"llm_base_url": llm.url})
-    procs.worker(queues="teller,planner,supervisor", concurrency=2, name="agents")
-    procs.worker(queues="worker", concurrency=2, name="tasks")
+    procs.wait_ready(  # both start at once: each takes a core for its imports
+        procs.worker(queues="teller,planner,supervisor", concurrency=2, name="agents", wait=False),
+        procs.worker(queues="worker", concurrency=2, name="tasks", wait=False))
     return runtime
 
 

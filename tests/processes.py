@@ -76,6 +76,7 @@ class ProcessPool:
         self.log_dir = log_dir
         self.runtime = runtime
         self.processes: list[subprocess.Popen[bytes]] = []
+        self._hostnames: dict[int, str] = {}
         log_dir.mkdir(parents=True, exist_ok=True)
 
     def _env(self) -> dict[str, str]:
@@ -96,12 +97,19 @@ class ProcessPool:
                 "-c", str(concurrency), "-n", hostname, "-l", "INFO", "-E",
                 "--without-mingle", "--without-gossip"]
         process = self._spawn(hostname.split("@")[0], argv)
+        self._hostnames[process.pid] = hostname
         if wait:
+            self.wait_ready(process)
+        return process
+
+    def wait_ready(self, *workers: subprocess.Popen[bytes]) -> None:
+        """Wait until each worker (started with ``wait=False``) has registered."""
+        for process in workers:
+            hostname = self._hostnames[process.pid]
             key = self.runtime.keys.worker(hostname)
-            wait_for(lambda: self.runtime.redis.exists(key) or process.poll() is not None,
+            wait_for(lambda: self.runtime.redis.exists(key) or process.poll() is not None,  # noqa: B023
                      timeout=30, message=f"worker {hostname} to be ready")
             assert process.poll() is None, f"worker {hostname} exited; see {self.log_dir}"
-        return process
 
     def beat(self, name: str = "beat") -> subprocess.Popen[bytes]:
         argv = [sys.executable, "-m", "celery", "-A", "worker_app", "beat", "-l", "INFO",
