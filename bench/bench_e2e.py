@@ -94,12 +94,17 @@ def chain(instance: Instance, workers: int, n: int) -> float:
     return instance.client.say(f"chain{workers} {n}", lambda text: f"[{last} of {n}]" in text)
 
 
+def raw_args(name: str, n: int) -> list[str]:
+    """The arguments of the ``n``-th raw task ``name``: a prompt for the LLM call, none else."""
+    return [f"t{n}"] if name == "raw.llm_call" else []
+
+
 def raw_round_trips(app: Any, name: str, count: int) -> list[float]:
     """Seconds for each of ``count`` raw tasks ``name``, sent and waited for one at a time."""
     times = []
     for n in range(count):
         began = time.perf_counter()
-        app.send_task(name, args=[f"t{n}"] if name == "raw.llm_call" else []).get(timeout=30)
+        app.send_task(name, args=raw_args(name, n)).get(timeout=30)
         times.append(time.perf_counter() - began)
     return times
 
@@ -107,8 +112,7 @@ def raw_round_trips(app: Any, name: str, count: int) -> list[float]:
 def raw_rate(app: Any, name: str, count: int) -> float:
     """Raw tasks ``name`` per second, ``count`` sent at once."""
     began = time.perf_counter()
-    results = [app.send_task(name, args=[f"t{n}"] if name == "raw.llm_call" else [])
-               for n in range(count)]
+    results = [app.send_task(name, args=raw_args(name, n)) for n in range(count)]
     for result in results:
         result.get(timeout=300)
     return count / (time.perf_counter() - began)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, Self
 
 import pytest
 from llm_server import ScriptedLLM, delay, text, tool_call
@@ -13,6 +14,27 @@ from llm_server import ScriptedLLM, delay, text, tool_call
 from mimikit.models import Task
 
 TASK_HEADING = re.compile(r"## Task (task-[0-9a-f]+)")
+
+
+class Background:
+    """Runs ``_run`` on a daemon thread from ``start`` until ``stop`` sets ``_stop``."""
+
+    join_seconds = 15.0
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> Self:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.join_seconds)
+
+    def _run(self) -> None:
+        raise NotImplementedError
 
 
 @pytest.fixture

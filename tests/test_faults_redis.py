@@ -16,7 +16,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from fault_helpers import completions, wait_until, worker_answers_after
+from fault_helpers import Background, completions, wait_until, worker_answers_after
 from llm_server import delay, text
 from scheduling_helpers import add_trigger, fired, slots
 from web_helpers import WebServer
@@ -27,24 +27,17 @@ from mimikit.tasks.submit import submit
 DOWN_SECONDS = 3.0
 
 
-class Poster:
+class Poster(Background):
     """Posts numbered inputs to POST /api/input until stopped; remembers every answer."""
 
+    join_seconds = 30.0
+
     def __init__(self, port: int, every: float = 0.1) -> None:
+        super().__init__()
         self.port = port
         self.every = every
         self.acked: dict[str, str] = {}  # message id -> text
         self.refused: Counter[str] = Counter()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self) -> Poster:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
 
     def _run(self) -> None:
         n = 0

@@ -8,21 +8,21 @@ import http.client
 import json
 import os
 import signal
-import threading
 import time
 from typing import Any
 
 import pytest
-from fault_helpers import wait_until
+from fault_helpers import Background, wait_until
 from web_helpers import WebServer
 
 from mimikit.models import Message
 
 
-class ReconnectingClient:
+class ReconnectingClient(Background):
     """An EventSource in a thread: reconnects after ``retry`` ms with Last-Event-ID."""
 
     def __init__(self, port: int) -> None:
+        super().__init__()
         self.port = port
         self.last_id: str | None = None
         self.retry_ms = 2000
@@ -30,16 +30,6 @@ class ReconnectingClient:
         self.connects = 0
         self.offline: list[float] = []  # seconds from each drop to the next open stream
         self._dropped_at: float | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self) -> ReconnectingClient:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=15)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -95,23 +85,14 @@ class ReconnectingClient:
             self.messages.append(json.loads(fields["data"])["id"])
 
 
-class Writer:
+class Writer(Background):
     """Appends a message every ``every`` seconds, straight into the state store."""
 
     def __init__(self, runtime: Any, every: float = 0.02) -> None:
+        super().__init__()
         self.runtime = runtime
         self.every = every
         self.written: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self) -> Writer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=15)
 
     def _run(self) -> None:
         while not self._stop.wait(self.every):
