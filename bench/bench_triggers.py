@@ -59,7 +59,7 @@ def bench_routing(runtime, sizes: list[int], rounds: int) -> list[tuple[str, ...
             "type": "task_done", "params": {"taskId": f"task-up-{made + i}"}})
             for i in range(size - made)]
         for start in range(0, len(batch), 1000):
-            runtime.state.add_tasks(batch[start:start + 1000])
+            runtime.tasks.add(batch[start:start + 1000])
         for trigger in batch:
             triggers.index_conditional(runtime, trigger)
         made = size
@@ -68,10 +68,10 @@ def bench_routing(runtime, sizes: list[int], rounds: int) -> list[tuple[str, ...
             upstream = Task(id=f"task-up-{n}-{size}", prompt="upstream")
             target = Task(type="conditional", prompt="dependent", condition={
                 "type": "task_done", "params": {"taskId": upstream.id}})
-            runtime.state.add_tasks([upstream, target])
+            runtime.tasks.add([upstream, target])
             triggers.index_conditional(runtime, target)
             result = Result(id=upstream.id, status="done", result={"text": "ok"})
-            runtime.state.complete_task(result, notify_teller=False)
+            runtime.tasks.complete(result)
             began = time.perf_counter()
             fired = triggers.on_result(runtime, upstream, result)
             timings.append((time.perf_counter() - began) * 1000)
@@ -114,7 +114,7 @@ def bench_precision(runtime, entries: int, seconds: float, burst: bool,
         interval=interval, nextRunAt=first + timedelta(
             seconds=0 if burst else interval * i / entries)))
         for i in range(entries)]
-    runtime.state.add_tasks(made)
+    runtime.tasks.add(made)
     for trigger in made:
         triggers.install(runtime, trigger)
     assert utcnow() < first, "installing took longer than planned; use fewer --entries"
@@ -129,11 +129,11 @@ def bench_precision(runtime, entries: int, seconds: float, burst: bool,
             process.wait(timeout=10)
     beat_late, created_late = [], []
     for trigger in made:
-        for event in runtime.state.task_log(trigger.id):
+        for event in runtime.tasks.log_of(trigger.id):
             if event["type"] != "trigger_fired":
                 continue
             beat_late.append(event["lateMs"])
-            child = runtime.state.get_task(event["firedTaskId"])
+            child = runtime.tasks.get(event["firedTaskId"])
             slot = datetime.fromisoformat(event["slot"])
             created_late.append((child.createdAt - slot).total_seconds() * 1000)
     if not beat_late:

@@ -4,8 +4,7 @@ from mimikit.config import Settings, load_settings
 from mimikit.exceptions import MimikitError
 from mimikit.models import Message, Result, Task
 from mimikit.store.runtime import Runtime, build_runtime
-from mimikit.store.state import StateStore
 
 __version__ = "0.1.0"
-__all__ = ["Message", "MimikitError", "Result", "Runtime", "Settings", "StateStore", "Task",
-           "build_runtime", "load_settings"]
+__all__ = ["Message", "MimikitError", "Result", "Runtime", "Settings", "Task", "build_runtime",
+           "load_settings"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from celery import Celery
 
-from mimikit.delivery.transport import use_for_redis_urls
+from mimikit.transport import use_for_redis_urls
 
 # kombu's Redis transport, fixed so that a worker survives Redis going away.
 use_for_redis_urls()

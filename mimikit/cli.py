@@ -18,12 +18,13 @@ from redis.exceptions import RedisError
 
 from mimikit.config import LogLevel, Settings, load_settings
 from mimikit.console.errors import describe_usage, describe_validation, fail, redis_url
+from mimikit.delivery.queues import QUEUES
 from mimikit.exceptions import MimikitError
 from mimikit.logs import celery_flags
+from mimikit.roles import ROLES
 from mimikit.tasks.listing import MAX_PAGE, RECENT_FINISHED, SCOPES
 
-ALL_QUEUES = "teller,planner,worker,supervisor"
-ROLES = ("teller", "planner", "worker", "llm_eval")
+ALL_QUEUES = ",".join(QUEUES)
 PROMPT_MODES = ("full", "minimal", "none")
 SHELLS = ("bash", "zsh", "fish")
 COMPLETE_VARIABLE = "_MIMIKIT_COMPLETE"
@@ -312,7 +313,7 @@ def cancel(task_id: str) -> int:
 
 
 @cli.command()
-@click.argument("role", type=click.Choice(ROLES))
+@click.argument("role", type=click.Choice(tuple(ROLES)))
 @click.option("--mode", type=click.Choice(PROMPT_MODES), default="minimal", show_default=True,
               help="full adds this instance's memory and history (reads Redis)")
 @instance_options

@@ -22,9 +22,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mimikit.exceptions import ConfigError
 from mimikit.models import MAX_TASK_TIMEOUT_SECONDS
+from mimikit.roles import ROLES
 from mimikit.spending.prices import PriceTable, parse_prices
 
-Role = Literal["teller", "planner", "worker"]
 # Settings whose values are never printed, not even in an error about them.
 SECRET_SETTINGS = frozenset({"api_token", "llm_api_key", "flower_basic_auth"})
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
@@ -152,13 +152,12 @@ class Settings(BaseSettings):
 
     def model_for(self, role: str) -> str:
         """The model name a role uses (its own setting, else ``MODEL``)."""
-        return getattr(self, f"{role}_model", None) or self.model
+        setting = ROLES[role].model_setting if role in ROLES else None
+        return (getattr(self, setting) if setting else None) or self.model
 
     def timeout_for(self, role: str) -> int:
         """The default timeout in seconds of a role's runs."""
-        return {"teller": self.teller_timeout, "planner": self.planner_timeout}.get(
-            role, self.worker_timeout
-        )
+        return int(getattr(self, ROLES[role].timeout_setting))
 
     @property
     def llm_configured(self) -> bool:

@@ -24,6 +24,7 @@ from mimikit.delivery.workers import WORKER_TTL_SECONDS, worker_keys, workers
 from mimikit.exceptions import LLMUnavailable
 from mimikit.llm.client import LLMClient
 from mimikit.models import utcnow
+from mimikit.roles import ROLES
 from mimikit.scheduling.beat import LIVENESS_SECONDS, liveness
 from mimikit.status import safe_url
 from mimikit.store.runtime import Runtime
@@ -31,7 +32,7 @@ from mimikit.store.runtime import Runtime
 Status = Literal["ok", "warn", "fail", "skip"]
 CLOCK_SKEW_LIMIT_SECONDS = 2.0  # beyond this, schedules fire off time and liveness misjudges
 LLM_CHECK_TIMEOUT_SECONDS = 10.0
-MODEL_ROLES = ("teller", "planner", "worker", "llm_eval")
+MODEL_ROLES = tuple(ROLES)
 NTP_FIX = "sync the clocks with NTP (e.g. `timedatectl set-ntp true`, or chrony)"
 
 

@@ -5,6 +5,15 @@ class MimikitError(Exception):
     """Base of every error Mimikit raises on purpose."""
 
 
+class InvalidValue(MimikitError, ValueError):
+    """Raised when a value given by a person, a model or a stored record breaks a rule (a
+    condition, a schedule, a glob, a tool argument); the message names the field and the fix.
+
+    It is a ``ValueError`` too, so pydantic validators that raise it report it as a
+    validation error of the field.
+    """
+
+
 class ConfigError(MimikitError):
     """Raised when a ``MIMIKIT_*`` setting is missing or invalid."""
 
@@ -27,3 +36,11 @@ class LLMUnavailable(MimikitError):
 
 class ToolError(MimikitError):
     """Raised by a tool; the message is returned to the model as the tool result."""
+
+
+class TaskCanceled(MimikitError):
+    """Raised inside a task body when its task was canceled while it ran."""
+
+
+class TaskTimedOut(MimikitError):
+    """Raised inside a task body when its task ran past its timeout."""

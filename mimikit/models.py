@@ -10,11 +10,17 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
+    SerializeAsAny,
+    Tag,
     ValidationError,
     ValidationInfo,
     model_validator,
 )
+
+from mimikit.atoms import ATOMS
+from mimikit.exceptions import InvalidValue
 
 TaskType = Literal["oneshot", "recurring", "scheduled", "conditional"]
 TaskStatus = Literal["queued", "running", "done", "failed", "canceled", "deferred"]
@@ -77,41 +83,40 @@ class Model(BaseModel):
 # --- conditions -------------------------------------------------------------------------------
 
 
-class PathParams(Model):
-    path: str = Field(min_length=1, description="file path or glob, relative to WORK_DIR")
+class Atom(Model):
+    """A condition atom: ``{type, params}``, its params checked by its kind (``mimikit.atoms``)."""
 
+    type: str
+    params: SerializeAsAny[BaseModel]
 
-class TaskRefParams(Model):
-    taskId: str = Field(min_length=1)
+    @model_validator(mode="before")
+    @classmethod
+    def _params_of_its_kind(cls, data: Any, info: ValidationInfo) -> Any:
+        if not isinstance(data, dict):
+            return data
+        kind = ATOMS.get(data.get("type"))  # type: ignore[arg-type]
+        if kind is None:
+            known = ", ".join(["and", "or", *ATOMS])
+            raise InvalidValue(f"unknown condition type {data.get('type')!r}; use one of {known}")
+        params = data.get("params")
+        if not isinstance(params, kind.params):
+            try:
+                params = kind.params.model_validate(params, context=info.context)
+            except ValidationError as error:  # named as written: task_done.params.taskId
+                raise ValidationError.from_exception_data(error.title, [
+                    {"type": e["type"], "loc": (kind.type, "params", *e["loc"]),
+                     "input": e["input"], **({"ctx": e["ctx"]} if "ctx" in e else {})}
+                    for e in error.errors()]) from None
+        return {**data, "params": params}
 
-
-class PromptParams(Model):
-    prompt: str = Field(min_length=1, max_length=4000)
-
-
-class FileChanged(Model):
-    type: Literal["file_changed"]
-    params: PathParams
-
-
-class FileExists(Model):
-    type: Literal["file_exists"]
-    params: PathParams
-
-
-class TaskDone(Model):
-    type: Literal["task_done"]
-    params: TaskRefParams
-
-
-class TaskFailed(Model):
-    type: Literal["task_failed"]
-    params: TaskRefParams
-
-
-class LlmEval(Model):
-    type: Literal["llm_eval"]
-    params: PromptParams
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> dict[str, Any]:
+        """One branch per kind of atom, each pinning its ``type`` (what models are offered)."""
+        return {"anyOf": [
+            {"type": "object", "additionalProperties": False, "required": ["type", "params"],
+             "properties": {"type": {"const": kind.type},
+                            "params": handler(kind.params.__pydantic_core_schema__)}}
+            for kind in ATOMS.values()]}
 
 
 class AllOf(Model):
@@ -152,9 +157,14 @@ def check_condition_size(value: Any) -> Any:
     return value
 
 
+def _node_kind(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if kind in ("and", "or") else "atom"
+
+
 ConditionNode = Annotated[
-    FileChanged | FileExists | TaskDone | TaskFailed | LlmEval | AllOf | AnyOf,
-    Field(discriminator="type"),
+    Annotated[AllOf, Tag("and")] | Annotated[AnyOf, Tag("or")] | Annotated[Atom, Tag("atom")],
+    Discriminator(_node_kind),
 ]
 # A whole tree: bounded in depth and size, then validated node by node.
 Condition = Annotated[ConditionNode, BeforeValidator(check_condition_size)]
@@ -218,6 +228,11 @@ class Task(Model):
     completedAt: datetime | None = None
     celeryId: str | None = None
     error: str | None = None
+    # How the task's result came out (``needs_input`` is a finished ``done`` task whose
+    # Planner needs the person's answer).
+    outcome: ResultStatus | None = None
+    # Since when a deferred task waits for the LLM to answer again (an outage, no attempt used).
+    waitingSince: datetime | None = None
 
     @model_validator(mode="after")
     def _shape_matches_type(self) -> Task:

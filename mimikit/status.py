@@ -12,6 +12,7 @@ from mimikit.conversation.gate import teller_state
 from mimikit.conversation.outage import outage
 from mimikit.delivery.dispatch import queue_depths
 from mimikit.delivery.workers import workers
+from mimikit.roles import CHAT_ROLES
 from mimikit.scheduling.beat import liveness
 from mimikit.spending.budget import budget_state
 from mimikit.store.runtime import Runtime
@@ -32,7 +33,7 @@ def status(runtime: Runtime) -> dict[str, Any]:
     failing = outage(runtime)
     if failing:
         llm.update(error=failing["error"], failingSince=failing["since"])
-    question = runtime.state.get_question()
+    question = runtime.conversation.question()
     report.update(
         ok=True, workers=workers(runtime), queues=queue_depths(runtime),
         teller=teller_state(runtime), pendingQuestion=question.dump() if question else None,
@@ -47,7 +48,7 @@ def llm_report(settings: Settings) -> dict[str, Any]:
     """Whether an LLM is configured, and each role's model."""
     llm: dict[str, Any] = {
         "configured": settings.llm_configured, "model": settings.model_for("teller"),
-        "models": {role: settings.model_for(role) for role in ("teller", "planner", "worker")}}
+        "models": {role: settings.model_for(role) for role in CHAT_ROLES}}
     if settings.llm_base_url:
         llm["baseUrl"] = settings.llm_base_url
     if not settings.llm_configured:

@@ -16,7 +16,7 @@ def post_input(runtime: Any, text: str) -> Message:
 
 
 def history(runtime: Any) -> list[tuple[str, str]]:
-    return [(m.role, m.text) for m in runtime.state.messages_between(None, None)]
+    return [(m.role, m.text) for m in runtime.conversation.between(None, None)]
 
 
 def wait_history(runtime: Any, predicate: Any, timeout: float = 30, message: str = "history"

@@ -68,11 +68,11 @@ def worker_requests_per_task(llm: ScriptedLLM) -> Counter[str]:
 
 def completions(runtime: Any, task_id: str) -> int:
     """How many times the recorded state says ``task_id`` finished done."""
-    return sum(1 for e in runtime.state.task_log(task_id) if e["type"] == "task_done")
+    return sum(1 for e in runtime.tasks.log_of(task_id) if e["type"] == "task_done")
 
 
 def statuses(runtime: Any, tasks: list[Task]) -> Counter[str]:
-    return Counter(t.status for t in runtime.state.tasks_by_id([t.id for t in tasks]))
+    return Counter(t.status for t in runtime.tasks.by_id([t.id for t in tasks]))
 
 
 def wait_until(predicate: Any, timeout: float, message: str, interval: float = 0.1,

@@ -13,18 +13,18 @@ def add_trigger(runtime: Any, **fields: Any) -> Task:
     """Submit a trigger (as the Planner's commit does): store it, then install it."""
     fields.setdefault("prompt", "triggered work")
     trigger = submit(runtime, [Task(**fields)])[0]
-    return runtime.state.require_task(trigger.id)
+    return runtime.tasks.require(trigger.id)
 
 
 def fired(runtime: Any, trigger_id: str) -> list[Task]:
     """The oneshot tasks a trigger created, oldest first."""
-    ids = [e["firedTaskId"] for e in runtime.state.task_log(trigger_id)
+    ids = [e["firedTaskId"] for e in runtime.tasks.log_of(trigger_id)
            if e["type"] == "trigger_fired"]
-    return [runtime.state.require_task(i) for i in ids]
+    return [runtime.tasks.require(i) for i in ids]
 
 
 def firing_events(runtime: Any, trigger_id: str) -> list[dict[str, Any]]:
-    return [e for e in runtime.state.task_log(trigger_id)
+    return [e for e in runtime.tasks.log_of(trigger_id)
             if e["type"] in ("trigger_fired", "trigger_skipped")]
 
 

@@ -88,7 +88,7 @@ def test_a_running_task_shows_in_the_panel_and_its_cancel_button_stops_it(page, 
     item.locator(".task-cancel").click()
     expect(page.locator(f".group-recent .task[data-id='{task.id}']")).to_have_attribute(
         "data-status", "canceled")
-    assert stack.state.get_task(task.id).status == "canceled"
+    assert stack.tasks.get(task.id).status == "canceled"
     wait_for(lambda: not commands_running("sleep", SLEEP_ARG), timeout=10,
              message="the sleep to be gone")
     expect(page.locator(".msg.system .msg-text", has_text="Task canceled: Wait a while")
@@ -103,7 +103,7 @@ def test_a_task_opens_its_detail_with_prompt_result_history_and_transcript(page,
                          result={"text": "Counted **3** files"}))
     llm.default("teller", tool_call("reply", text="ok"))
     task = submit(stack, [Task(prompt="Count the files in the work dir", title="Count files")])[0]
-    wait_for(lambda: stack.state.get_task(task.id).status == "done", timeout=30,
+    wait_for(lambda: stack.tasks.get(task.id).status == "done", timeout=30,
              message="the task to finish")
     item = page.locator(f".task[data-id='{task.id}'][data-status=done]")
     item.locator(".task-open").click()
@@ -143,7 +143,7 @@ def test_with_an_api_token_the_page_asks_once_and_keeps_it(runtime, browser, tmp
     from playwright.sync_api import expect
 
     server = WebServer(tmp_path / "web.log", env={"MIMIKIT_API_TOKEN": "page-token"}).start()
-    runtime.state.append_message(Message(role="user", text="kept behind the token"))
+    runtime.conversation.append(Message(role="user", text="kept behind the token"))
     context = browser.new_context(accept_downloads=True)
     context.set_default_timeout(20_000)
     try:

@@ -24,13 +24,13 @@ def seed(runtime, count: int, special: dict[int, str] | None = None) -> list[str
     roles = ("user", "assistant", "system")
     for n in range(count):
         text = (special or {}).get(n, f"message {n:03d}")
-        runtime.state.append_message(Message(role=roles[n % 3], text=text,
+        runtime.conversation.append(Message(role=roles[n % 3], text=text,
                                              createdAt=start + timedelta(seconds=n // SAME_TIME)))
-    return [m.id for m in runtime.state.messages_between(None, None)]
+    return [m.id for m in runtime.conversation.between(None, None)]
 
 
 def id_of(runtime, text: str) -> str:
-    (found,), _scanned = runtime.state.search_messages(text, 1, 10_000)
+    (found,), _scanned = runtime.conversation.search(text, 1, 10_000)
     return found.id
 
 
@@ -116,7 +116,7 @@ def test_search_finds_memory_passages_in_chinese_and_in_english(chat, runtime, t
                  "上次部署使用了 Cloudflare Workers，遇到了超时问题，最后改成分批发布。\n")
     write_memory(runtime, "2026-01-20-lunch.md",
                  "Lunch with Alice at the noodle place on Fifth Avenue was great.\n")
-    runtime.state.append_message(Message(role="user", text="我们上次部署遇到了什么问题？"))
+    runtime.conversation.append(Message(role="user", text="我们上次部署遇到了什么问题？"))
     page = chat.open()
     search(page, "部署 超时")
     hits = page.locator("#search-memory .memory-hit")

@@ -32,11 +32,11 @@ def test_each_step_of_a_slow_task_shows_in_the_panel_before_it_ends(page, stack,
     for tool in ("list_files", "write_file", "read_file"):
         expect(step).to_contain_text(tool, timeout=15_000)
         seen.append(step.inner_text())
-        assert stack.state.require_task(task.id).status == "running"
+        assert stack.tasks.require(task.id).status == "running"
     item.locator(".task-open").click()
     expect(page.locator("#task-live .live-step[data-kind=tool]")).to_have_count(3)
     page.screenshot(path=str(tmp_path / "live-steps.png"))
-    assert stack.state.require_task(task.id).status == "running"
+    assert stack.tasks.require(task.id).status == "running"
     assert len(set(seen)) == 3
 
 
@@ -73,7 +73,7 @@ def test_a_paused_trigger_does_not_fire_until_resumed(page, stack, llm, procs):
     trigger = submit(stack, [Task(type="recurring", prompt="ping", title="Ping",
                                   schedule=IntervalSchedule(interval=1))])[0]
     procs.beat()
-    fired = lambda: [e for e in stack.state.task_log(trigger.id)  # noqa: E731
+    fired = lambda: [e for e in stack.tasks.log_of(trigger.id)  # noqa: E731
                      if e["type"] == "trigger_fired"]
     wait_for(lambda: len(fired()) >= 1, timeout=20, message="a first firing")
     item = page.locator(f".group-triggers .task[data-id='{trigger.id}']")
@@ -102,4 +102,4 @@ def test_a_trigger_is_edited_from_its_detail_and_a_refusal_is_shown(page, stack,
     page.locator(".edit-save").click()
     expect(page.locator("#task-detail-body")).to_contain_text('"cron": "0 9 * * 1-5"')
     page.screenshot(path=str(tmp_path / "trigger-edited.png"))
-    assert stack.state.require_task(trigger.id).schedule.cron == "0 9 * * 1-5"
+    assert stack.tasks.require(trigger.id).schedule.cron == "0 9 * * 1-5"

@@ -40,7 +40,7 @@ MARKUP = [
 def show(chat, runtime, *texts: str, role: str = "assistant"):
     """Write ``texts`` as messages, open the page, and return the rendered texts' locator."""
     for text in texts:
-        runtime.state.append_message(Message(role=role, text=text))
+        runtime.conversation.append(Message(role=role, text=text))
     page = chat.open()
     rendered = page.locator(f".msg.{role} .msg-text")
     from playwright.sync_api import expect

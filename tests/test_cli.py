@@ -57,8 +57,8 @@ def test_send_prints_the_replies_as_they_stream_in(stack, llm):
     assert lines[-1] == "Report: 3 files.", rest
     assert "count the files" not in first + rest  # the user's own text is not echoed
     # the message carried its trace to the tasks it started
-    (user,) = [m for m in stack.state.messages_between(None, None) if m.role == "user"]
-    assert {t.traceId for t in stack.state.tasks_with_status("done")} == {user.id}
+    (user,) = [m for m in stack.conversation.between(None, None) if m.role == "user"]
+    assert {t.traceId for t in stack.tasks.with_status("done")} == {user.id}
 
 
 def test_send_stops_at_a_question_and_answer_continues_the_conversation(stack, llm):
@@ -72,7 +72,7 @@ def test_send_stops_at_a_question_and_answer_continues_the_conversation(stack, l
     code, out, err = run("answer", "production", "--wait", "--timeout", "30")
     assert code == 0, err
     assert out.splitlines() == ["answered: Staging or production?", "Deploying to production."]
-    assert stack.state.get_question() is None
+    assert stack.conversation.question() is None
     teller_prompt = json.dumps(llm.requests_for("teller")[-1]["messages"])
     assert "production" in teller_prompt
 
@@ -85,14 +85,14 @@ def test_send_without_workers_gives_up_after_its_timeout(runtime):
 
 
 def test_tasks_lists_queued_running_and_finished_tasks(runtime):
-    queued, running, done = runtime.state.add_tasks([
+    queued, running, done = runtime.tasks.add([
         Task(prompt="queued work", title="Queued one"), Task(prompt="running work"),
         Task(prompt="finished work"),
     ])
-    runtime.state.start_task(running.id, "o", "c", lambda _owner: True)
-    runtime.state.start_task(done.id, "o", "c", lambda _owner: True)
-    runtime.state.complete_task(Result(id=done.id, status="done", result={"text": "ok"}),
-                                notify_teller=False)
+    runtime.tasks.start(running.id, "o", "c", lambda _owner: True)
+    runtime.tasks.start(done.id, "o", "c", lambda _owner: True)
+    runtime.tasks.complete(Result(id=done.id, status="done", result={"text": "ok"}),
+                                )
     code, out, _err = run("tasks")
     assert code == 0
     rows = {line.split()[0]: line for line in out.splitlines()}
@@ -110,10 +110,10 @@ def test_tasks_says_so_when_there_are_none_and_refuses_a_bad_scope(runtime):
 
 
 def test_cancel_of_a_queued_task_and_of_an_unknown_id(runtime):
-    task = runtime.state.add_tasks([Task(prompt="never mind")])[0]
+    task = runtime.tasks.add([Task(prompt="never mind")])[0]
     code, out, _err = run("cancel", task.id)
     assert code == 0 and out.strip() == "canceled"
-    assert runtime.state.get_task(task.id).status == "canceled"
+    assert runtime.tasks.get(task.id).status == "canceled"
     code, out, _err = run("cancel", "task_nope")
     assert code == 1 and "no task with id 'task_nope'" in out
 
@@ -123,10 +123,10 @@ def test_cancel_stops_a_running_worker_and_its_shell_command(stack, llm):
     llm.default("teller", tool_call("reply", text="ok"))
     task = submit(stack, [Task(prompt="wait a while")])[0]
     wait_for(sleep_processes, timeout=30, message="the sleep command to run")
-    assert stack.state.get_task(task.id).status == "running"
+    assert stack.tasks.get(task.id).status == "running"
     code, out, _err = run("cancel", task.id)
     assert code == 0, out
-    wait_for(lambda: stack.state.get_task(task.id).status == "canceled", timeout=20,
+    wait_for(lambda: stack.tasks.get(task.id).status == "canceled", timeout=20,
              message="the task to be canceled")
     wait_for(lambda: not sleep_processes(), timeout=10, message="the sleep to be gone")
 
@@ -149,7 +149,7 @@ def test_send_refuses_an_empty_or_too_long_text_before_posting(runtime):
         assert code == 1, err
         assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
         assert all(word in err for word in words), err
-    assert runtime.state.history_count() == 0 and not runtime.state.read_inbox()
+    assert runtime.conversation.count() == 0 and not runtime.inbox.read()
 
 
 def test_prompt_full_shows_the_history_and_memory_a_teller_run_would_get(runtime):
@@ -157,8 +157,8 @@ def test_prompt_full_shows_the_history_and_memory_a_teller_run_would_get(runtime
     memory.mkdir(parents=True, exist_ok=True)
     (memory / "2026-01-28-deploy.md").write_text("The kubernetes deploy used helm charts.\n",
                                                  encoding="utf-8")
-    runtime.state.append_message(Message(role="user", text="how did the kubernetes deploy go?"))
-    runtime.state.append_message(Message(role="assistant", text="It went fine."))
+    runtime.conversation.append(Message(role="user", text="how did the kubernetes deploy go?"))
+    runtime.conversation.append(Message(role="assistant", text="It went fine."))
     code, full, err = run("prompt", "teller", "--mode", "full")
     assert code == 0, err
     _code, minimal, _err = run("prompt", "teller")

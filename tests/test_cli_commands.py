@@ -104,28 +104,28 @@ def test_an_invalid_setting_is_one_line_naming_the_variable(runtime):
 
 
 def test_answer_resolves_the_pending_question_and_queues_it_for_the_teller(runtime):
-    runtime.state.set_question(PendingQuestion(question="Staging or production?",
+    runtime.conversation.ask(PendingQuestion(question="Staging or production?",
                                                options=["staging", "production"]))
     done = installed("answer", "staging", "please")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "answered: Staging or production?"
-    assert runtime.state.get_question() is None
-    (message,) = runtime.state.messages_between(None, None)
+    assert runtime.conversation.question() is None
+    (message,) = runtime.conversation.between(None, None)
     assert (message.role, message.text) == ("user", "staging please")
-    assert "staging please" in json.dumps(runtime.state.read_inbox())
+    assert "staging please" in json.dumps([i.model_dump() for i in runtime.inbox.read()])
 
 
 def test_answer_without_a_pending_question_fails_and_changes_nothing(runtime):
     error = one_line_error(installed("answer", "staging"))
     assert "no question is pending" in error and "mimikit send" in error
-    assert runtime.state.history_count() == 0 and not runtime.state.read_inbox()
+    assert runtime.conversation.count() == 0 and not runtime.inbox.read()
 
 
 def test_answer_refuses_an_empty_answer_and_keeps_the_question(runtime):
-    runtime.state.set_question(PendingQuestion(question="Which branch?"))
+    runtime.conversation.ask(PendingQuestion(question="Which branch?"))
     error = one_line_error(installed("answer", "  "))
     assert "invalid answer" in error and "1 to 4000 characters" in error
-    assert runtime.state.get_question().question == "Which branch?"
+    assert runtime.conversation.question().question == "Which branch?"
 
 
 def test_task_show_prints_the_status_result_events_and_transcript(stack, llm):
@@ -134,7 +134,7 @@ def test_task_show_prints_the_status_result_events_and_transcript(stack, llm):
                          result={"text": "3 files"}))
     llm.default("teller", tool_call("reply", text="ok"))
     task = submit(stack, [Task(prompt="count the files", title="count files")])[0]
-    wait_for(lambda: stack.state.get_task(task.id).status == "done", timeout=30,
+    wait_for(lambda: stack.tasks.get(task.id).status == "done", timeout=30,
              message="the task to finish")
     done = installed("task", "show", task.id)
     assert done.returncode == 0, done.stderr
@@ -142,7 +142,7 @@ def test_task_show_prints_the_status_result_events_and_transcript(stack, llm):
     assert lines[0].startswith(f"{task.id}  done  worker oneshot")
     assert "title:          count files" in lines and "prompt:         count the files" in lines
     assert lines[lines.index("result: done (text)") + 1] == "  3 files"
-    events = lines[lines.index("events: " + str(len(stack.state.task_log(task.id)))):]
+    events = lines[lines.index("events: " + str(len(stack.tasks.log_of(task.id)))):]
     assert any("task_started" in line for line in events)
     runs = lines[lines.index("runs: 1"):]
     assert runs[1].split()[1:4] == ["worker", "model", "worker"]
@@ -156,15 +156,15 @@ def test_task_show_json_is_what_the_api_answers(stack, llm):
                                    result={}, error="no files here"))
     llm.default("teller", tool_call("reply", text="ok"))
     task = submit(stack, [Task(prompt="count the files")])[0]
-    wait_for(lambda: stack.state.get_task(task.id).status == "failed", timeout=30,
+    wait_for(lambda: stack.tasks.get(task.id).status == "failed", timeout=30,
              message="the task to fail")
     done = installed("task", "show", task.id, "--json")
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)
-    assert body["task"] == stack.state.get_task(task.id).dump()
+    assert body["task"] == stack.tasks.get(task.id).dump()
     assert body["result"]["status"] == "failed" and body["result"]["error"] == "no files here"
-    assert body["events"] == stack.state.task_log(task.id)
-    assert body["runs"] == stack.state.runs(task.id) and len(body["runs"]) == 1
+    assert body["events"] == stack.tasks.log_of(task.id)
+    assert body["runs"] == stack.runs.of(task.id) and len(body["runs"]) == 1
     text = installed("task", "show", task.id).stdout
     assert "result: failed (text)" in text and "  error: no files here" in text
 

@@ -18,21 +18,21 @@ DONE = {"status": "done", "resultType": "text", "result": {"text": "ok"}}
 
 def finish(runtime, task: Task, status: str = "done") -> Result:
     """Complete ``task`` as a worker would, then route its result."""
-    runtime.state.start_task(task.id, "test:1:x", None, lambda _o: True)
+    runtime.tasks.start(task.id, "test:1:x", None, lambda _o: True)
     if status == "done":
         result = Result(id=task.id, status="done", result={"text": "ok"})
     else:
         result = Result(id=task.id, status="failed", error="broken")
-    runtime.state.complete_task(result, notify_teller=False)
+    runtime.tasks.complete(result)
     if task.triggerId:  # as the worker does: a fired task's result is its trigger's result
         runtime.redis.set(runtime.keys.result(task.triggerId), result.model_dump_json())
-    triggers.on_result(runtime, runtime.state.require_task(task.id), result)
+    triggers.on_result(runtime, runtime.tasks.require(task.id), result)
     return result
 
 
 def oneshot(runtime, prompt: str = "step") -> Task:
     task = Task(prompt=prompt)
-    runtime.state.add_tasks([task])
+    runtime.tasks.add([task])
     return task
 
 
@@ -50,7 +50,7 @@ def test_chain_a_b_c_runs_each_step_once_per_completion(runtime):
     finish(runtime, fired(runtime, b.id)[0])
     assert len(fired(runtime, c.id)) == 1
     # The same completion routed again (a redelivery) fires nothing new.
-    triggers.on_result(runtime, a, runtime.state.get_result(a.id))
+    triggers.on_result(runtime, a, runtime.tasks.result(a.id))
     assert len(fired(runtime, b.id)) == 1
     finish(runtime, fired(runtime, c.id)[0])
     assert len(fired(runtime, b.id)) == 1 and len(fired(runtime, c.id)) == 1
@@ -151,7 +151,7 @@ def test_unschedule_removes_every_index_of_a_trigger(runtime):
     trigger = add_trigger(runtime, type="conditional", condition=condition)
     keys = runtime.keys
     assert runtime.redis.sismember(keys.dependents(a.id), trigger.id)
-    runtime.state.request_cancel(trigger.id)
+    runtime.tasks.request_cancel(trigger.id)
     triggers.unschedule(runtime, trigger)
     assert not runtime.redis.sismember(keys.dependents(a.id), trigger.id)
     assert not runtime.redis.sismember(keys.file_triggers, trigger.id)
@@ -191,16 +191,16 @@ def test_overlapping_runs_of_a_recurring_predecessor_each_fire_the_next_step(run
     a = add_trigger(runtime, type="recurring", schedule=IntervalSchedule(interval=3600))
     b = add_trigger(runtime, type="conditional",
                     condition={"type": "task_done", "params": {"taskId": a.id}})
-    runs = runtime.state.add_tasks([Task(prompt="run 1", triggerId=a.id),
+    runs = runtime.tasks.add([Task(prompt="run 1", triggerId=a.id),
                                     Task(prompt="run 2", triggerId=a.id)])
     results = []
     for run in runs:  # both finish before either result is routed
-        runtime.state.start_task(run.id, f"h:{run.id}", None, lambda _h: True)
+        runtime.tasks.start(run.id, f"h:{run.id}", None, lambda _h: True)
         result = Result(id=run.id, status="done", result={"text": run.prompt})
-        runtime.state.complete_task(result)
+        runtime.tasks.complete(result)
         results.append(result)
     for run, result in zip(runs, results, strict=True):
-        triggers.on_result(runtime, runtime.state.require_task(run.id), result)
+        triggers.on_result(runtime, runtime.tasks.require(run.id), result)
     assert len(fired(runtime, b.id)) == 2
 
 
@@ -225,7 +225,7 @@ def test_file_exists_inside_and_means_the_file_exists_now(runtime):
         on_done(recurring.id), {"type": "file_exists", "params": {"path": ".deploy"}}]})
     for n in (1, 2):  # two runs of the recurring step, the file unchanged between them
         run = Task(prompt=f"run {n}", triggerId=recurring.id)
-        runtime.state.add_tasks([run])
+        runtime.tasks.add([run])
         finish(runtime, run)
         assert len(fired(runtime, deploy.id)) == n
 
@@ -242,15 +242,15 @@ def test_a_trigger_whose_glob_leaves_the_work_dir_does_not_stop_the_tick(runtime
     Path(runtime.settings.work_dir, "ok.txt").write_text("v1")
     good = add_trigger(runtime, type="conditional",
                        condition={"type": "file_changed", "params": {"path": "ok.txt"}})
-    runtime.state.set_question(PendingQuestion(question="Deploy?", default="no", timeout=1,
+    runtime.conversation.ask(PendingQuestion(question="Deploy?", default="no", timeout=1,
                                                createdAt=utcnow() - timedelta(seconds=5)))
-    assert runtime.state.require_task(bad.id).status == "queued"  # one failure: kept for now
+    assert runtime.tasks.require(bad.id).status == "queued"  # one failure: kept for now
     _touch(Path(runtime.settings.work_dir, "ok.txt"))
     done = tick(runtime)  # its restore (the sweep) and its file check fail too: three in a row
-    assert done["expired"] is True and runtime.state.get_question() is None
+    assert done["expired"] is True and runtime.conversation.question() is None
     assert len(fired(runtime, good.id)) == 1
-    failed = runtime.state.require_task(bad.id)
+    failed = runtime.tasks.require(bad.id)
     assert failed.status == "failed" and "outside the work directory" in failed.error
     assert not runtime.redis.sismember(runtime.keys.file_triggers, bad.id)
     assert any(m.text.startswith("Trigger failed: watch etc") and m.taskId == bad.id
-               for m in runtime.state.recent_messages(10))
+               for m in runtime.conversation.recent(10))

@@ -51,7 +51,7 @@ def test_beat_kill_9_with_a_standby_neither_repeats_nor_loses_a_slot(runtime, pr
     takeovers = []
     for n, offset in enumerate(KILL_OFFSETS):
         holder = beats.pop(_holder_pid(runtime))
-        due = runtime.state.require_task(once.id).schedule.nextRunAt
+        due = runtime.tasks.require(once.id).schedule.nextRunAt
         _sleep_until(due + timedelta(seconds=offset))
         procs.kill(holder)
         killed, killed_at = time.monotonic(), utcnow()

@@ -67,9 +67,9 @@ class Poster(Background):
 def _snapshot(runtime: Any) -> dict[str, Any]:
     redis, keys = runtime.redis, runtime.keys
     return {"messages": {m.decode() for m in redis.zrange(keys.history, 0, -1)},
-            "tasks": {t.id: t.status for t in runtime.state.tasks_with_status(
+            "tasks": {t.id: t.status for t in runtime.tasks.with_status(
                 "queued", "running", "done", "failed", "deferred")},
-            "triggers": {t.id for t in runtime.state.triggers()}}
+            "triggers": {t.id for t in runtime.triggers.all()}}
 
 
 def _teller_prompts(llm: Any) -> str:
@@ -155,7 +155,7 @@ def _settled(runtime: Any, queued: list[Task], poster: Poster, llm: Any) -> bool
     """Every acked input reached a Teller run, the inbox is empty, the queued tasks are done."""
     if runtime.redis.llen(runtime.keys.inbox):
         return False
-    if any(t.status != "done" for t in runtime.state.tasks_by_id([t.id for t in queued])):
+    if any(t.status != "done" for t in runtime.tasks.by_id([t.id for t in queued])):
         return False
     prompts = _teller_prompts(llm)
     return all(f"user: {text}\n" in prompts + "\n" for text in poster.acked.values())
@@ -166,7 +166,7 @@ def _unsettled(runtime: Any, queued: list[Task], poster: Poster, llm: Any) -> st
 
     prompts = _teller_prompts(llm)
     unanswered = [t for t in poster.acked.values() if f"user: {t}\n" not in prompts + "\n"]
-    tasks = Counter(t.status for t in runtime.state.tasks_by_id([t.id for t in queued]))
+    tasks = Counter(t.status for t in runtime.tasks.by_id([t.id for t in queued]))
     return (f"inbox={runtime.redis.llen(runtime.keys.inbox)}, teller={teller_state(runtime)}, "
             f"queued tasks={dict(tasks)}, unanswered={unanswered[:5]} of {len(unanswered)}")
 
@@ -179,18 +179,18 @@ def test_a_heartbeat_missing_only_briefly_is_not_a_lost_worker(runtime):
     from mimikit.models import utcnow
     from mimikit.supervisor.recovery import recover_lost
 
-    state, grace = runtime.state, runtime.settings.heartbeat_seconds
-    back, gone = state.add_tasks([Task(prompt="comes back"), Task(prompt="really gone")])
+    grace = runtime.settings.heartbeat_seconds
+    back, gone = runtime.tasks.add([Task(prompt="comes back"), Task(prompt="really gone")])
     for task in (back, gone):
-        state.start_task(task.id, "host:1:x", None, lambda _h: True)
+        runtime.tasks.start(task.id, "host:1:x", None, lambda _h: True)
         runtime.redis.delete(runtime.keys.heartbeat(task.id))  # as if expired while Redis was down
     now = utcnow()
     assert recover_lost(runtime, now) == []  # only suspected
     runtime.redis.set(runtime.keys.heartbeat(back.id), "host:1:x", px=60_000)  # renewed
     later = now + timedelta(seconds=grace + 0.1)
     assert recover_lost(runtime, later) == [gone.id]
-    assert state.require_task(back.id).status == "running"
-    assert state.require_task(gone.id).status == "failed"
+    assert runtime.tasks.require(back.id).status == "running"
+    assert runtime.tasks.require(gone.id).status == "failed"
     runtime.redis.delete(runtime.keys.heartbeat(back.id))  # now it is missing again: a new wait
     assert recover_lost(runtime, later + timedelta(seconds=0.1)) == []
 
@@ -199,14 +199,14 @@ def test_a_delivery_interrupted_by_a_redis_restart_runs_again_without_using_an_a
         runtime, tmp_path):
     from processes import RedisServer, free_port
 
-    from mimikit.delivery.execution import execute
+    from mimikit.lifecycle.execution import execute
     from mimikit.models import Result
     from mimikit.store.runtime import build_runtime
 
     server = RedisServer(free_port(), tmp_path / "redis").start()
     try:
         own = build_runtime(runtime.settings.model_copy(update={"redis_url": server.url}))
-        task = own.state.add_tasks([Task(prompt="interrupted")])[0]  # one attempt only
+        task = own.tasks.add([Task(prompt="interrupted")])[0]  # one attempt only
         runs = []
 
         def body(control):
@@ -214,15 +214,15 @@ def test_a_delivery_interrupted_by_a_redis_restart_runs_again_without_using_an_a
             if len(runs) == 1:
                 server.stop(kill=True)
                 threading.Timer(1.0, server.start).start()
-                control.state.redis.ping()  # Redis is away: the body cannot go on
+                control.runtime.redis.ping()  # Redis is away: the body cannot go on
             return Result(id=task.id, status="done", result={"text": "ok"})
 
-        execute(own.state, task.id, "delivery-1", 30, body)
-        waiting = own.state.require_task(task.id)
+        execute(own, task.id, "delivery-1", 30, body)
+        waiting = own.tasks.require(task.id)
         assert waiting.status == "deferred" and waiting.attempts == 0, waiting
         assert "interrupted while Redis was unreachable" in waiting.error
-        execute(own.state, task.id, "delivery-2", 30, body)
-        done = own.state.require_task(task.id)
+        execute(own, task.id, "delivery-2", 30, body)
+        done = own.tasks.require(task.id)
         assert (done.status, done.attempts, runs) == ("done", 1, [1, 1])
     finally:
         server.stop()

@@ -97,7 +97,7 @@ class Writer(Background):
     def _run(self) -> None:
         while not self._stop.wait(self.every):
             message = Message(role="assistant", text=f"live {len(self.written)}")
-            self.runtime.state.append_message(message)
+            self.runtime.conversation.append(message)
             self.written.append(message.id)
 
 

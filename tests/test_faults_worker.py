@@ -47,10 +47,10 @@ def test_kill_9_of_the_whole_task_worker_mid_run_ends_every_task_done_exactly_on
     procs.kill(victim)  # SIGKILL to the process group: the main process and its pool
     killed = time.monotonic()
     at_kill = statuses(runtime, tasks)
-    interrupted = [t.id for t in runtime.state.tasks_by_id([t.id for t in tasks])
+    interrupted = [t.id for t in runtime.tasks.by_id([t.id for t in tasks])
                    if t.status == "running"]
     procs.worker(queues="worker", concurrency=2, name="rescuer")
-    wait_until(lambda: all(runtime.state.require_task(i).status == "done" for i in interrupted),
+    wait_until(lambda: all(runtime.tasks.require(i).status == "done" for i in interrupted),
                60, "the interrupted tasks to finish")
     recovered = time.monotonic() - killed
     wait_until(lambda: statuses(runtime, tasks)["done"] == TASKS, 60, "every task to finish")
@@ -67,8 +67,8 @@ def test_kill_9_of_the_whole_task_worker_mid_run_ends_every_task_done_exactly_on
         recovery_s=round(recovered, 1), all_done_s=round(drained, 1))
     assert set(done_counts.values()) == {1}, done_counts
     assert len(interrupted) == 2
-    for task in runtime.state.tasks_by_id([t.id for t in tasks]):
-        assert runtime.state.get_result(task.id).result == {"text": "finished"}
+    for task in runtime.tasks.by_id([t.id for t in tasks]):
+        assert runtime.tasks.result(task.id).result == {"text": "finished"}
         assert task.attempts == (2 if task.id in interrupted else 1), task
         assert requests[task.id] == task.attempts  # each attempt reached the LLM once
 
@@ -95,16 +95,16 @@ def test_a_failing_llm_fails_tasks_with_a_reason_and_the_worker_takes_the_next(
         llm.default("worker", fault)
         began = time.monotonic()
         task = submit(runtime, [Task(prompt=f"do {name}")])[0]
-        wait_until(lambda t=task: runtime.state.require_task(t.id).status == "failed", 60,
+        wait_until(lambda t=task: runtime.tasks.require(t.id).status == "failed", 60,
                    f"the task under {name!r} to fail")
-        error_text = runtime.state.require_task(task.id).error or ""
+        error_text = runtime.tasks.require(task.id).error or ""
         requests = worker_requests_per_task(llm)[task.id]
         outcome[name] = (requests, round(time.monotonic() - began, 1))
         assert reason in error_text and "after 3 attempts" in error_text, (name, error_text)
         assert requests == 3, (name, requests)  # the first try and two retries
         llm.default("worker", finished)
         after = submit(runtime, [Task(prompt=f"after {name}")])[0]
-        wait_until(lambda t=after: runtime.state.require_task(t.id).status == "done", 30,
+        wait_until(lambda t=after: runtime.tasks.require(t.id).status == "done", 30,
                    f"the next task after {name!r}")
     figures.record("llm faults per task: (requests, seconds to fail)", **outcome)
     assert worker.poll() is None and children_of(worker.pid) == pool  # the same processes
@@ -124,12 +124,12 @@ def test_malformed_llm_answers_keep_the_users_message_until_the_llm_is_back(
     _agents_and_beat(procs)
     message = post_input(runtime, "are you there?")
     wait_until(lambda: any("cannot answer right now" in m.text
-                           for m in runtime.state.recent_messages(10)), 30, "the outage notice")
-    assert [i["message"]["id"] for i in runtime.state.read_inbox()] == [message.id]
+                           for m in runtime.conversation.recent(10)), 30, "the outage notice")
+    assert [i.message["id"] for i in runtime.inbox.read()] == [message.id]
     llm.default("teller", text("Back, and yes."))
     fixed = time.monotonic()
-    wait_until(lambda: any(m.text == "Back, and yes." for m in runtime.state.recent_messages(10)),
+    wait_until(lambda: any(m.text == "Back, and yes." for m in runtime.conversation.recent(10)),
                30, "the answer once the LLM is back")
     figures.record("teller under malformed answers", answered_after_fix_s=round(
-        time.monotonic() - fixed, 1), inbox_left=len(runtime.state.read_inbox()))
-    assert runtime.state.read_inbox() == []
+        time.monotonic() - fixed, 1), inbox_left=len(runtime.inbox.read()))
+    assert runtime.inbox.read() == []

@@ -104,7 +104,7 @@ def test_flower_lists_a_completed_mimikit_worker_task_through_its_api(stack, llm
                                    result={"text": "counted 3 files"}))
     llm.default("teller", tool_call("reply", text="ok"))
     task = submit(stack, [Task(prompt="count the files", title="count")])[0]
-    wait_for(lambda: stack.state.get_task(task.id).status == "done", timeout=30,
+    wait_for(lambda: stack.tasks.get(task.id).status == "done", timeout=30,
              message="the worker task to finish")
 
     def completed_in_flower() -> dict | None:
@@ -115,7 +115,7 @@ def test_flower_lists_a_completed_mimikit_worker_task_through_its_api(stack, llm
 
     seen = wait_for(completed_in_flower, timeout=20, message="flower to list the task")
     assert seen["name"] == "mimikit.worker"
-    assert seen["uuid"] == stack.state.get_task(task.id).celeryId
+    assert seen["uuid"] == stack.tasks.get(task.id).celeryId
     assert seen["worker"].startswith("tasks-")
 
 

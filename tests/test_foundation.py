@@ -12,6 +12,8 @@ from processes import children_of, wait_for
 
 from mimikit.celery_app import app
 from mimikit.delivery.queues import to_broker_priority
+from mimikit.lifecycle.event import Completion
+from mimikit.lifecycle.pipeline import finish
 from mimikit.models import Result, Task
 
 
@@ -42,21 +44,21 @@ def test_priority_mapping_keeps_larger_first_and_reserves_level_0():
 @pytest.mark.slow
 def test_task_survives_sigkill_of_its_worker_process_and_completes_exactly_once(procs, runtime):
     main = procs.worker(queues="worker", concurrency=1)
-    task = runtime.state.add_tasks([Task(prompt="sleep a bit")])[0]
+    task = runtime.tasks.add([Task(prompt="sleep a bit")])[0]
     app.send_task("tests.slow_task", args=[task.id, 2.0], queue="worker")
     runs_key = runtime.keys.meta(f"runs:{task.id}")
     first_pid = int(wait_for(lambda: runtime.redis.lindex(runs_key, 0), message="first run"))
     assert first_pid in children_of(main.pid)
     os.kill(first_pid, signal.SIGKILL)
 
-    wait_for(lambda: (t := runtime.state.get_task(task.id)) and t.status == "done",
+    wait_for(lambda: (t := runtime.tasks.get(task.id)) and t.status == "done",
              timeout=40, message="the task to finish after the kill")
     runs = [int(p) for p in runtime.redis.lrange(runs_key, 0, -1)]
     assert len(runs) == 2 and runs[1] != first_pid, runs
     assert int(runtime.redis.get(runtime.keys.meta(f"completed:{task.id}"))) == 1
-    finished = runtime.state.get_task(task.id)
+    finished = runtime.tasks.get(task.id)
     assert finished.attempts == 2
-    assert runtime.state.get_result(task.id).result == {"text": "slept"}
+    assert runtime.tasks.result(task.id).result == {"text": "slept"}
 
     # A late duplicate delivery of the finished task does nothing.
     app.send_task("tests.slow_task", args=[task.id, 2.0], queue="worker").get(timeout=20)
@@ -64,9 +66,8 @@ def test_task_survives_sigkill_of_its_worker_process_and_completes_exactly_once(
     assert int(runtime.redis.get(runtime.keys.meta(f"completed:{task.id}"))) == 1
 
 
-def test_result_and_done_status_are_written_together(runtime):
-    state = runtime.state
-    tasks = state.add_tasks([Task(prompt=f"t{n}") for n in range(300)])
+def test_result_done_status_and_report_are_written_together(runtime):
+    tasks = runtime.tasks.add([Task(prompt=f"t{n}") for n in range(300)])
     torn: list[str] = []
     stop = threading.Event()
 
@@ -84,36 +85,35 @@ def test_result_and_done_status_are_written_together(runtime):
     watcher = threading.Thread(target=observe)
     watcher.start()
     for task in tasks:
-        state.start_task(task.id, "me", None, lambda _h: True)
-        assert state.complete_task(Result(id=task.id, status="done", result={"text": "ok"}))
+        runtime.tasks.start(task.id, "me", None, lambda _h: True)
+        result = Result(id=task.id, status="done", result={"text": "ok"})
+        assert finish(runtime, Completion(task=task, result=result))
     stop.set()
     watcher.join()
     assert torn == []
-    assert all(state.get_task(t.id).status == "done" for t in tasks)
-    assert state.redis.scard(runtime.keys.status("done")) == 300
-    assert state.redis.scard(runtime.keys.status("running")) == 0
-    assert state.redis.llen(runtime.keys.inbox) == 300
+    assert all(runtime.tasks.get(t.id).status == "done" for t in tasks)
+    assert runtime.redis.scard(runtime.keys.status("done")) == 300
+    assert runtime.redis.scard(runtime.keys.status("running")) == 0
+    assert runtime.redis.llen(runtime.keys.inbox) == 300
 
 
 def test_a_finished_task_never_runs_or_finishes_again(runtime):
-    state = runtime.state
-    task = state.add_tasks([Task(prompt="once")])[0]
-    assert state.start_task(task.id, "a", None, lambda _h: True).outcome == "started"
-    assert state.complete_task(Result(id=task.id, status="done", result={"text": "first"}))
-    again = state.start_task(task.id, "b", None, lambda _h: False)
+    task = runtime.tasks.add([Task(prompt="once")])[0]
+    assert runtime.tasks.start(task.id, "a", None, lambda _h: True).outcome == "started"
+    assert runtime.tasks.complete(Result(id=task.id, status="done", result={"text": "first"}))
+    again = runtime.tasks.start(task.id, "b", None, lambda _h: False)
     assert (again.outcome, again.detail) == ("finished", "done")
-    assert state.complete_task(Result(id=task.id, status="failed", error="late")) is None
-    assert state.get_result(task.id).result == {"text": "first"}
-    assert state.set_status(task.id, "running") is None
+    assert runtime.tasks.complete(Result(id=task.id, status="failed", error="late")) is None
+    assert runtime.tasks.result(task.id).result == {"text": "first"}
+    assert runtime.tasks.set_status(task.id, "running") is None
 
 
 def test_a_live_running_task_refuses_a_second_delivery(runtime):
-    state = runtime.state
-    task = state.add_tasks([Task(prompt="busy")])[0]
-    assert state.start_task(task.id, "host:1:a", None, lambda _h: True).outcome == "started"
-    second = state.start_task(task.id, "host:2:b", None, lambda _h: True)
+    task = runtime.tasks.add([Task(prompt="busy")])[0]
+    assert runtime.tasks.start(task.id, "host:1:a", None, lambda _h: True).outcome == "started"
+    second = runtime.tasks.start(task.id, "host:2:b", None, lambda _h: True)
     assert second.outcome == "busy" and second.detail == "host:1:a"
-    takeover = state.start_task(task.id, "host:2:b", None, lambda _h: False)
+    takeover = runtime.tasks.start(task.id, "host:2:b", None, lambda _h: False)
     assert takeover.outcome == "started" and takeover.task.attempts == 2
 
 
@@ -122,33 +122,30 @@ def test_deferred_task_does_not_start_before_defer_until(runtime):
 
     from mimikit.models import utcnow
 
-    state = runtime.state
-    task = state.add_tasks([Task(prompt="later", deferUntil=utcnow() + timedelta(hours=1))])[0]
-    assert state.start_task(task.id, "a", None, lambda _h: True).outcome == "deferred"
-    assert state.get_task(task.id).status == "queued"
+    task = runtime.tasks.add([Task(prompt="later", deferUntil=utcnow() + timedelta(hours=1))])[0]
+    assert runtime.tasks.start(task.id, "a", None, lambda _h: True).outcome == "deferred"
+    assert runtime.tasks.get(task.id).status == "queued"
 
 
 def test_log_events_go_to_the_stream_and_log_jsonl(runtime):
-    state = runtime.state
-    task = state.add_tasks([Task(prompt="logged", traceId="trace-1")])[0]
-    state.log("audit", note="hello")
-    lines = [json.loads(x) for x in state.log_path.read_text().splitlines()]
+    task = runtime.tasks.add([Task(prompt="logged", traceId="trace-1")])[0]
+    runtime.events.log("audit", note="hello")
+    lines = [json.loads(x) for x in runtime.events.log_path.read_text().splitlines()]
     assert [e["type"] for e in lines] == ["task_created", "audit"]
     assert lines[0]["taskId"] == task.id and lines[0]["traceId"] == "trace-1"
-    assert [e["type"] for e in state.recent_log()] == ["task_created", "audit"]
-    assert state.task_log(task.id)[0]["type"] == "task_created"
+    assert [e["type"] for e in runtime.events.recent()] == ["task_created", "audit"]
+    assert runtime.tasks.log_of(task.id)[0]["type"] == "task_created"
 
 
 def test_history_is_deduplicated_by_created_at_and_text(runtime):
     from mimikit.models import Message
 
-    state = runtime.state
     first = Message(role="user", text="hello")
     twin = Message(role="user", text="hello", createdAt=first.createdAt)
-    assert state.append_message(first, to_inbox=True)
-    assert not state.append_message(twin, to_inbox=True)
-    assert [m.id for m in state.recent_messages(10)] == [first.id]
-    assert len(state.read_inbox()) == 1
+    assert runtime.conversation.append(first, to_inbox=True)
+    assert not runtime.conversation.append(twin, to_inbox=True)
+    assert [m.id for m in runtime.conversation.recent(10)] == [first.id]
+    assert len(runtime.inbox.read()) == 1
 
 
 def test_status_endpoint_reports_redis_workers_and_llm(procs, runtime):
@@ -181,7 +178,7 @@ def test_bad_setting_is_an_error_naming_the_variable(monkeypatch):
 def test_invalid_task_names_the_field():
     from pydantic import ValidationError
 
-    with pytest.raises(ValidationError, match="condition.task_done.params.taskId"):
+    with pytest.raises(ValidationError, match=r"condition\.(atom\.)?task_done\.params\.taskId"):
         Task(type="conditional", prompt="x", condition={"type": "task_done", "params": {}})
     with pytest.raises(ValidationError, match="needs schedule.runAt"):
         Task(type="scheduled", prompt="x")

@@ -136,12 +136,11 @@ def _head(response: Any) -> bytes:
 @pytest.fixture
 def seeded(runtime):
     """The instance with a message, a task, a trigger and a pending question in it."""
-    state = runtime.state
-    state.append_message(Message(role="user", text="hello"), to_inbox=True)
-    task = state.add_tasks([Task(prompt="some work")])[0]
-    state.add_tasks([Task(type="conditional", prompt="then",
+    runtime.conversation.append(Message(role="user", text="hello"), to_inbox=True)
+    task = runtime.tasks.add([Task(prompt="some work")])[0]
+    runtime.tasks.add([Task(type="conditional", prompt="then",
                           condition={"type": "task_done", "params": {"taskId": task.id}})])
-    state.set_question(PendingQuestion(question="which one?", options=["a", "b"]))
+    runtime.conversation.ask(PendingQuestion(question="which one?", options=["a", "b"]))
     return runtime, task
 
 
@@ -247,13 +246,13 @@ def test_a_refused_input_names_the_field_and_stores_nothing(seeded):
 
     runtime, _task = seeded
     client = create_app(runtime.settings).test_client()
-    before = runtime.state.history_count()
+    before = runtime.conversation.count()
     response = client.post("/api/input", data=b'{"text": "caf\\udce9"}',
                            headers={"Content-Type": "application/json"})
     assert response.status_code == 400
     error = response.get_json()["error"]
     assert "'text'" in error and "unicode string" in error, error
-    assert runtime.state.history_count() == before
+    assert runtime.conversation.count() == before
 
 
 # --- condition trees ----------------------------------------------------------------------------
@@ -292,10 +291,10 @@ def test_oversized_condition_trees_are_refused_at_validation_naming_the_limit(tr
 def test_condition_trees_at_the_limits_are_stored_and_read_back(runtime):
     deep = Task(type="conditional", prompt="deep", condition=_deep(31))  # 32 levels with the atom
     wide = Task(type="conditional", prompt="wide", condition=_wide(1_000))
-    runtime.state.add_tasks([deep, wide])
-    assert runtime.state.require_task(deep.id).condition == deep.condition
-    assert len(runtime.state.require_task(wide.id).condition.conditions) == 999
-    assert {t.id for t in runtime.state.triggers()} == {deep.id, wide.id}
+    runtime.tasks.add([deep, wide])
+    assert runtime.tasks.require(deep.id).condition == deep.condition
+    assert len(runtime.tasks.require(wide.id).condition.conditions) == 999
+    assert {t.id for t in runtime.triggers.all()} == {deep.id, wide.id}
 
 
 def _deep_json(levels: int) -> str:

@@ -74,7 +74,7 @@ def test_log_jsonl_over_its_size_is_rotated_at_the_next_event(runtime):
         line = '{"type": "old"}' + " " * 1000 + "\n"
         handle.write(line * (LOG_FILE_MAX_BYTES // len(line) + 1))
     old_size = log.stat().st_size
-    runtime.state.log("after_rotation")
+    runtime.events.log("after_rotation")
     assert log.with_name("log.jsonl.1").stat().st_size == old_size
     assert '"after_rotation"' in log.read_text() and len(log.read_text().splitlines()) == 1
 

@@ -167,7 +167,7 @@ def test_a_worker_at_warning_writes_no_info_lines(runtime, tmp_path):
                                "--name", f"quiet-{os.getpid()}@test"], tmp_path,
                     MIMIKIT_LOG_LEVEL="WARNING")
     try:
-        wait_for(lambda: runtime.state.redis.zcard(runtime.keys.worker_names), timeout=30,
+        wait_for(lambda: runtime.redis.zcard(runtime.keys.worker_names), timeout=30,
                  message="the worker to register")
         _send_archive(runtime)
     finally:

@@ -13,12 +13,12 @@ def _seed_history(runtime, days: int, per_day: int = 2) -> None:
     for day in range(days):
         for n in range(per_day):
             at = now - timedelta(days=day, minutes=n + 1)
-            runtime.state.append_message(Message(role="user", text=f"day {day} note {n}",
+            runtime.conversation.append(Message(role="user", text=f"day {day} note {n}",
                                                  createdAt=at))
 
 
 def _summary_tasks(runtime):
-    return [t for t in runtime.state.tasks_with_status("queued")
+    return [t for t in runtime.tasks.with_status("queued")
             if (t.title or "").startswith("Memory summary")]
 
 
@@ -62,13 +62,13 @@ def test_archival_runs_only_past_its_thresholds(runtime):
 def test_flush_happens_only_with_800_messages_and_an_hour_since_the_last(runtime):
     now = utcnow()
     for n in range(799):
-        runtime.state.append_message(Message(role="user", text=f"m{n}",
+        runtime.conversation.append(Message(role="user", text=f"m{n}",
                                              createdAt=now - timedelta(seconds=900 - n)))
     assert memory_jobs.maybe_archive(runtime, force=True)["flushed"] is None
-    runtime.state.append_message(Message(role="user", text="m800"))
+    runtime.conversation.append(Message(role="user", text="m800"))
     flushed = memory_jobs.maybe_archive(runtime, force=True)["flushed"]
     assert flushed and "m800" in open(flushed).read()
-    runtime.state.append_message(Message(role="user", text="m801"))
+    runtime.conversation.append(Message(role="user", text="m801"))
     assert memory_jobs.maybe_archive(runtime, force=True)["flushed"] is None  # < 1 h since
 
 

@@ -15,7 +15,7 @@ from mimikit.tools.context import ToolContext
 @pytest.fixture
 def planner(runtime):
     """Call a Planner tool the way the agent loop does: name + the model's JSON arguments."""
-    task = runtime.state.add_tasks([Task(role="planner", prompt="plan it")])[0]
+    task = runtime.tasks.add([Task(role="planner", prompt="plan it")])[0]
     ctx = ToolContext(runtime=runtime, role="planner", trace_id="trace-1", task=task)
 
     def call(name: str, **arguments):
@@ -115,7 +115,7 @@ def test_history_by_time_reads_naive_times_in_the_configured_zone(runtime, plann
 
     berlin(runtime)
     at = datetime(2026, 7, 1, 8, 30, tzinfo=UTC)  # 10:30 in Berlin (CEST)
-    runtime.state.append_message(Message(role="user", text="summer note", createdAt=at))
+    runtime.conversation.append(Message(role="user", text="summer note", createdAt=at))
     outcome, _ctx = planner("get_history_by_time", after="2026-07-01T10:00:00",
                             before="2026-07-01T11:00:00")
     assert [m["text"] for m in json.loads(outcome.content)["messages"]] == ["summer note"]

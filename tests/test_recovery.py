@@ -6,6 +6,8 @@ Worker tasks are dispatched to ``tests.stand_in_worker``, which runs the real de
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import time
 from datetime import timedelta
 
@@ -17,13 +19,14 @@ from mimikit.delivery import dispatch, retry
 from mimikit.models import IntervalSchedule, RetryPolicy, Task, utcnow
 from mimikit.scheduling import entries
 from mimikit.supervisor import recovery
+from mimikit.roles import ROLES, WORKER
 from mimikit.supervisor.tick import tick
 from mimikit.tasks.submit import submit
 
 
 @pytest.fixture
 def stand_in(monkeypatch):
-    monkeypatch.setitem(dispatch.TASK_NAMES, "worker", "tests.stand_in_worker")
+    monkeypatch.setitem(ROLES, "worker", replace(WORKER, task_name="tests.stand_in_worker"))
 
 
 def queue_task(runtime, seconds: float, **fields) -> Task:
@@ -39,7 +42,7 @@ def ticking(runtime, predicate, timeout: float, message: str):
 
 
 def status(runtime, task_id: str) -> str:
-    return runtime.state.require_task(task_id).status
+    return runtime.tasks.require(task_id).status
 
 
 @pytest.mark.slow
@@ -53,11 +56,11 @@ def test_task_of_a_killed_worker_is_rerun_after_its_heartbeat_expires(runtime, p
     ticking(runtime, lambda: status(runtime, task.id) == "deferred", timeout=10,
             message="the lost task to be deferred")
     assert time.monotonic() - killed >= 2.0  # not before the heartbeat expired
-    deferred = runtime.state.require_task(task.id)
+    deferred = runtime.tasks.require(task.id)
     assert deferred.error == recovery.LOST_REASON and deferred.deferUntil > utcnow()
     ticking(runtime, lambda: status(runtime, task.id) == "done", timeout=15,
             message="the re-run to complete")
-    done = runtime.state.require_task(task.id)
+    done = runtime.tasks.require(task.id)
     assert done.attempts == 2
     assert done.startedAt >= deferred.deferUntil
     assert len(runtime.redis.lrange(runtime.keys.meta(f"runs:{task.id}"), 0, -1)) == 2
@@ -71,10 +74,10 @@ def test_killed_task_without_attempts_left_fails_with_the_reason(runtime, procs,
     procs.kill(victim)
     ticking(runtime, lambda: status(runtime, task.id) == "failed", timeout=10,
             message="the task to fail")
-    failed = runtime.state.require_task(task.id)
+    failed = runtime.tasks.require(task.id)
     assert failed.error == recovery.LOST_REASON
-    assert runtime.state.get_result(task.id).error == recovery.LOST_REASON
-    texts = [m.text for m in runtime.state.recent_messages(10)]
+    assert runtime.tasks.result(task.id).error == recovery.LOST_REASON
+    texts = [m.text for m in runtime.conversation.recent(10)]
     assert any(recovery.LOST_REASON in text for text in texts)
 
 
@@ -82,20 +85,20 @@ def test_deferred_task_never_runs_before_defer_until(runtime, procs, stand_in):
     procs.worker(queues="worker", name="w")
     until = utcnow() + timedelta(seconds=1.5)
     task = Task(prompt="sleep 0.1", status="deferred", deferUntil=until)
-    runtime.state.add_tasks([task])
+    runtime.tasks.add([task])
     dispatch.enqueue(runtime, task)  # an early delivery: refused, the task stays deferred
     time.sleep(0.8)
     tick(runtime)
     assert status(runtime, task.id) == "deferred"
     ticking(runtime, lambda: status(runtime, task.id) == "done", timeout=10,
             message="the task to run after deferUntil")
-    assert runtime.state.require_task(task.id).startedAt >= until
+    assert runtime.tasks.require(task.id).startedAt >= until
 
 
 def test_startup_recovery_redispatches_queued_work_and_restores_beat_entries(
         runtime, procs, stand_in):
     orphan = Task(prompt="sleep 0.1")
-    runtime.state.add_tasks([orphan])  # stored, but its message was never sent
+    runtime.tasks.add([orphan])  # stored, but its message was never sent
     trigger = add_trigger(runtime, type="recurring", schedule=IntervalSchedule(interval=3600))
     entries.delete_entry(trigger.id)
     procs.worker(queues="worker", name="w")

@@ -33,7 +33,7 @@ def test_ten_routine_firings_cost_no_teller_call_and_no_chat_message(stack, proc
     wait_for(lambda: len(finished(stack, trigger.id)) >= 10, timeout=60, message="10 runs")
     time.sleep(1.0)  # a report, had one been queued, would have arrived by now
     assert llm.requests_for("teller") == []
-    assert stack.state.messages_between(None, None) == []
+    assert stack.conversation.between(None, None) == []
     assert all(t.status == "done" for t in finished(stack, trigger.id))
 
 
@@ -45,7 +45,7 @@ def test_a_failed_routine_run_is_reported(stack, procs, llm):
     trigger = recurring(stack)
     procs.beat()
     wait_for(lambda: len(finished(stack, trigger.id)) >= 4, timeout=60, message="4 runs")
-    texts = [m.text for m in stack.state.messages_between(None, None)]
+    texts = [m.text for m in stack.conversation.between(None, None)]
     assert texts.count("Task failed: disk check — disk unreadable") == 1
     assert texts.count("The disk check failed.") == 1 and len(llm.requests_for("teller")) == 1
 
@@ -58,6 +58,6 @@ def test_on_change_reports_only_when_the_result_changes(stack, procs, llm):
     procs.beat()
     wait_for(lambda: len(finished(stack, trigger.id)) >= 5, timeout=60, message="5 runs")
     time.sleep(1.0)
-    completed = [m.text for m in stack.state.messages_between(None, None)
+    completed = [m.text for m in stack.conversation.between(None, None)
                  if m.text.startswith("Task completed")]
     assert len(completed) == 2  # the first result, and the change to 41%

@@ -26,16 +26,16 @@ DAY = 24 * 3600
 
 def finish(runtime, prompt: str, days_ago: float = 0, status: str = "done", **fields) -> Task:
     """A task run to its end through the store, finishing ``days_ago`` days ago."""
-    task = runtime.state.add_tasks([Task(prompt=prompt, **fields)])[0]
+    task = runtime.tasks.add([Task(prompt=prompt, **fields)])[0]
     fingerprint.remember(runtime, task)
-    runtime.state.start_task(task.id, "owner-1", "celery-1", lambda _owner: True)
-    runtime.state.add_run(task.id, {"role": "worker", "startedAt": utcnow().isoformat()})
+    runtime.tasks.start(task.id, "owner-1", "celery-1", lambda _owner: True)
+    runtime.runs.add_run(task.id, {"role": "worker", "startedAt": utcnow().isoformat()})
     when = utcnow() - timedelta(days=days_ago)
     if status == "done":
         result = Result(id=task.id, status="done", result={"text": prompt}, completedAt=when)
     else:
         result = Result(id=task.id, status="failed", error="it broke", completedAt=when)
-    return runtime.state.complete_task(result, notify_teller=False)
+    return runtime.tasks.complete(result)
 
 
 def ttl(runtime, key: str) -> int:
@@ -68,19 +68,19 @@ def test_a_task_that_finishes_enters_the_index_and_its_records_get_a_time_to_liv
 
 
 def test_active_tasks_and_triggers_never_expire(runtime):
-    queued, trigger = runtime.state.add_tasks([
+    queued, trigger = runtime.tasks.add([
         Task(prompt="later"),
         Task(type="recurring", prompt="every hour", schedule=IntervalSchedule(interval=3600))])
-    runtime.state.add_run(queued.id, {"role": "worker"})
-    runtime.state.log("note", taskId=trigger.id)
+    runtime.runs.add_run(queued.id, {"role": "worker"})
+    runtime.events.log("note", taskId=trigger.id)
     keys = runtime.keys
     for key in (keys.task(queued.id), keys.task(trigger.id), keys.task_log(trigger.id)):
         assert ttl(runtime, key) == -1, key
     assert runtime.redis.zcard(keys.finished) == 0
     retention.prune(runtime, utcnow() + timedelta(days=400))
-    assert runtime.state.get_task(queued.id) and runtime.state.get_task(trigger.id)
+    assert runtime.tasks.get(queued.id) and runtime.tasks.get(trigger.id)
 
-    runtime.state.request_cancel(trigger.id)  # a trigger that ends is kept like a task
+    runtime.tasks.request_cancel(trigger.id)  # a trigger that ends is kept like a task
     assert ttl(runtime, keys.task(trigger.id)) > 0
     assert runtime.redis.zscore(keys.finished, trigger.id) is not None
 
@@ -101,18 +101,18 @@ def test_the_tick_deletes_tasks_past_the_retention_with_every_record_and_id(runt
         assert in_status_sets(runtime, task.id) == []
         assert runtime.redis.zscore(keys.finished, task.id) is None
         assert runtime.redis.get(keys.fingerprint(fingerprint.of(task))) is None
-    assert runtime.state.get_task(recent.id).status == "done"
-    assert runtime.state.get_result(recent.id).result == {"text": "recent work"}
+    assert runtime.tasks.get(recent.id).status == "done"
+    assert runtime.tasks.result(recent.id).result == {"text": "recent work"}
     assert in_status_sets(runtime, recent.id) == ["done"]
     assert "pruned" not in tick(runtime)  # nothing more is due
 
 
 def test_a_fingerprint_that_names_a_newer_task_is_kept(runtime):
     old = finish(runtime, "check the backups", days_ago=31)
-    again = runtime.state.add_tasks([Task(prompt="check the backups")])[0]
+    again = runtime.tasks.add([Task(prompt="check the backups")])[0]
     fingerprint.remember(runtime, again)
     retention.prune(runtime, utcnow())
-    assert runtime.state.get_task(old.id) is None
+    assert runtime.tasks.get(old.id) is None
     assert runtime.redis.get(runtime.keys.fingerprint(fingerprint.of(again))) == again.id.encode()
 
 
@@ -120,7 +120,7 @@ def test_pruning_goes_oldest_first_in_small_batches(runtime):
     tasks = [finish(runtime, f"task {n}", days_ago=60 - n) for n in range(5)]
     cutoff = utcnow().timestamp() - runtime.settings.retention_seconds
     assert retention.prune_finished(runtime, cutoff, batch=2) == 2
-    kept = [t.id for t in tasks if runtime.state.get_task(t.id)]
+    kept = [t.id for t in tasks if runtime.tasks.get(t.id)]
     assert kept == [t.id for t in tasks[2:]]
     assert retention.prune_finished(runtime, cutoff, batch=2) == 2
     assert retention.prune_finished(runtime, cutoff, batch=2) == 1
@@ -130,9 +130,9 @@ def test_pruning_goes_oldest_first_in_small_batches(runtime):
 def test_the_conversation_is_kept_whatever_its_age(runtime):
     message = Message(role="user", text="hello from long ago",
                       createdAt=utcnow() - timedelta(days=400))
-    runtime.state.append_message(message)
+    runtime.conversation.append(message)
     retention.prune(runtime, utcnow())
-    assert [m.text for m in runtime.state.recent_messages(5)] == ["hello from long ago"]
+    assert [m.text for m in runtime.conversation.recent(5)] == ["hello from long ago"]
     assert ttl(runtime, runtime.keys.history) == -1 and ttl(runtime, runtime.keys.messages) == -1
 
 
@@ -142,36 +142,36 @@ def test_log_and_live_event_entries_older_than_the_retention_go(runtime):
     for n in range(1000):
         redis.xadd(keys.log, {"event": "{}"}, id=f"{old_ms + n}-0")
         redis.xadd(keys.events, {"event": "task", "data": "{}"}, id=f"{old_ms + n}-0")
-    runtime.state.log("recent_event")
+    runtime.events.log("recent_event")
     retention.prune(runtime, utcnow())
     for stream in (keys.log, keys.events):
         entries = redis.xrange(stream)
         old_left = [e for e, _ in entries if int(e.split(b"-")[0]) < old_ms + 1000]
         assert len(old_left) <= 100, stream  # whole blocks go: at most one is left over
-    assert runtime.state.recent_log(1)[0]["type"] == "recent_event"
+    assert runtime.events.recent(1)[0]["type"] == "recent_event"
 
 
 def test_teller_runs_older_than_the_retention_go_and_newer_ones_stay(runtime):
     now = utcnow()
     for days in (45, 40, 31, 2, 0):
-        runtime.state.add_run("teller", {"role": "teller", "days": days,
+        runtime.runs.add_run("teller", {"role": "teller", "days": days,
                                          "startedAt": (now - timedelta(days=days)).isoformat()})
     assert retention.prune(runtime, now) == {"teller_runs": 3}
-    assert [r["days"] for r in runtime.state.runs("teller")] == [2, 0]
+    assert [r["days"] for r in runtime.runs.of("teller")] == [2, 0]
     keep = runtime.settings.retention_seconds + GRACE_SECONDS
     assert keep - 60 < ttl(runtime, runtime.keys.runs("teller")) <= keep
 
 
 def test_task_logs_and_run_lists_keep_their_newest_entries(runtime):
-    trigger = runtime.state.add_tasks([Task(type="recurring", prompt="often",
+    trigger = runtime.tasks.add([Task(type="recurring", prompt="often",
                                             schedule=IntervalSchedule(interval=60))])[0]
     for n in range(TASK_LOG_KEPT + 20):
-        runtime.state.log("trigger_fired", taskId=trigger.id, n=n)
-    events = runtime.state.task_log(trigger.id)
+        runtime.events.log("trigger_fired", taskId=trigger.id, n=n)
+    events = runtime.tasks.log_of(trigger.id)
     assert len(events) == TASK_LOG_KEPT and events[-1]["n"] == TASK_LOG_KEPT + 19
     for n in range(RUNS_KEPT + 5):
-        runtime.state.add_run("trace-1", {"n": n})
-    runs = runtime.state.runs("trace-1")
+        runtime.runs.add_run("trace-1", {"n": n})
+    runs = runtime.runs.of("trace-1")
     assert len(runs) == RUNS_KEPT and runs[0]["n"] == 5
 
 
@@ -219,16 +219,16 @@ def test_data_written_before_retention_comes_under_it_by_the_schema_3_migration(
     assert ttl(runtime, keys.runs("trace-1")) > 0
 
     assert retention.prune(runtime, utcnow()) == {"tasks": 2}
-    assert runtime.state.get_task("task-old") is None
-    assert runtime.state.get_task("task-older") is None
+    assert runtime.tasks.get("task-old") is None
+    assert runtime.tasks.get("task-older") is None
     assert not redis.sismember(keys.status("failed"), "task-older")
-    assert runtime.state.get_task("task-recent").status == "done"
+    assert runtime.tasks.get("task-recent").status == "done"
     assert redis.zrange(keys.finished, 0, -1) == [b"task-recent"]
 
 
 def test_the_migration_leaves_active_tasks_and_their_runs_without_expiry(runtime):
     keys, redis = runtime.keys, runtime.redis
-    active = runtime.state.add_tasks([Task(prompt="still queued")])[0]
+    active = runtime.tasks.add([Task(prompt="still queued")])[0]
     redis.rpush(keys.runs(active.id), json.dumps({"role": "worker"}))
     redis.set(keys.meta("schema"), 2)
     migrate(runtime, MIGRATIONS, 3)

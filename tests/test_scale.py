@@ -68,7 +68,7 @@ def test_100000_finished_tasks_list_fast_and_go_without_a_trace(runtime, web_ser
     started = time.perf_counter()
     write_finished(runtime, FINISHED_TASKS)
     wrote_s = time.perf_counter() - started
-    active = runtime.state.add_tasks([Task(prompt=f"active {n}") for n in range(20)])
+    active = runtime.tasks.add([Task(prompt=f"active {n}") for n in range(20)])
     register_worker(runtime, {"name": "w@host", "queues": ["worker"]})
     full_memory = used_memory(runtime)
     print(f"\nwrote {FINISHED_TASKS:,} finished tasks in {wrote_s:.1f} s; used_memory "

@@ -24,7 +24,7 @@ def test_interval_trigger_fires_three_times_in_seven_seconds_with_its_times(runt
     children = fired(runtime, trigger.id)
     assert all(c.type == "oneshot" and c.triggerId == trigger.id and c.status == "queued"
                and not c.catchUp for c in children)
-    stored = runtime.state.require_task(trigger.id).schedule
+    stored = runtime.tasks.require(trigger.id).schedule
     seen = slots(runtime, trigger.id)
     assert stored.lastRunAt == seen[-1]
     assert stored.nextRunAt == seen[-1] + timedelta(seconds=2)
@@ -41,10 +41,10 @@ def test_scheduled_trigger_fires_on_time_not_early_and_is_gone(runtime, procs):
     assert entries.entry_exists(trigger.id)
     child = wait_for(lambda: fired(runtime, trigger.id), timeout=8, message="firing")[0]
     assert run_at <= child.createdAt < run_at + timedelta(seconds=2)
-    done = runtime.state.require_task(trigger.id)
+    done = runtime.tasks.require(trigger.id)
     assert done.status == "done"
     assert not entries.entry_exists(trigger.id)
-    assert trigger.id not in {t.id for t in runtime.state.triggers()}
+    assert trigger.id not in {t.id for t in runtime.triggers.all()}
     time.sleep(1.5)
     assert len(fired(runtime, trigger.id)) == 1
 
@@ -70,13 +70,13 @@ def test_cron_trigger_fires_at_the_minute_boundary(runtime, procs):
     assert boundary.second == 0 and boundary > utcnow()
     child = wait_for(lambda: fired(runtime, trigger.id), timeout=65, message="cron firing")[0]
     assert boundary <= child.createdAt < boundary + timedelta(seconds=2)
-    stored = runtime.state.require_task(trigger.id).schedule
+    stored = runtime.tasks.require(trigger.id).schedule
     assert stored.lastRunAt == boundary
     assert stored.nextRunAt == boundary + timedelta(minutes=1)
 
 
 def test_canceled_trigger_loses_its_beat_entry_and_stops(runtime, procs):
-    from mimikit.tasks.cancel import cancel_task
+    from mimikit.lifecycle.cancel import cancel_task
 
     procs.worker(queues="supervisor", name="sup")
     procs.beat()
@@ -203,7 +203,7 @@ def test_chain_runs_through_real_workers_in_order(stack, procs, llm):
     llm.default("worker", tool_call("submit_result", status="done", resultType="text",
                                     result={"text": "step done"}))
     a = Task(prompt="step A")
-    runtime.state.add_tasks([a])
+    runtime.tasks.add([a])
     b = add_trigger(runtime, type="conditional", prompt="step B",
                     condition={"type": "task_done", "params": {"taskId": a.id}})
     c = add_trigger(runtime, type="conditional", prompt="step C",
@@ -213,7 +213,7 @@ def test_chain_runs_through_real_workers_in_order(stack, procs, llm):
     dispatch.enqueue(runtime, a)
     wait_for(lambda: [t for t in fired(runtime, c.id) if t.status == "done"], timeout=20,
              message="step C to complete")
-    a_done = runtime.state.require_task(a.id).completedAt
+    a_done = runtime.tasks.require(a.id).completedAt
     b_task, c_task = fired(runtime, b.id)[0], fired(runtime, c.id)[0]
     assert a_done <= b_task.createdAt <= b_task.completedAt <= c_task.createdAt
     assert len(fired(runtime, b.id)) == 1 and len(fired(runtime, c.id)) == 1

@@ -60,7 +60,7 @@ def test_three_pending_conditions_make_one_batch_per_interval(configured, procs,
     expected = sorted(f"{t.id}:c" for t in made)
     assert all(sent_ids(body) == expected for body in llm.requests)
     assert len(llm.requests) <= elapsed / 2 + 1
-    batches = [t for t in runtime.state.tasks_with_status("done") if t.role == "llm_eval"]
+    batches = [t for t in runtime.tasks.with_status("done") if t.role == "llm_eval"]
     assert len(batches) >= 1
     assert all(json.loads(raw).get("kind") != "result" for raw in
                runtime.redis.lrange(runtime.keys.inbox, 0, -1))  # the Teller is not told
@@ -93,7 +93,7 @@ def test_without_pending_conditions_no_llm_request_is_made(configured, procs, ll
     procs.beat()
     time.sleep(4.5)
     assert llm.requests == []
-    assert not [t for t in runtime.state.tasks_with_status("queued", "running", "done")
+    assert not [t for t in runtime.tasks.with_status("queued", "running", "done")
                 if t.role == "llm_eval"]
 
 

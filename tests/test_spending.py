@@ -70,9 +70,9 @@ def test_a_task_over_its_cap_stops_between_steps_with_the_reason(priced, llm):
     llm.default("worker", with_usage(tool_call("list_files"), 3000, 10))
     llm.default("teller", tool_call("reply", text="noted"))
     task = submit(runtime, [Task(prompt="look around")])[0]
-    done = wait_for(lambda: (t := runtime.state.get_task(task.id)).finished and t, timeout=60,
+    done = wait_for(lambda: (t := runtime.tasks.get(task.id)).finished and t, timeout=60,
                     message="the task to stop")
-    result = runtime.state.get_result(task.id)
+    result = runtime.tasks.result(task.id)
     assert done.status == "failed" and "task budget of 0.004 is reached" in result.error
     assert "MIMIKIT_BUDGET_TASK" in result.error
     assert book.totals(runtime, "task", task.id)["cost"] <= 0.004
@@ -87,11 +87,11 @@ def test_a_trigger_over_its_budget_pauses_and_tells_the_user_once(priced, llm, p
     trigger = submit(runtime, [Task(type="recurring", prompt="check the disk", title="disk check",
                                     schedule=IntervalSchedule(interval=1), budget=0.005)])[0]
     procs.beat()
-    paused = wait_for(lambda: (t := runtime.state.get_task(trigger.id)).paused and t,
+    paused = wait_for(lambda: (t := runtime.tasks.get(trigger.id)).paused and t,
                       timeout=60, message="the trigger to pause")
     assert "budget" in paused.pausedReason
     assert book.totals(runtime, "trigger", trigger.id)["cost"] <= 0.005
-    notes = [m.text for m in runtime.state.messages_between(None, None)
+    notes = [m.text for m in runtime.conversation.between(None, None)
              if m.text.startswith("Trigger paused: disk check")]
     assert len(notes) == 1
 
@@ -149,9 +149,9 @@ def test_metrics_parse_and_count_calls_tokens_cost_and_task_outcomes(runtime, ll
                   Caps.for_run(runtime, spender, None))
     for _ in range(2):
         meter.chat("worker", [{"role": "user", "content": "hi"}])
-    task = runtime.state.add_tasks([Task(prompt="x")])[0]
-    runtime.state.start_task(task.id, "h:1:a", None, lambda _h: True)
-    runtime.state.complete_task(Result(id=task.id, status="done", result={"text": "ok"}))
+    task = runtime.tasks.add([Task(prompt="x")])[0]
+    runtime.tasks.start(task.id, "h:1:a", None, lambda _h: True)
+    runtime.tasks.complete(Result(id=task.id, status="done", result={"text": "ok"}))
 
     body = create_app(runtime.settings).test_client().get("/metrics").get_data(as_text=True)
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value

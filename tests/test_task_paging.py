@@ -27,14 +27,14 @@ def client(runtime):
 def finished(runtime, count: int, role: str = "worker", minutes_apart: float = 1.0,
              start_minutes_ago: float = 0) -> list[Task]:
     """``count`` tasks finished one after the other; returned oldest first."""
-    tasks = runtime.state.add_tasks([Task(prompt=f"{role} job {n}", role=role)
+    tasks = runtime.tasks.add([Task(prompt=f"{role} job {n}", role=role)
                                      for n in range(count)])
     done = []
     for n, task in enumerate(tasks):
         when = utcnow() - timedelta(minutes=start_minutes_ago + (count - n) * minutes_apart)
-        done.append(runtime.state.complete_task(
+        done.append(runtime.tasks.complete(
             Result(id=task.id, status="done", result={"text": "ok"}, completedAt=when),
-            notify_teller=False))
+            ))
     return done
 
 
@@ -81,7 +81,7 @@ def test_a_role_filters_finished_tasks_across_pages(client, runtime):
 
 def test_scope_all_is_the_active_tasks_and_a_bounded_page_of_finished_ones(client, runtime):
     old = finished(runtime, RECENT_FINISHED + 5)
-    queued, trigger = runtime.state.add_tasks([
+    queued, trigger = runtime.tasks.add([
         Task(prompt="waiting"),
         Task(type="conditional", prompt="when it is done",
              condition={"type": "task_done", "params": {"taskId": "task-x"}})])

@@ -6,6 +6,7 @@ import os
 
 from mimikit.conversation import gate as teller_gate
 from mimikit.store.identity import HOSTNAME, owner_alive
+from mimikit.store.inbox import NoticeItem
 
 
 def test_wakes_while_one_is_queued_send_a_single_run(runtime):
@@ -55,7 +56,7 @@ def test_a_stale_queued_mark_with_an_empty_queue_is_cleared_and_the_teller_woken
 
     old = (utcnow() - timedelta(seconds=120)).isoformat()
     runtime.redis.set(runtime.keys.teller_queued, old)
-    runtime.state.push_inbox({"kind": "notice", "text": "pending"})
+    runtime.inbox.push(NoticeItem(text="pending"))
     assert not teller_gate.clear_stale_queued(runtime, queue_empty=False)
     assert teller_gate.wake_for_pending(runtime) is True  # cleared, then a new run is queued
     from mimikit.delivery.dispatch import queue_depths
@@ -70,10 +71,10 @@ def test_the_supervisor_tick_expires_the_question_with_its_default(runtime):
     from mimikit.supervisor.tick import tick
 
     asked = utcnow() - timedelta(seconds=10)
-    runtime.state.set_question(PendingQuestion(question="Which?", timeout=5, default="A",
+    runtime.conversation.ask(PendingQuestion(question="Which?", timeout=5, default="A",
                                                createdAt=asked))
     done = tick(runtime)
     assert done.get("expired") is True
-    assert runtime.state.get_question() is None
-    (answer,) = [i for i in runtime.state.read_inbox() if i["kind"] == "answer"]
+    assert runtime.conversation.question() is None
+    (answer,) = [i for i in runtime.inbox.read() if i["kind"] == "answer"]
     assert (answer["answer"], answer["source"]) == ("A", "default")

@@ -12,7 +12,8 @@ from scheduling_helpers import add_trigger, fired
 from mimikit.agents.common import registry
 from mimikit.models import IntervalSchedule, Result, Task
 from mimikit.scheduling import entries
-from mimikit.supervisor.routing import task_finished
+from mimikit.lifecycle.event import Completion
+from mimikit.lifecycle.pipeline import finish
 from mimikit.tools.context import ToolContext
 
 
@@ -35,11 +36,11 @@ def test_patch_changes_a_recurring_trigger_to_a_cron_and_says_its_next_runs(runt
     assert reply.status_code == 200, reply.get_json()
     body = reply.get_json()
     assert len(body["nextRuns"]) == 3 and all("T09:00" in r for r in body["nextRuns"])
-    stored = runtime.state.require_task(trigger.id)
+    stored = runtime.tasks.require(trigger.id)
     assert stored.prompt == "the morning digest"
     assert (stored.schedule.cron, stored.schedule.interval) == ("0 9 * * 1-5", None)
     assert stored.schedule.nextRunAt is not None and entries.entry_exists(trigger.id)
-    assert any(e["type"] == "trigger_edited" for e in runtime.state.task_log(trigger.id))
+    assert any(e["type"] == "trigger_edited" for e in runtime.tasks.log_of(trigger.id))
 
 
 @pytest.mark.parametrize(("body", "says"), [
@@ -59,7 +60,7 @@ def test_a_bad_edit_is_a_400_naming_the_problem_and_changes_nothing(runtime, cli
 
 
 def test_a_condition_edit_is_checked_and_indexed_anew(runtime, client):
-    a, b = runtime.state.add_tasks([Task(prompt="A"), Task(prompt="B")])
+    a, b = runtime.tasks.add([Task(prompt="A"), Task(prompt="B")])
     trigger = add_trigger(runtime, type="conditional",
                           condition={"type": "task_done", "params": {"taskId": a.id}})
     outside = {"condition": {"type": "file_changed", "params": {"path": "../x"}}}
@@ -76,7 +77,7 @@ def test_run_now_fires_once_even_a_paused_trigger(runtime, client):
     reply = client.post(f"/api/tasks/{trigger.id}/run")
     assert reply.status_code == 202
     assert [t.id for t in fired(runtime, trigger.id)] == [reply.get_json()["taskId"]]
-    oneshot = runtime.state.add_tasks([Task(prompt="once")])[0]
+    oneshot = runtime.tasks.add([Task(prompt="once")])[0]
     assert client.post(f"/api/tasks/{oneshot.id}/run").status_code == 409
     assert client.post("/api/tasks/task-none/run").status_code == 404
 
@@ -102,15 +103,15 @@ def test_the_teller_edits_and_pauses_triggers_with_the_same_checks(runtime):
     assert not bad.ok and "invalid" in bad.content
     good = registry().call("teller", "edit_task",
                            json.dumps({"taskId": trigger.id, "interval": "2h"}), ctx)
-    assert good.ok and runtime.state.require_task(trigger.id).schedule.interval == 7200
+    assert good.ok and runtime.tasks.require(trigger.id).schedule.interval == 7200
     paused = registry().call("teller", "pause_task", json.dumps({"taskId": trigger.id}), ctx)
-    assert paused.ok and runtime.state.require_task(trigger.id).paused
+    assert paused.ok and runtime.tasks.require(trigger.id).paused
 
 
 def test_the_cli_steers_a_trigger(runtime):
     trigger = recurring(runtime)
     assert run_mimikit("task", "pause", trigger.id).returncode == 0
-    assert runtime.state.require_task(trigger.id).paused
+    assert runtime.tasks.require(trigger.id).paused
     edited = run_mimikit("task", "edit", trigger.id, "--cron", "@daily")
     assert edited.returncode == 0 and "next run" in edited.stdout
     refused = run_mimikit("task", "edit", trigger.id, "--cron", "every day")
@@ -122,17 +123,16 @@ def test_the_cli_steers_a_trigger(runtime):
 
 
 def _complete(runtime, task: Task, status: str = "done") -> None:
-    runtime.state.start_task(task.id, "h:1:x", None, lambda _h: True)
+    runtime.tasks.start(task.id, "h:1:x", None, lambda _h: True)
     if status == "done":
         result = Result(id=task.id, status="done", result={"text": "ok"})
     else:
         result = Result(id=task.id, status="failed", error="broken")
-    finished = runtime.state.complete_task(result, notify_teller=False)
-    task_finished(runtime, finished, result, tell_user=False)
+    finish(runtime, Completion(task=task, result=result, quiet=True))
 
 
 def test_a_chain_step_that_ran_and_a_branch_that_cannot_run_retire(runtime):
-    a = runtime.state.add_tasks([Task(prompt="A")])[0]
+    a = runtime.tasks.add([Task(prompt="A")])[0]
     b = add_trigger(runtime, type="conditional", title="B",
                     condition={"type": "task_done", "params": {"taskId": a.id}})
     on_failure = add_trigger(runtime, type="conditional", title="if A fails",
@@ -141,9 +141,11 @@ def test_a_chain_step_that_ran_and_a_branch_that_cannot_run_retire(runtime):
                     condition={"type": "task_done", "params": {"taskId": b.id}})
     _complete(runtime, a)
     assert len(fired(runtime, b.id)) == 1
-    statuses = {t.id: t.status for t in runtime.state.tasks_by_id([b.id, on_failure.id, c.id])}
-    assert statuses == {b.id: "done", on_failure.id: "done", c.id: "queued"}
+    statuses = {t.id: t.status for t in runtime.tasks.by_id([b.id, on_failure.id, c.id])}
+    # B fired and did its work; the failure branch never ran: canceled, with the reason
+    assert statuses == {b.id: "done", on_failure.id: "canceled", c.id: "queued"}
+    assert "upstream A finished done" in runtime.tasks.require(on_failure.id).error
     _complete(runtime, fired(runtime, b.id)[0])  # B's run finishes: C fires, then retires
     assert len(fired(runtime, c.id)) == 1
-    assert runtime.state.require_task(c.id).status == "done"
-    assert runtime.state.triggers() == []
+    assert runtime.tasks.require(c.id).status == "done"
+    assert runtime.triggers.all() == []

@@ -34,10 +34,10 @@ def test_records_with_unknown_and_missing_fields_still_load(runtime):
     redis.hset(keys.messages, message["id"], json.dumps({**message, "mood": "happy"}))
     redis.zadd(keys.history, {message["id"]: 1})
 
-    loaded = runtime.state.require_task("task-old1")
+    loaded = runtime.tasks.require("task-old1")
     assert loaded.condition.params.taskId == "task-a" and loaded.cooldown == 0
-    assert runtime.state.get_result("task-a").result["text"] == "ok"
-    assert [m.text for m in runtime.state.recent_messages(5)] == ["hello"]
+    assert runtime.tasks.result("task-a").result["text"] == "ok"
+    assert [m.text for m in runtime.conversation.recent(5)] == ["hello"]
     assert [t["id"] for t in list_tasks(runtime, "triggers")] == ["task-old1"]
 
 

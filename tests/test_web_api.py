@@ -40,7 +40,7 @@ def assert_json_error(response, status: int, *words: str) -> dict:
 
 def add_message(runtime, role: str, text: str, minutes_ago: float = 0) -> Message:
     message = Message(role=role, text=text, createdAt=utcnow() - timedelta(minutes=minutes_ago))
-    runtime.state.append_message(message)
+    runtime.conversation.append(message)
     return message
 
 
@@ -48,7 +48,7 @@ def add_message(runtime, role: str, text: str, minutes_ago: float = 0) -> Messag
 
 
 def test_status_reports_redis_teller_llm_and_pending_question(client, runtime):
-    runtime.state.set_question(PendingQuestion(question="Which one?", options=["a", "b"]))
+    runtime.conversation.ask(PendingQuestion(question="Which one?", options=["a", "b"]))
     body = client.get("/api/status").get_json()
     assert set(body) >= {"ok", "redis", "workers", "queues", "teller", "llm", "pendingQuestion"}
     assert body["ok"] is True and body["redis"]["ok"] is True
@@ -163,7 +163,7 @@ def test_without_a_token_a_request_for_a_foreign_host_is_a_403(client, runtime, 
         assert_json_error(client.get(path, headers={"Host": host}), 403, "MIMIKIT_API_TOKEN")
     response = client.post("/api/input", json={"text": "rm -rf ~"}, headers={"Host": host})
     assert_json_error(response, 403, "loopback")
-    assert runtime.state.history_count() == 0
+    assert runtime.conversation.count() == 0
 
 
 @pytest.mark.parametrize("host", ["localhost", "127.0.0.1:8787", "[::1]:8787", "::1",
@@ -188,10 +188,10 @@ def test_without_a_token_a_cross_origin_post_is_a_403(client, runtime, origin):
     headers = {"Host": "127.0.0.1:8787", "Origin": origin}
     assert_json_error(client.post("/api/input", json={"text": "hi"}, headers=headers), 403,
                       "Origin")
-    runtime.state.set_question(PendingQuestion(question="Staging?"))
+    runtime.conversation.ask(PendingQuestion(question="Staging?"))
     assert_json_error(client.post("/api/question/answer", json={"answer": "yes"},
                                   headers=headers), 403)
-    assert runtime.state.history_count() == 0 and runtime.state.get_question() is not None
+    assert runtime.conversation.count() == 0 and runtime.conversation.question() is not None
     assert client.get("/api/status", headers=headers).status_code == 200  # reads carry no risk
 
 
@@ -231,7 +231,7 @@ def test_a_real_server_refuses_a_rebound_host_and_a_cross_site_post(runtime, tmp
         assert status == 403 and "attacker.example" in body["error"]
         status, body = call("POST", {"Origin": "http://attacker.example"}, '{"text": "hi"}')
         assert status == 403 and "Origin" in body["error"]
-        assert runtime.state.history_count() == 0
+        assert runtime.conversation.count() == 0
         origin = {"Origin": f"http://127.0.0.1:{server.port}"}
         assert call("POST", origin, '{"text": "hi"}')[0] == 202
     finally:
@@ -245,9 +245,9 @@ def test_input_is_accepted_with_its_id_stored_and_queued_for_the_teller(client, 
     response = client.post("/api/input", json={"text": "hello **there**"})
     assert response.status_code == 202
     message_id = response.get_json()["id"]
-    (stored,) = runtime.state.recent_messages(10)
+    (stored,) = runtime.conversation.recent(10)
     assert (stored.id, stored.role, stored.text) == (message_id, "user", "hello **there**")
-    assert runtime.state.read_inbox()[0]["message"]["id"] == message_id
+    assert runtime.inbox.read()[0]["message"]["id"] == message_id
     assert runtime.redis.exists(runtime.keys.teller_queued)
 
 
@@ -265,7 +265,7 @@ def test_input_of_exactly_the_limit_is_accepted(client):
 ])
 def test_input_with_a_bad_body_is_a_400_naming_the_field(client, runtime, body, words):
     assert_json_error(client.post("/api/input", json=body), 400, *words)
-    assert runtime.state.history_count() == 0
+    assert runtime.conversation.count() == 0
 
 
 def test_input_that_is_not_json_or_too_big_is_refused(client):
@@ -290,7 +290,7 @@ def test_a_chunked_body_over_the_limit_is_a_413_not_a_400(client, runtime):
     small = json.dumps({"text": "small enough"}).encode()
     response = client.post("/api/input", input_stream=io.BytesIO(small), **chunked)
     assert response.status_code == 202, response.get_data(as_text=True)
-    assert [m.text for m in runtime.state.recent_messages(5)] == ["small enough"]
+    assert [m.text for m in runtime.conversation.recent(5)] == ["small enough"]
 
 
 def test_a_real_server_answers_413_to_a_chunked_body_over_the_limit(runtime, tmp_path):
@@ -309,7 +309,7 @@ def test_a_real_server_answers_413_to_a_chunked_body_over_the_limit(runtime, tmp
         assert reply.status == 413, reply.read()[:300]
         assert json.loads(reply.read())["status"] == 413
         conn.close()
-        assert runtime.state.history_count() == 0
+        assert runtime.conversation.count() == 0
     finally:
         server.stop()
 
@@ -364,7 +364,7 @@ def test_before_includes_every_message_at_that_very_time(client, runtime):
     moment = utcnow() - timedelta(minutes=5)
     same = [Message(role="user", text=f"same {n}", createdAt=moment) for n in range(3)]
     for message in same:
-        runtime.state.append_message(message)
+        runtime.conversation.append(message)
     older = add_message(runtime, "user", "older", minutes_ago=10)
     add_message(runtime, "user", "newer", minutes_ago=1)
     before = moment.isoformat()
@@ -376,7 +376,7 @@ def test_before_includes_every_message_at_that_very_time(client, runtime):
 def test_a_limited_time_range_is_its_newest_messages_in_history_order(client, runtime):
     start = utcnow() - timedelta(hours=1)
     for n in range(30):
-        runtime.state.append_message(Message(role="user", text=f"m{n}",
+        runtime.conversation.append(Message(role="user", text=f"m{n}",
                                              createdAt=start + timedelta(seconds=n // 4)))
     full = client.get("/api/messages/export").get_json()["messages"]
     for seconds, limit in [(3, 5), (3, 16), (7, 30), (0, 2)]:
@@ -417,7 +417,7 @@ def test_export_in_an_unknown_format_is_a_400_naming_the_formats(client, runtime
     add_message(runtime, "user", "hello")
     assert_json_error(client.get(f"/api/messages/export?{query}"), 400, "'format'", "json",
                       "markdown")
-    assert runtime.state.history_count() == 1
+    assert runtime.conversation.count() == 1
 
 
 # --- history search -----------------------------------------------------------------------------
@@ -472,8 +472,8 @@ def test_history_search_with_a_bad_query_is_a_400_and_changes_nothing(client, ru
                                                                        words):
     add_message(runtime, "user", "deploy it")
     assert_json_error(client.get(f"/api/messages/search?{query}"), 400, *words)
-    assert runtime.state.history_count() == 1
-    assert runtime.state.read_inbox() == []
+    assert runtime.conversation.count() == 1
+    assert runtime.inbox.read() == []
 
 
 def test_history_search_refuses_other_methods(client):
@@ -484,15 +484,15 @@ def test_history_search_refuses_other_methods(client):
 
 
 def make_tasks(runtime):
-    queued, running, done = runtime.state.add_tasks([
+    queued, running, done = runtime.tasks.add([
         Task(prompt="queued work", title="Q"), Task(prompt="running work", role="planner"),
         Task(prompt="done work"),
     ])
-    runtime.state.start_task(running.id, "owner-1", "celery-1", lambda _owner: True)
-    runtime.state.start_task(done.id, "owner-2", "celery-2", lambda _owner: True)
-    runtime.state.complete_task(Result(id=done.id, status="done", result={"text": "all good"}),
-                                notify_teller=False)
-    runtime.state.add_run(done.id, {"role": "worker", "status": "stopped",
+    runtime.tasks.start(running.id, "owner-1", "celery-1", lambda _owner: True)
+    runtime.tasks.start(done.id, "owner-2", "celery-2", lambda _owner: True)
+    runtime.tasks.complete(Result(id=done.id, status="done", result={"text": "all good"}),
+                                )
+    runtime.runs.add_run(done.id, {"role": "worker", "status": "stopped",
                                     "messages": [{"role": "user", "content": "done work"}]})
     return queued, running, done
 
@@ -535,7 +535,7 @@ def test_cancel_of_a_queued_task_succeeds_and_of_a_finished_one_says_why(client,
     queued, _running, done = make_tasks(runtime)
     body = client.post(f"/api/tasks/{queued.id}/cancel").get_json()
     assert body["success"] is True
-    assert runtime.state.get_task(queued.id).status == "canceled"
+    assert runtime.tasks.get(queued.id).status == "canceled"
     body = client.post(f"/api/tasks/{done.id}/cancel").get_json()
     assert body["success"] is False and "already finished" in body["message"]
 
@@ -544,7 +544,7 @@ def test_cancel_of_an_unknown_task_or_with_get_is_an_error(client, runtime):
     assert_json_error(client.post("/api/tasks/task_missing/cancel"), 404, "task_missing")
     queued, *_ = make_tasks(runtime)
     assert_json_error(client.get(f"/api/tasks/{queued.id}/cancel"), 405)
-    assert runtime.state.get_task(queued.id).status == "queued"
+    assert runtime.tasks.get(queued.id).status == "queued"
 
 
 # --- question -----------------------------------------------------------------------------------
@@ -552,7 +552,7 @@ def test_cancel_of_an_unknown_task_or_with_get_is_an_error(client, runtime):
 
 def test_question_is_null_then_the_pending_one(client, runtime):
     assert client.get("/api/question").get_json() == {"question": None}
-    runtime.state.set_question(PendingQuestion(question="Staging?", options=["yes", "no"],
+    runtime.conversation.ask(PendingQuestion(question="Staging?", options=["yes", "no"],
                                                timeout=60))
     question = client.get("/api/question").get_json()["question"]
     assert question["question"] == "Staging?" and question["options"] == ["yes", "no"]
@@ -560,12 +560,12 @@ def test_question_is_null_then_the_pending_one(client, runtime):
 
 
 def test_answer_resolves_the_question_and_queues_it_for_the_teller(client, runtime):
-    runtime.state.set_question(PendingQuestion(question="Staging?", options=["yes", "no"]))
+    runtime.conversation.ask(PendingQuestion(question="Staging?", options=["yes", "no"]))
     response = client.post("/api/question/answer", json={"answer": "yes"})
     assert response.status_code == 200
-    assert runtime.state.get_question() is None
-    assert runtime.state.read_inbox()[-1]["answer"] == "yes"
-    assert runtime.state.recent_messages(1)[0].text == "yes"
+    assert runtime.conversation.question() is None
+    assert runtime.inbox.read()[-1]["answer"] == "yes"
+    assert runtime.conversation.recent(1)[0].text == "yes"
     # answering again: nothing is pending any more
     assert_json_error(client.post("/api/question/answer", json={"answer": "no"}), 409, "pending")
 
@@ -602,9 +602,9 @@ def test_an_answer_posted_to_the_api_wakes_the_teller_with_the_users_answer(stac
     ({"text": "yes"}, ["'answer'"]),
 ])
 def test_answer_with_a_bad_body_is_a_400_and_leaves_the_question(client, runtime, body, words):
-    runtime.state.set_question(PendingQuestion(question="Staging?"))
+    runtime.conversation.ask(PendingQuestion(question="Staging?"))
     assert_json_error(client.post("/api/question/answer", json=body), 400, *words)
-    assert runtime.state.get_question() is not None
+    assert runtime.conversation.question() is not None
 
 
 # --- memory -------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from mimikit.models import Message, PendingQuestion, Task
 
 
 def test_a_client_connected_before_a_message_is_written_receives_it(runtime, web_server):  # noqa: F811
-    runtime.state.append_message(Message(role="user", text="already there"))
+    runtime.conversation.append(Message(role="user", text="already there"))
     server = web_server.start()
     stream = EventStream(server.port)
     try:
@@ -19,7 +19,7 @@ def test_a_client_connected_before_a_message_is_written_receives_it(runtime, web
         status = stream.next_of("status")  # sent on connect
         assert json.loads(status["data"])["teller"]["state"] == "idle"
         message = Message(role="assistant", text="Hello <b>live</b>")
-        runtime.state.append_message(message)
+        runtime.conversation.append(message)
         event = stream.next_of("message")
         data = json.loads(event["data"])
         assert (data["id"], data["text"]) == (message.id, "Hello <b>live</b>")
@@ -33,14 +33,14 @@ def test_reconnecting_with_last_event_id_gets_what_was_missed(runtime, web_serve
     stream = EventStream(server.port)
     first = Message(role="user", text="first")
     stream.next_of("status")
-    runtime.state.append_message(first)
+    runtime.conversation.append(first)
     seen = stream.next_of("message")
     stream.close()
     missed = [Message(role="assistant", text=f"missed {n}") for n in range(3)]
     for message in missed:
-        runtime.state.append_message(message)
-    runtime.state.add_tasks([Task(prompt="a task while away")])
-    runtime.state.set_question(PendingQuestion(question="still there?"))
+        runtime.conversation.append(message)
+    runtime.tasks.add([Task(prompt="a task while away")])
+    runtime.conversation.ask(PendingQuestion(question="still there?"))
 
     again = EventStream(server.port, last_event_id=seen["id"])
     try:
@@ -55,12 +55,12 @@ def test_reconnecting_with_last_event_id_gets_what_was_missed(runtime, web_serve
 
 
 def test_a_new_client_without_last_event_id_starts_at_the_end(runtime, web_server):  # noqa: F811
-    runtime.state.append_message(Message(role="user", text="old news"))
+    runtime.conversation.append(Message(role="user", text="old news"))
     server = web_server.start()
     stream = EventStream(server.port)
     try:
         stream.next_of("status")
-        runtime.state.append_message(Message(role="assistant", text="fresh"))
+        runtime.conversation.append(Message(role="assistant", text="fresh"))
         assert json.loads(stream.next_of("message")["data"])["text"] == "fresh"
     finally:
         stream.close()
@@ -82,7 +82,7 @@ def test_a_teller_state_change_is_sent_as_a_status_event(runtime, web_server):  
 
 
 def test_a_malformed_last_event_id_starts_at_the_end_instead_of_breaking(runtime, web_server):  # noqa: F811
-    runtime.state.append_message(Message(role="user", text="old news"))
+    runtime.conversation.append(Message(role="user", text="old news"))
     server = web_server.start()
     bad_ids = ["1-", "-1", "1", "99999999999999999999999-0", "18446744073709551616-0",
                "\u00b2-1", "1-0-0", "abc"]
@@ -90,7 +90,7 @@ def test_a_malformed_last_event_id_starts_at_the_end_instead_of_breaking(runtime
         stream = EventStream(server.port, last_event_id=bad)
         try:
             assert stream.response.status == 200  # the starting point is fixed by now
-            runtime.state.append_message(Message(role="assistant", text=f"after {bad}"))
+            runtime.conversation.append(Message(role="assistant", text=f"after {bad}"))
             event = stream.next_of("message", timeout=5)
             assert json.loads(event["data"])["text"] == f"after {bad}", bad
         finally:
@@ -172,7 +172,7 @@ def test_open_streams_are_capped_and_the_api_stays_responsive(runtime, web_serve
 
         def reopened() -> EventStream | None:
             # Writing to every stream makes the server notice the closed one.
-            runtime.state.append_message(Message(role="system", text="ping"))
+            runtime.conversation.append(Message(role="system", text="ping"))
             again = EventStream(server.port)
             if again.response.status == 200:
                 return again

@@ -10,7 +10,7 @@ from llm_server import tool_call
 from processes import pid_alive, wait_for
 
 from mimikit.models import Task
-from mimikit.tasks.cancel import cancel_task
+from mimikit.lifecycle.cancel import cancel_task
 from mimikit.tasks.submit import submit
 
 BIN = Path(__file__).resolve().parent / "bin"
@@ -31,21 +31,21 @@ def _run(runtime, prompt, timeout=None):
 
 
 def _finished(runtime, task):
-    return wait_for(lambda: (t := runtime.state.get_task(task.id)) and t.finished and t,
+    return wait_for(lambda: (t := runtime.tasks.get(task.id)) and t.finished and t,
                     timeout=40, message=f"{task.id} to finish")
 
 
 def test_codex_backend_success_is_parsed_and_validated(codex_stack):
     task = _run(codex_stack, "Say hi. FAKE_CODEX:ok")
     assert _finished(codex_stack, task).status == "done"
-    result = codex_stack.state.get_result(task.id)
+    result = codex_stack.tasks.result(task.id)
     assert result.resultType == "text" and result.result["text"]
 
 
 def test_codex_backend_malformed_output_fails_with_the_reason(codex_stack):
     task = _run(codex_stack, "FAKE_CODEX:malformed")
     assert _finished(codex_stack, task).status == "failed"
-    assert "JSON" in codex_stack.state.get_result(task.id).error
+    assert "JSON" in codex_stack.tasks.result(task.id).error
 
 
 @pytest.mark.slow
@@ -55,7 +55,7 @@ def test_codex_timeout_kills_the_process_group_leaving_no_orphan(codex_stack):
     child = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=20,
                          message="the fake codex child"))
     assert _finished(codex_stack, task).status == "failed"
-    assert "timed out" in codex_stack.state.get_result(task.id).error
+    assert "timed out" in codex_stack.tasks.result(task.id).error
     wait_for(lambda: not pid_alive(child), timeout=5, message="the codex child to be gone")
 
 
@@ -69,7 +69,7 @@ def test_canceling_a_running_codex_task_stops_it_within_5_seconds(codex_stack):
                          message="the fake codex child"))
     started = time.monotonic()
     assert cancel_task(codex_stack, task.id, stop_running=True)[0]
-    wait_for(lambda: codex_stack.state.get_task(task.id).status == "canceled", timeout=5,
+    wait_for(lambda: codex_stack.tasks.get(task.id).status == "canceled", timeout=5,
              message="status canceled")
     wait_for(lambda: not pid_alive(child), timeout=5 - (time.monotonic() - started),
              message="the codex child to be gone")
@@ -90,8 +90,8 @@ def test_canceling_a_running_shell_task_stops_it_within_5_seconds(stack, llm):
     success, _ = cancel_task(stack, task.id, stop_running=True)
     assert success
     wait_for(lambda: not pid_alive(pid), timeout=5, message="the sleep to be killed")
-    wait_for(lambda: stack.state.get_task(task.id).status == "canceled",
+    wait_for(lambda: stack.tasks.get(task.id).status == "canceled",
              timeout=5 - (time.monotonic() - started) + 1, message="status canceled")
     assert time.monotonic() - started < 5
-    texts = [m.text for m in stack.state.recent_messages(20)]
+    texts = [m.text for m in stack.conversation.recent(20)]
     assert any(t.startswith("Task canceled") for t in texts)

@@ -6,7 +6,7 @@ import os
 import time
 
 from mimikit.celery_app import app
-from mimikit.delivery.execution import RunControl, execute
+from mimikit.lifecycle.execution import RunControl, execute
 from mimikit.models import Result
 from mimikit.store.runtime import get_runtime
 
@@ -31,7 +31,7 @@ def stand_in_worker(self, task_id: str) -> str:  # type: ignore[no-untyped-def]
     """Stands in for ``mimikit.worker`` (same arguments): sleeps the seconds its prompt names
     (``"sleep 2"``), through the real delivery lifecycle."""
     runtime = get_runtime()
-    seconds = float(runtime.state.require_task(task_id).prompt.split()[-1])
+    seconds = float(runtime.tasks.require(task_id).prompt.split()[-1])
     return _stand_in(self, task_id, seconds)
 
 
@@ -48,4 +48,4 @@ def _stand_in(task, task_id: str, seconds: float) -> str:  # type: ignore[no-unt
         return Result(id=task_id, status="done", result={"text": "slept"},
                       attempts=control.task.attempts)
 
-    return execute(runtime.state, task_id, task.request.id, 60, body).outcome
+    return execute(runtime, task_id, task.request.id, 60, body).outcome

@@ -13,10 +13,11 @@ from mimikit.conversation import input as user_input
 from mimikit.conversation.gate import wake
 from mimikit.conversation.question import answer_question
 from mimikit.exceptions import NotFound
+from mimikit.lifecycle.cancel import cancel_task
 from mimikit.memory.service import search_memory
 from mimikit.models import utcnow
+from mimikit.roles import TASK_ROLES
 from mimikit.status import status as status_report
-from mimikit.tasks.cancel import cancel_task
 from mimikit.tasks.listing import MAX_PAGE, RECENT_FINISHED, SCOPES, detail, list_page
 from web.auth import check_token
 from web.bodies import arg_int, arg_time, parse_body
@@ -75,11 +76,11 @@ def post_input() -> Any:
 def messages() -> Any:
     limit = arg_int("limit", 100, 1, 1000)
     before, after = arg_time("before"), arg_time("after")
-    state = runtime().state
+    conversation = runtime().conversation
     if before or after:
-        found = state.messages_between(after, before, limit=limit)
+        found = conversation.between(after, before, limit=limit)
     else:
-        found = state.recent_messages(limit)
+        found = conversation.recent(limit)
     return jsonify(messages=[m.dump() for m in found])
 
 
@@ -87,10 +88,10 @@ def messages() -> Any:
 def search_messages() -> Any:
     query = _arg_query()
     limit = arg_int("limit", 20, 1, 100)
-    state = runtime().state
-    found, scanned = state.search_messages(query, limit, SEARCH_MAX_SCANNED_MESSAGES)
+    conversation = runtime().conversation
+    found, scanned = conversation.search(query, limit, SEARCH_MAX_SCANNED_MESSAGES)
     # Fewer hits than asked for and messages left unread: older matches may exist.
-    truncated = len(found) < limit and scanned < state.history_count()
+    truncated = len(found) < limit and scanned < conversation.count()
     return jsonify(messages=[m.dump() for m in found], scanned=scanned, truncated=truncated)
 
 
@@ -99,7 +100,7 @@ def export() -> Any:
     form = request.args.get("format", "json")
     if form not in EXPORT_FORMATS:
         abort(400, description=f"query parameter 'format' must be json or markdown, got {form!r}")
-    found = runtime().state.messages_between(None, None)
+    found = runtime().conversation.between(None, None)
     now = utcnow()
     if form == "markdown":
         return _attachment(Response(transcript(found, now), mimetype="text/markdown"),
@@ -114,8 +115,8 @@ def tasks() -> Any:
     role = request.args.get("role") or None
     if scope not in SCOPES:
         abort(400, description=f"query parameter 'scope' must be one of {', '.join(SCOPES)}")
-    if role not in (None, "planner", "worker", "llm_eval"):
-        abort(400, description="query parameter 'role' must be planner, worker or llm_eval")
+    if role is not None and role not in TASK_ROLES:
+        abort(400, description=f"query parameter 'role' must be {' or '.join(TASK_ROLES)}")
     limit = arg_int("limit", RECENT_FINISHED, 1, MAX_PAGE)
     before = _arg_before()
     if before is not None and scope != "finished":
@@ -153,7 +154,7 @@ def task_detail(task_id: str) -> Any:
 @bp.post("/tasks/<task_id>/cancel")
 def cancel(task_id: str) -> Any:
     rt = runtime()
-    if rt.state.get_task(task_id) is None:
+    if rt.tasks.get(task_id) is None:
         abort(404, description=f"no task with id {task_id!r}")
     success, message = cancel_task(rt, task_id, stop_running=True, source="user")
     if success:
@@ -163,7 +164,7 @@ def cancel(task_id: str) -> Any:
 
 @bp.get("/question")
 def question() -> Any:
-    pending = runtime().state.get_question()
+    pending = runtime().conversation.question()
     return jsonify(question=pending.dump() if pending else None)
 
 

@@ -101,7 +101,7 @@ def _stream(rt: Runtime, cursor: str) -> Iterator[str]:
     teller_was, quiet_since = None, time.monotonic()
     while True:
         try:
-            batch = rt.state.read_events(cursor, block_ms=POLL_MS)
+            batch = rt.events.read(cursor, block_ms=POLL_MS)
             teller_now = teller_state(rt)["state"]
             report = status(rt) if teller_now != teller_was else None
         except RedisError as error:

@@ -23,7 +23,7 @@ def _auth() -> None:
 
 
 def _known(task_id: str) -> None:
-    if runtime().state.get_task(task_id) is None:
+    if runtime().tasks.get(task_id) is None:
         abort(404, description=f"no task with id {task_id!r}")
 
 

@@ -1,13 +1,20 @@
-"""What every agent run needs: the role's tools, the LLM client metered against the budgets,
-and the run record, whose steps are published as they happen and which is kept however the run
-ends (done, failed, canceled or timed out)."""
+"""What every agent run has, whatever runs it: the role's prompt, the model metered against
+the budgets, live steps, and the run record, kept however the run ends (done, failed, canceled
+or timed out).
+
+A run is a ``Session`` handed to an engine: the agent loop (``agent_loop``, every role's
+default) or a Worker backend such as ``codex exec`` (``agents.backends``); the engine fills the
+session's record.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -15,13 +22,14 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from mimikit.agents.prompts import build_system_prompt
 from mimikit.delivery.dispatch import warm_sending
-from mimikit.delivery.execution import TaskCanceled, TaskTimedOut
+from mimikit.exceptions import TaskCanceled, TaskTimedOut
 from mimikit.llm.client import LLMClient, StreamingClient
 from mimikit.llm.completion import ChatClient
 from mimikit.llm.loop import Observer, RunRecord, run_agent
 from mimikit.llm.registry import Registry
 from mimikit.memory.service import warm as index_warm
 from mimikit.models import Task
+from mimikit.roles import ROLES, role
 from mimikit.spending.book import Spender
 from mimikit.spending.budget import Caps
 from mimikit.spending.meter import Meter
@@ -41,6 +49,25 @@ TextSinks = Callable[[RunRecord, int], Callable[[str], None]]
 
 
 _clients: dict[tuple[Any, ...], LLMClient] = {}
+
+
+@dataclass
+class Session:
+    """One agent run in progress: what an engine needs, and the record it fills."""
+
+    runtime: Runtime
+    ctx: ToolContext
+    record: RunRecord
+    meter: Meter
+    system: str
+    user: str
+    deadline: float
+    on_step: Callable[[RunRecord], None] | None = None
+    observe: Observer | None = None
+    cancel: threading.Event | None = None
+
+
+Engine = Callable[[Session], None]
 
 
 @cache
@@ -65,9 +92,8 @@ def warm(runtime: Runtime) -> dict[str, float]:
         step()
         timings[name] = round(time.monotonic() - began, 4)
 
-    roles = ("teller", "planner", "worker", "llm_eval")
-    timed("tools", lambda: [registry().schemas_for(role) for role in roles])
-    timed("prompts", lambda: [build_system_prompt(role) for role in roles])
+    timed("tools", lambda: [registry().schemas_for(name) for name in ROLES])
+    timed("prompts", lambda: [build_system_prompt(name) for name in ROLES])
     timed("redis", runtime.redis.ping)
     timed("llm client", lambda: client_for(runtime).warm())
     timed("celery", warm_sending)
@@ -88,24 +114,24 @@ def client_for(runtime: Runtime) -> LLMClient:
 
 def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: str, user_prompt: str,
              timeout: float, on_step: Any = None, owners: tuple[str, ...] = (),
-             stream_to: TextSinks | None = None) -> RunRecord:
-    """Run one agent of ``ctx.role`` and keep its transcript under each of ``owners``.
+             stream_to: TextSinks | None = None, engine: Engine | None = None,
+             cancel: threading.Event | None = None) -> RunRecord:
+    """Run one agent of ``ctx.role`` with ``engine`` (the agent loop by default) and keep its
+    transcript under each of ``owners``.
 
     ``stream_to(record, n)`` gives the sink of the reply text of the run's ``n``-th LLM
     request, which then streams.
     """
-    settings = runtime.settings
-    model = settings.model_for(ctx.role)
+    model = runtime.settings.model_for(ctx.role)
     record = RunRecord(role=ctx.role, model=model, traceId=ctx.trace_id)
     task = ctx.task
+    session = Session(runtime=runtime, ctx=ctx, record=record,
+                      meter=metered(runtime, ctx, model, record, stream_to),
+                      system=system_prompt, user=user_prompt,
+                      deadline=time.monotonic() + timeout, on_step=on_step,
+                      observe=live_steps(runtime, record, task), cancel=cancel)
     try:
-        run_agent(
-            metered(runtime, ctx, model, record, stream_to), model, ctx.role, system_prompt,
-            user_prompt,
-            registry(), ctx, settings.max_steps, deadline=time.monotonic() + timeout,
-            on_step=on_step, record=record, observer=live_steps(runtime, record, task),
-            text_ends_run=ctx.role == "teller",  # the others finish with submit_result/_verdicts
-        )
+        (engine or agent_loop)(session)
     except BaseException as error:  # kept below with what it did so far
         stopped = isinstance(error, TaskCanceled | SoftTimeLimitExceeded)
         record.status = "canceled" if stopped else "failed"
@@ -116,6 +142,17 @@ def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: str, user_prompt
     return record
 
 
+def agent_loop(session: Session) -> None:
+    """The engine of every role: the agent loop over the OpenAI-compatible API."""
+    ctx, record = session.ctx, session.record
+    run_agent(
+        session.meter, record.model, ctx.role, session.system, session.user, registry(), ctx,
+        session.runtime.settings.max_steps, deadline=session.deadline,
+        on_step=session.on_step, record=record, observer=session.observe,
+        text_ends_run=role(ctx.role).text_ends_run,
+    )
+
+
 def metered(runtime: Runtime, ctx: ToolContext, model: str, record: RunRecord,
             stream_to: TextSinks | None = None) -> Meter:
     """The run's LLM client: every call checked against its budgets and booked (and its reply
@@ -123,7 +160,7 @@ def metered(runtime: Runtime, ctx: ToolContext, model: str, record: RunRecord,
     task = ctx.task
     spender = Spender(role=ctx.role, model=model, trace=ctx.trace_id,
                       task=task.id if task else None, trigger=task.triggerId if task else None)
-    trigger = runtime.state.get_task(task.triggerId) if task and task.triggerId else None
+    trigger = runtime.tasks.get(task.triggerId) if task and task.triggerId else None
     caps = Caps.for_run(runtime, spender, trigger.budget if trigger else None)
     client: ChatClient = client_for(runtime)
     if stream_to is not None:
@@ -136,10 +173,10 @@ def live_steps(runtime: Runtime, record: RunRecord, task: Task | None) -> Observ
     if task is None:
         return None
     run = {"id": record.id, "role": record.role, "taskId": task.id, "traceId": task.traceId}
-    runtime.state.end_live(task.id)  # steps of an earlier attempt that died
+    runtime.runs.end_live(task.id)  # steps of an earlier attempt that died
 
     def observe(step: dict[str, Any]) -> None:
-        runtime.state.append_step(task.id, run, step)
+        runtime.runs.append_step(task.id, run, step)
 
     return observe
 
@@ -148,7 +185,7 @@ def keep_run(runtime: Runtime, record: RunRecord, owners: tuple[str, ...],
              live_owner: str | None = None) -> None:
     """Keep the run's transcript under each of ``owners`` and log that it finished, in one
     transaction that also forgets the live steps of ``live_owner``."""
-    runtime.state.keep_run(
+    runtime.runs.keep_run(
         record.model_dump(mode="json", exclude_none=True), tuple(o for o in owners if o),
         finished={"runId": record.id, "role": record.role, "status": record.status,
                   "traceId": record.traceId, "steps": record.steps,

@@ -15,7 +15,7 @@ HISTORY_WINDOW = 60
 def context_sections(runtime: Runtime, pending_texts: list[str],
                      exclude_ids: set[str] | None = None) -> list[str]:
     """``## Memory`` and ``## History`` blocks (either may be absent when empty)."""
-    recent = runtime.state.recent_messages(HISTORY_WINDOW)
+    recent = runtime.conversation.recent(HISTORY_WINDOW)
     shown = [m for m in recent if m.id not in (exclude_ids or set())]
     sections = []
     keywords = extract_keywords(pending_texts, recent)

@@ -13,7 +13,7 @@ from typing import Any
 
 from mimikit.agents.common import run_role
 from mimikit.agents.prompts import build_system_prompt
-from mimikit.delivery.execution import RunControl, execute
+from mimikit.lifecycle.execution import RunControl, execute
 from mimikit.models import Result, Task
 from mimikit.scheduling.llm_eval import (
     fire_satisfied,
@@ -60,11 +60,11 @@ def _run_batch(runtime: Runtime, celery_id: str | None, task_id: str | None) -> 
         submit(runtime, [task], note="llm_eval batch", start_now=False)  # judged right here
         task_id = task.id
     else:
-        found = parse(runtime.state.require_task(task_id).prompt)
+        found = parse(runtime.tasks.require(task_id).prompt)
     trigger_ids = sorted({c["triggerId"] for c in found})
     timeout = runtime.settings.timeout_for("worker")
     with holding(runtime, trigger_ids, timeout + 60):
-        decision = execute(runtime.state, task_id, celery_id, timeout,
+        decision = execute(runtime, task_id, celery_id, timeout,
                            lambda control: _judge(runtime, control, found))
     fired = fire_satisfied(runtime, trigger_ids) if decision.outcome == "started" else []
     return {"conditions": len(found), "taskId": task_id, "outcome": decision.outcome,
@@ -73,7 +73,6 @@ def _run_batch(runtime: Runtime, celery_id: str | None, task_id: str | None) -> 
 
 def _judge(runtime: Runtime, control: RunControl, found: list[dict[str, str]]) -> Result:
     task, settings = control.task, runtime.settings
-    control.notify_teller = False  # verdicts are the supervisor's, never the Teller's
     ctx = ToolContext(runtime=runtime, role="llm_eval", trace_id=task.traceId, task=task,
                       workspace=Workspace(settings.work_dir, private=(settings.state_dir,)))
     record = run_role(runtime, ctx, build_system_prompt("llm_eval"), task.prompt,

@@ -1,4 +1,5 @@
-"""Prompt assembly from ``prompts/agents/{role}/*.md`` with PromptMode full / minimal / none.
+"""Prompt assembly from each role's prompt files (``roles``), with PromptMode full / minimal /
+none.
 
 - full: the role's files, then the dynamic context (history, memory) when there is any.
 - minimal: the role's files only.
@@ -12,16 +13,13 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
+from mimikit.roles import role as role_spec
+
 PromptMode = Literal["full", "minimal", "none"]
 # The prompt files installed beside the mimikit package, read by path: a prompts/ folder in the
 # current directory never replaces them.
 PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
 TELLER_FIRST_LINE = "You are the Mimikit runtime teller."
-ROLE_FILES = {
-    "teller": ("identity", "voice", "tools", "rules", "output"),
-    "planner": ("identity", "tools", "rules", "output"),
-    "worker": ("identity", "tools", "rules", "output"),
-}
 
 
 @cache
@@ -32,9 +30,7 @@ def load(relative: str) -> str:
 
 def role_text(role: str) -> str:
     """The static part of a role's system prompt (its files, in order)."""
-    if role == "llm_eval":
-        return load("llm-eval-batch.md")
-    parts = [load(f"agents/{role}/{name}.md") for name in ROLE_FILES[role]]
+    parts = [load(name) for name in role_spec(role).prompt_files]
     if role == "teller":
         parts.insert(0, TELLER_FIRST_LINE)
     return "\n\n".join(parts)

@@ -44,7 +44,7 @@ def answer(settings: Settings, text: str, wait: bool = False, timeout: float = 1
               file=sys.stderr)
         return 1
     runtime = build_runtime(settings)
-    question = runtime.state.get_question()
+    question = runtime.conversation.question()
     cursor = _latest_event(runtime)
     if question is None or not answer_question(runtime, text):
         print("mimikit: no question is pending; see `mimikit status`, or talk to it with "
@@ -63,7 +63,7 @@ def follow(runtime: Runtime, cursor: str, trace_id: str, timeout: float) -> int:
     """
     deadline, quiet_since = time.monotonic() + timeout, None
     while time.monotonic() < deadline:
-        for entry_id, event, data in runtime.state.read_events(cursor, block_ms=500):
+        for entry_id, event, data in runtime.events.read(cursor, block_ms=500):
             cursor = entry_id
             if event == "message" and _show_message(json.loads(data), trace_id):
                 quiet_since = None
@@ -81,9 +81,9 @@ def follow(runtime: Runtime, cursor: str, trace_id: str, timeout: float) -> int:
 
 def _busy(runtime: Runtime, trace_id: str) -> bool:
     """The Teller is queued or running, has input waiting, or this trace's tasks are active."""
-    if teller_state(runtime)["state"] != "idle" or runtime.state.read_inbox():
+    if teller_state(runtime)["state"] != "idle" or runtime.inbox.read():
         return True
-    active = runtime.state.tasks_with_status("queued", "running", "deferred")
+    active = runtime.tasks.with_status("queued", "running", "deferred")
     return any(t.traceId == trace_id and not t.is_trigger for t in active)
 
 

@@ -12,9 +12,9 @@ from pydantic import ValidationError
 from mimikit.config import Settings
 from mimikit.conversation.gate import wake
 from mimikit.exceptions import ConfigError
+from mimikit.lifecycle.cancel import cancel_task
 from mimikit.store.runtime import build_runtime
 from mimikit.tasks import control
-from mimikit.tasks.cancel import cancel_task
 from mimikit.tasks.checks import problems
 from mimikit.tasks.edit import TriggerEdit, edit, run_now
 from mimikit.tasks.listing import RECENT_FINISHED, detail, list_page

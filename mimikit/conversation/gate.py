@@ -28,7 +28,7 @@ def wake(runtime: Runtime) -> bool:
 
 def wake_for_pending(runtime: Runtime) -> bool:
     """Wake the Teller when inputs or results wait and no Teller run is queued or running."""
-    if not runtime.redis.llen(runtime.keys.inbox) or outage.in_backoff(runtime):
+    if not runtime.inbox.size() or outage.in_backoff(runtime):
         return False
     state = teller_state(runtime)["state"]
     if state == "queued":

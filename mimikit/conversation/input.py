@@ -25,7 +25,7 @@ def post_input(runtime: Runtime, text: str) -> Message:
     """
     message = Message(role="user", text=text)
     message.traceId = message.id
-    runtime.state.append_message(message, to_inbox=True)
-    runtime.state.log("input_received", messageId=message.id, traceId=message.id)
+    runtime.conversation.append(message, to_inbox=True)
+    runtime.events.log("input_received", messageId=message.id, traceId=message.id)
     wake(runtime)
     return message

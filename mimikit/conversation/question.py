@@ -12,17 +12,17 @@ def answer_question(runtime: Runtime, answer: str) -> bool:
 
     Returns False, changing nothing, when no question is pending.
     """
-    if not runtime.state.resolve_question(answer, source="user"):
+    if not runtime.conversation.resolve(answer, source="user"):
         return False
-    runtime.state.append_message(Message(role="user", text=answer))
+    runtime.conversation.append(Message(role="user", text=answer))
     wake(runtime)
     return True
 
 
 def expire_question(runtime: Runtime) -> bool:
     """Resolve the pending question if it expired; True when it did."""
-    state = runtime.state
-    question = state.get_question()
+    conversation = runtime.conversation
+    question = conversation.question()
     if question is None or question.expiresAt is None or question.expiresAt > utcnow():
         return False
     if question.default is not None:
@@ -31,8 +31,8 @@ def expire_question(runtime: Runtime) -> bool:
     else:
         answer, source = "", "timeout"
         note = "The question timed out without an answer."
-    if not state.resolve_question(answer, source=source, question_id=question.id):
+    if not conversation.resolve(answer, source=source, question_id=question.id):
         return False
-    state.system_message(note, traceId=question.traceId)
+    conversation.system(note, traceId=question.traceId)
     wake(runtime)
     return True

@@ -1,7 +1,6 @@
-"""Delivery: getting a task onto a Celery queue and running one delivery of it.
+"""Delivery: getting a task onto a Celery queue.
 
-Queue names, routes and priorities (``queues``), sending work and reading queue depths
-(``dispatch``), one delivery with its claim, heartbeat, cancel and deadline (``execution``), the
-retry policy (``retry``), which Celery workers are alive (``workers``), and the broker
-transport that lets a worker reconnect after Redis went away (``transport``).
+Queue names, routes and priorities (``queues``), sending work, reading queue depths and
+stopping a running delivery (``dispatch``), the retry policy (``retry``), and which Celery
+workers are alive (``workers``). Running one delivery is ``mimikit.lifecycle.execution``.
 """

@@ -10,10 +10,9 @@ from __future__ import annotations
 from mimikit.celery_app import app
 from mimikit.delivery.queues import QUEUES, SYSTEM_PRIORITY, queue_keys, to_broker_priority
 from mimikit.models import Task
+from mimikit.roles import TELLER, role
 from mimikit.store.runtime import Runtime
 
-TASK_NAMES = {"planner": "mimikit.planner", "worker": "mimikit.worker",
-              "llm_eval": "mimikit.llm_eval_batch"}
 SOFT_LIMIT_MARGIN_SECONDS = 30
 TIME_LIMIT_MARGIN_SECONDS = 120
 
@@ -32,7 +31,7 @@ def warm_sending() -> None:
 
 def send_teller() -> None:
     """Enqueue one Teller run (callers go through ``conversation.gate.wake``)."""
-    app.send_task("mimikit.teller", queue="teller", priority=to_broker_priority(10),
+    app.send_task(TELLER.task_name, queue=TELLER.queue, priority=to_broker_priority(10),
                   ignore_result=True)
 
 
@@ -41,7 +40,7 @@ def enqueue(runtime: Runtime, task: Task) -> str:
     timeout = task.timeout or runtime.settings.timeout_for(task.role)
     priority = SYSTEM_PRIORITY if task.role == "llm_eval" else to_broker_priority(task.priority)
     result = app.send_task(
-        TASK_NAMES[task.role], args=[task.id], priority=priority,
+        role(task.role).task_name, args=[task.id], priority=priority,
         soft_time_limit=timeout + SOFT_LIMIT_MARGIN_SECONDS,
         time_limit=timeout + TIME_LIMIT_MARGIN_SECONDS,
         headers={"traceId": task.traceId}, ignore_result=True,

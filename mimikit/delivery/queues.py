@@ -8,14 +8,14 @@ level 9, every other priority has a level of its own.
 
 from __future__ import annotations
 
+from mimikit.roles import ROLES
+
 BROKER_PRIORITY_LEVELS = 10
 SYSTEM_PRIORITY = 0
-QUEUES = ("teller", "planner", "worker", "supervisor")
+SUPERVISOR_QUEUE = "supervisor"
+QUEUES = tuple(dict.fromkeys([*(r.queue for r in ROLES.values()), SUPERVISOR_QUEUE]))
 ROUTES = {
-    "mimikit.teller": {"queue": "teller"},
-    "mimikit.planner": {"queue": "planner"},
-    "mimikit.worker": {"queue": "worker"},
-    "mimikit.llm_eval_batch": {"queue": "worker"},
+    **{r.task_name: {"queue": r.queue} for r in ROLES.values()},
     "mimikit.supervisor.*": {"queue": "supervisor"},
     "mimikit.memory.*": {"queue": "supervisor"},
     "mimikit.triggers.*": {"queue": "supervisor"},

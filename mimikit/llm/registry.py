@@ -1,7 +1,9 @@
 """Tools defined once: name, description, pydantic arguments, allowed roles and handler.
 
 A ``Registry`` offers each role only its tools (as OpenAI function-calling schemas) and runs a
-call, turning every failure into an error text the model can act on (never an exception).
+call, turning every failure into an error text the model can act on (never an exception). Which
+role may call which tool is declared once, in ``roles``: a tool registered for a role that does
+not list it is refused at registration.
 The same name may be registered twice for disjoint roles (``delegate`` and ``submit_result``
 take different arguments for the Teller, the Planner and the Worker).
 """
@@ -19,11 +21,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from mimikit.exceptions import LLMUnavailable, MimikitError
+from mimikit.roles import ROLES
 
 logger = logging.getLogger("mimikit.tools")
-
-ROLES: frozenset[str] = frozenset({"teller", "planner", "worker", "llm_eval"})
-ROLE_NAMES = {"teller": "Teller", "planner": "Planner", "worker": "Worker", "llm_eval": "llm_eval"}
 
 Handler = Callable[[Any, Any], Any]
 
@@ -78,12 +78,16 @@ class Registry:
 
     def register(self, tool: Tool) -> Tool:
         """Add a tool; its roles must be known and not already have a tool of that name."""
-        unknown = sorted(tool.roles - ROLES)
+        unknown = sorted(tool.roles - set(ROLES))
         if unknown or not tool.roles:
             raise ValueError(
                 f"tool {tool.name!r} has unknown roles {unknown or '(none)'}; "
                 f"use some of {sorted(ROLES)}"
             )
+        for role in sorted(tool.roles):
+            if tool.name not in ROLES[role].tools:
+                raise ValueError(f"tool {tool.name!r} is not among the {role}'s tools in "
+                                 "mimikit/roles.py; add it there first")
         for role in tool.roles:
             if (role, tool.name) in self._tools:
                 raise ValueError(f"tool {tool.name!r} is already registered for the {role}")
@@ -155,7 +159,7 @@ class Registry:
         available = ", ".join(self.names_for(role)) or "none"
         if any(tool_name == name for (_, tool_name) in self._tools):
             return (
-                f"tool {name!r} is not available to the {ROLE_NAMES.get(role, role)}; "
+                f"tool {name!r} is not available to the {ROLES[role].title if role in ROLES else role}; "
                 f"available: {available}"
             )
         return f"unknown tool {name!r}; available: {available}"

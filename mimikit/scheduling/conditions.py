@@ -1,64 +1,33 @@
-"""Evaluating a trigger's condition: three-valued, short-circuit, deterministic parts first.
+"""A trigger's condition: its atoms, checked, evaluated three-valued and short-circuit,
+deterministic parts first.
 
-Every atom says whether something happened that this trigger has not yet acted on:
-
-- ``task_done`` / ``task_failed``: the referenced task's latest result (a trigger id stands for
-  its latest fired task) has that status and completed after the trigger last fired;
-- ``file_changed``: the fingerprint (paths, mtimes, sizes) of the files matching the glob differs
-  from the one recorded when the trigger last fired, or at install (the baseline, recorded for
-  every file atom at install, whatever its siblings);
-- ``file_exists``: some file matches now (a firing is claimed once per evidence, so the same
-  files do not fire a lone ``file_exists`` twice);
-- ``llm_eval``: a satisfied verdict newer than the last firing; otherwise unknown (``None``),
-  which makes the condition pending for the batched evaluation.
-
-``and`` / ``or`` follow Kleene logic and look at their deterministic children first, so an
-``llm_eval`` is only asked for when the deterministic parts cannot decide.
+Each atom says, through its kind (``mimikit.atoms``), whether something happened that this
+trigger has not yet acted on; ``and`` / ``or`` follow Kleene logic and look at their
+deterministic children first, so an ``llm_eval`` is only asked for when the deterministic parts
+cannot decide. ``Context`` is what the atoms of one trigger read: results, the files under the
+work dir, the marks of what the trigger last acted on, verdicts.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from mimikit.models import (
-    AllOf,
-    AnyOf,
-    FileChanged,
-    FileExists,
-    LlmEval,
-    Task,
-    TaskDone,
-    TaskFailed,
-)
-from mimikit.scheduling.validation import inside_work_dir
-from mimikit.store.keys import as_text
+from mimikit import globs
+from mimikit.atoms import ATOMS
+from mimikit.atoms.base import Evaluation, Watch
+from mimikit.models import AllOf, AnyOf, Atom, Task
 from mimikit.store.runtime import Runtime
 
-MAX_MATCHES = 20_000
-_GLOB_CHARS = set("*?[")
+RECENT_RUNS_CHECKED = 20  # a finished trigger's latest runs that could still report
+__all__ = ["Context", "Evaluation", "FileScanner", "atoms", "check", "evaluate", "settled",
+           "task_refs", "watches"]
 
 
-@dataclass
-class Evaluation:
-    """The value of a condition, what it rests on, and the semantic atoms it still needs."""
-
-    value: bool | None
-    evidence: list[str] = field(default_factory=list)
-    pending: list[tuple[str, str]] = field(default_factory=list)
-
-    def digest(self) -> str:
-        """A short stable name of the evidence (names one occurrence of a firing)."""
-        raw = "\n".join(sorted(set(self.evidence)))
-        return hashlib.sha1(raw.encode()).hexdigest()[:16]
-
-
-def atoms(condition: Any, path: str = "c") -> Iterator[tuple[str, Any]]:
+def atoms(condition: Any, path: str = "c") -> Iterator[tuple[str, Atom]]:
     """Every atom of a condition with its path (``c``, ``c.0``, ``c.1.0`` ...)."""
     if isinstance(condition, AllOf | AnyOf):
         for index, child in enumerate(condition.conditions):
@@ -68,18 +37,47 @@ def atoms(condition: Any, path: str = "c") -> Iterator[tuple[str, Any]]:
 
 
 def task_refs(condition: Any) -> list[str]:
-    """The task ids referenced by ``task_done`` / ``task_failed`` atoms, in condition order."""
-    refs = (atom.params.taskId for _, atom in atoms(condition)
-            if isinstance(atom, TaskDone | TaskFailed))
+    """The task ids its atoms reference, in condition order."""
+    refs = (ref for _, atom in atoms(condition) for ref in ATOMS[atom.type].refs(atom.params))
     return list(dict.fromkeys(refs))
 
 
-def has_files(condition: Any) -> bool:
-    return any(isinstance(atom, FileChanged | FileExists) for _, atom in atoms(condition))
+def watches(condition: Any) -> set[Watch]:
+    """What the condition waits on: task results, files, ``llm_eval`` verdicts."""
+    return {ATOMS[atom.type].watch for _, atom in atoms(condition)}
 
 
-def has_llm(condition: Any) -> bool:
-    return any(isinstance(atom, LlmEval) for _, atom in atoms(condition))
+def settled(condition: Any, ctx: Context) -> bool:
+    """True when every atom of ``condition`` can never change again (e.g. it rests only on
+    tasks finished for good); files and verdicts can always change."""
+    return all(ATOMS[atom.type].settled(atom.params, ctx) for _, atom in atoms(condition))
+
+
+class CheckContext:
+    """What checking a condition's atoms uses: the work dir and the known task ids."""
+
+    def __init__(self, runtime: Runtime, known_ids: Iterable[str] = ()) -> None:
+        self.runtime = runtime
+        self.work_dir = runtime.settings.work_dir
+        self.known = set(known_ids)
+
+    def knows_task(self, ref: str) -> bool:
+        return ref in self.known or self.runtime.tasks.get(ref) is not None
+
+
+def check(condition: Any, checker: CheckContext) -> Any:
+    """``condition`` with each atom's params as its kind checks them (paths made relative).
+
+    Raises:
+        InvalidValue: An atom's params break a rule (the message says which, and the fix).
+    """
+    if condition is None:
+        return None
+    if isinstance(condition, AllOf | AnyOf):
+        children = [check(child, checker) for child in condition.conditions]
+        return condition.model_copy(update={"conditions": children})
+    params = ATOMS[condition.type].check(condition.params, checker)
+    return condition.model_copy(update={"params": params})
 
 
 class FileScanner:
@@ -97,7 +95,7 @@ class FileScanner:
 
     def _scan(self, pattern: str) -> str:
         lines = []
-        for path in self._matches(pattern):
+        for path in globs.matches(self.root, globs.check(pattern, self.root)):
             try:
                 stat = path.stat()
             except OSError:  # vanished between listing and stat: it no longer matches
@@ -107,27 +105,15 @@ class FileScanner:
             return ""
         return hashlib.sha1("\n".join(sorted(lines)).encode()).hexdigest()[:20]
 
-    def _matches(self, pattern: str) -> list[Path]:
-        relative = inside_work_dir(pattern, self.root)  # ValueError when it leaves the root
-        if not _GLOB_CHARS & set(relative):
-            candidate = self.root / relative
-            return [candidate] if candidate.is_file() else []
-        found = []
-        for path in self.root.glob(relative):
-            if path.is_file():
-                found.append(path)
-                if len(found) >= MAX_MATCHES:
-                    break
-        return found
-
 
 class Context:
-    """What the atoms of one trigger read: results, file marks, verdicts."""
+    """What the atoms of one trigger read (the ``atoms.base.Reader`` of a trigger)."""
 
     def __init__(self, runtime: Runtime, trigger: Task, files: FileScanner | None = None,
                  routed: dict[str, Any] | None = None) -> None:
         self.runtime = runtime
         self.trigger = trigger
+        self.trigger_id = trigger.id
         # The result being routed now, under its task id and its trigger id: judged by itself,
         # not by the latest result stored under the id (which a concurrent run may replace).
         self.routed = routed or {}
@@ -135,89 +121,63 @@ class Context:
         # What happened before the trigger last fired, or while it was paused, is acted on.
         marks = [t for t in (trigger.lastTriggeredAt, trigger.resumedAt) if t is not None]
         self.since: datetime | None = max(marks) if marks else None
-        self._seen: dict[str, str] | None = None
-        self.observed: dict[str, str] = {}
+        self._marks: dict[str, str] | None = None
 
-    def seen(self) -> dict[str, str]:
-        if self._seen is None:
-            raw = self.runtime.redis.hgetall(self.runtime.keys.file_seen(self.trigger.id))
-            self._seen = {as_text(k): as_text(v) for k, v in raw.items()}
-        return self._seen
-
-    def task_atom(self, atom: TaskDone | TaskFailed) -> tuple[bool, str]:
-        ref = atom.params.taskId
+    def result_of(self, ref: str) -> tuple[Any, bool]:
         routed = self.routed.get(ref)
-        result = routed or self.runtime.state.get_result(ref)
-        if result is None:
-            return False, f"{ref}:none"
-        status = "failed" if result.status == "failed" else "done"
-        # A routed result is new by definition (its firing is claimed once, by its digest); a
-        # stored one counts only if it came after the trigger last fired.
-        fresh = routed is not None or self.since is None or result.completedAt > self.since
-        wanted = "done" if isinstance(atom, TaskDone) else "failed"
-        return status == wanted and fresh, f"{ref}:{status}@{result.completedAt.isoformat()}"
+        if routed is not None:
+            return routed, True
+        return self.runtime.tasks.result(ref), False
 
-    def file_atom(self, path: str, atom: FileChanged | FileExists) -> tuple[bool, str]:
-        pattern = atom.params.path
-        current = self.files.fingerprint(pattern)
-        self.observed[path] = current
-        last = self.seen().get(path)
-        if isinstance(atom, FileChanged):
-            if last is None:  # a trigger stored before baselines were recorded at install
-                self.runtime.redis.hsetnx(self.runtime.keys.file_seen(self.trigger.id), path,
-                                          current)
-                self.seen()[path] = current
-                return False, f"{pattern}={current}"
-            return current != last, f"{pattern}={current}"
-        return bool(current), f"{pattern}={current}"
+    def fingerprint(self, pattern: str) -> str:
+        return self.files.fingerprint(pattern)
 
-    def llm_atom(self, path: str) -> tuple[bool | None, str]:
-        condition_id = f"{self.trigger.id}:{path}"
-        raw = self.runtime.redis.hget(self.runtime.keys.verdicts, condition_id)
-        if not raw:
-            return None, ""
-        verdict = json.loads(raw)
-        at = datetime.fromisoformat(verdict["at"])
-        if verdict.get("satisfied") and (self.since is None or at > self.since):
-            return True, f"{condition_id}@{verdict['at']}"
-        return None, ""
+    def file_mark(self, path: str, current: str) -> str | None:
+        if self._marks is None:
+            self._marks = self.runtime.triggers.file_marks(self.trigger.id)
+        if path not in self._marks:  # a trigger stored before baselines were noted at install
+            self.runtime.triggers.baseline(self.trigger.id, {path: current})
+            self._marks[path] = current
+            return None
+        return self._marks[path]
 
-    def baselines(self) -> dict[str, str]:
-        """Every file atom's fingerprint now (recorded at install: what later changes count
-        against, whichever sibling decides first)."""
-        return {path: self.files.fingerprint(atom.params.path)
-                for path, atom in atoms(self.trigger.condition)
-                if isinstance(atom, FileChanged | FileExists)}
+    def verdict(self, path: str) -> dict[str, Any] | None:
+        return self.runtime.triggers.verdict(f"{self.trigger.id}:{path}")
+
+    def settled(self, ref: str) -> bool:
+        task = self.runtime.tasks.get(ref)
+        if task is None:
+            return True
+        if not task.finished:
+            return False
+        if not task.is_trigger:
+            return True
+        # A finished trigger still reports through its latest runs that are still going.
+        fired = [e["firedTaskId"] for e in self.runtime.tasks.log_of(ref)
+                 if e.get("type") == "trigger_fired" and e.get("firedTaskId")]
+        runs = self.runtime.tasks.by_id(fired[-RECENT_RUNS_CHECKED:])
+        return all(run.finished for run in runs)
 
     def file_marks(self) -> dict[str, str]:
-        """The fingerprints to record when the trigger fires (its file atoms acted on)."""
-        condition = self.trigger.condition
-        for path, atom in atoms(condition):
-            if isinstance(atom, FileChanged | FileExists) and path not in self.observed:
-                self.observed[path] = self.files.fingerprint(atom.params.path)
-        return dict(self.observed)
+        """Every file atom's fingerprint now: what it acts on when the trigger fires, and the
+        baseline noted at install (whichever sibling decides first)."""
+        return {path: self.files.fingerprint(atom.params.path)
+                for path, atom in atoms(self.trigger.condition)
+                if ATOMS[atom.type].watch == "files"}
 
 
 def evaluate(condition: Any, ctx: Context, path: str = "c") -> Evaluation:
     """The value of ``condition`` for ``ctx.trigger`` (None: needs an ``llm_eval`` verdict)."""
     if isinstance(condition, AllOf | AnyOf):
         return _composite(condition, ctx, path)
-    if isinstance(condition, TaskDone | TaskFailed):
-        value, evidence = ctx.task_atom(condition)
-        return Evaluation(value, [evidence])
-    if isinstance(condition, FileChanged | FileExists):
-        value, evidence = ctx.file_atom(path, condition)
-        return Evaluation(value, [evidence])
-    llm_value, evidence = ctx.llm_atom(path)
-    if llm_value is None:
-        return Evaluation(None, [], [(path, condition.params.prompt)])
-    return Evaluation(True, [evidence])
+    return ATOMS[condition.type].evaluate(condition.params, path, ctx)
 
 
 def _composite(condition: AllOf | AnyOf, ctx: Context, path: str) -> Evaluation:
     decisive = isinstance(condition, AnyOf)  # the child value that decides at once
     children = list(enumerate(condition.conditions))
-    order = ([c for c in children if not has_llm(c[1])] + [c for c in children if has_llm(c[1])])
+    judged = [c for c in children if "llm" in watches(c[1])]
+    order = [c for c in children if c not in judged] + judged
     evidence: list[str] = []
     pending: list[tuple[str, str]] = []
     unknown = False

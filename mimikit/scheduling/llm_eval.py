@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -21,7 +20,6 @@ from typing import Any
 from mimikit.models import utcnow
 from mimikit.scheduling import conditions, triggers
 from mimikit.scheduling.triggers import cooling_until
-from mimikit.store.keys import as_text
 from mimikit.store.runtime import Runtime
 
 log = logging.getLogger("mimikit.llm_eval")
@@ -30,16 +28,15 @@ _BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
 
 def pending_conditions(runtime: Runtime) -> list[dict[str, str]]:
     """The ``llm_eval`` atoms to judge now: ``[{id, prompt, triggerId}]``."""
-    redis, keys = runtime.redis, runtime.keys
-    ids = sorted(as_text(i) for i in redis.smembers(keys.llm_triggers))
+    ids = runtime.triggers.watching("llm")
     if not ids:
         return []
     now = utcnow()
-    busy = {as_text(k): float(v) for k, v in redis.hgetall(keys.evaluating).items()}
+    busy = runtime.triggers.judging()
     found: list[dict[str, str]] = []
-    for trigger in runtime.state.tasks_by_id(ids):
+    for trigger in runtime.tasks.by_id(ids):
         if trigger.finished or trigger.condition is None:
-            redis.srem(keys.llm_triggers, trigger.id)
+            runtime.triggers.unwatch("llm", trigger.id)
             continue
         if trigger.paused:
             continue
@@ -82,25 +79,21 @@ def parse(prompt: str) -> list[dict[str, str]]:
 def store_verdicts(runtime: Runtime, verdicts: list[dict[str, Any]]) -> None:
     """Keep each verdict (with its time) where the conditions' ``llm_eval`` atoms read it."""
     at = utcnow().isoformat()
-    mapping = {v["id"]: json.dumps({"satisfied": bool(v["satisfied"]), "at": at,
-                                    "reason": v.get("reason")}) for v in verdicts}
-    if mapping:
-        runtime.redis.hset(runtime.keys.verdicts, mapping=mapping)
-    runtime.state.log("llm_eval_verdicts", count=len(mapping),
+    mapping = {v["id"]: {"satisfied": bool(v["satisfied"]), "at": at, "reason": v.get("reason")}
+               for v in verdicts}
+    runtime.triggers.keep_verdicts(mapping)
+    runtime.events.log("llm_eval_verdicts", count=len(mapping),
                       satisfied=sum(1 for v in verdicts if v["satisfied"]))
 
 
 @contextmanager
 def holding(runtime: Runtime, trigger_ids: list[str], seconds: float) -> Iterator[None]:
     """Keep these triggers out of other batches while one judges them (at most ``seconds``)."""
-    if trigger_ids:
-        until = time.time() + seconds
-        runtime.redis.hset(runtime.keys.evaluating, mapping=dict.fromkeys(trigger_ids, until))
+    runtime.triggers.hold(trigger_ids, seconds)
     try:
         yield
     finally:
-        if trigger_ids:
-            runtime.redis.hdel(runtime.keys.evaluating, *trigger_ids)
+        runtime.triggers.release(trigger_ids)
 
 
 def fire_satisfied(runtime: Runtime, trigger_ids: list[str]) -> list[str]:

@@ -1,60 +1,44 @@
-"""Retiring a conditional trigger that can never fire again.
+"""Whether a conditional trigger can never fire again (it is then retired, see
+``lifecycle.routing``).
 
-A condition that rests only on ``task_done``/``task_failed`` of tasks that are finished for good
-(a oneshot, or a finished trigger none of whose runs is still going) can only hold for results
-it has already seen: once it does not hold now, the trigger is finished (``done``) instead of
-waiting in the triggers list forever: a chain step that ran, a failure branch of a step that
-succeeded.
+A condition whose atoms are all settled (each rests on a task finished for good: a oneshot, or
+a finished trigger none of whose runs is still going) can only hold for results it has already
+seen: once it does not hold now, the trigger is spent instead of waiting in the triggers list
+forever: a chain step whose upstream failed, a failure branch of a step that succeeded.
 """
 
 from __future__ import annotations
 
 from mimikit.models import Task
-from mimikit.scheduling import conditions, triggers
+from mimikit.scheduling import conditions
 from mimikit.store.runtime import Runtime
 
-RECENT_RUNS_CHECKED = 20  # a finished trigger's latest runs that could still report
 
-
-def retire_spent_dependents(runtime: Runtime, task: Task, dependents: list[str] | None = None
-                            ) -> list[str]:
-    """Retire the triggers waiting on ``task`` (or its trigger) that are spent now
-    (``dependents``: those triggers, when the caller has read them)."""
-    ids = triggers.dependents_of(runtime, task) if dependents is None else dependents
-    return [tid for tid in ids if retire_if_spent(runtime, tid)]
-
-
-def retire_if_spent(runtime: Runtime, trigger_id: str) -> bool:
-    """Finish the conditional trigger ``trigger_id`` if it can never fire again."""
-    trigger = runtime.state.get_task(trigger_id)
-    if trigger is None or trigger.finished or trigger.type != "conditional":
+def spent(runtime: Runtime, trigger: Task) -> bool:
+    """True when the conditional ``trigger`` is not finished and can never fire again."""
+    if trigger.finished or trigger.type != "conditional" or trigger.condition is None:
         return False
-    condition = trigger.condition
-    if condition is None or conditions.has_files(condition) or conditions.has_llm(condition):
+    ctx = conditions.Context(runtime, trigger)
+    if not conditions.settled(trigger.condition, ctx):
         return False
-    if not all(_settled(runtime, ref) for ref in conditions.task_refs(condition)):
-        return False
-    if conditions.evaluate(condition, conditions.Context(runtime, trigger)).value is True:
-        return False  # it still fires (now, or when its cooldown ends)
-    retired = runtime.state.set_status(trigger_id, "done")
-    if retired is None:
-        return False
-    triggers.unschedule(runtime, retired)
-    runtime.state.log("trigger_retired", taskId=trigger_id, traceId=retired.traceId,
-                      reason="every task its condition waits on has finished")
-    return True
+    # Not spent while it still fires (now, or when its cooldown ends).
+    return conditions.evaluate(trigger.condition, ctx).value is not True
 
 
-def _settled(runtime: Runtime, ref: str) -> bool:
-    """True when ``ref`` will never report another result."""
-    task = runtime.state.get_task(ref)
-    if task is None:
-        return True
-    if not task.finished:
-        return False
-    if not task.is_trigger:
-        return True
-    fired = [e["firedTaskId"] for e in runtime.state.task_log(ref)
-             if e.get("type") == "trigger_fired" and e.get("firedTaskId")]
-    runs = runtime.state.tasks_by_id(fired[-RECENT_RUNS_CHECKED:])
-    return all(run.finished for run in runs)
+def upstream_reason(runtime: Runtime, trigger: Task) -> str:
+    """Why a spent trigger will not run: what became of the tasks it waited on."""
+    parts = []
+    for ref in conditions.task_refs(trigger.condition):
+        task = runtime.tasks.get(ref)
+        if task is None:
+            parts.append(f"upstream {ref} is gone")
+            continue
+        label = task.title or task.prompt[:60]
+        if task.status == "failed":
+            parts.append(f"upstream {label} failed: {task.error or 'no reason given'}")
+        elif task.status == "canceled":
+            parts.append(f"upstream {label} was canceled: {task.error or 'canceled'}")
+        else:
+            parts.append(f"upstream {label} finished {task.outcome or task.status}; its "
+                         "condition no longer holds")
+    return "; ".join(parts) or "its condition can no longer hold"

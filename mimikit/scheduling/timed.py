@@ -23,7 +23,7 @@ def fire_timed(runtime: Runtime, trigger_id: str, slot: datetime | None = None,
     Returns ``fired``, ``caught_up``, ``skipped`` (missed slots under ``misfire: skip``),
     ``duplicate`` (slot already claimed), ``stale``, ``early`` or ``gone``.
     """
-    trigger = runtime.state.get_task(trigger_id)
+    trigger = runtime.tasks.get(trigger_id)
     if trigger is None or trigger.finished or trigger.type not in ("recurring", "scheduled"):
         delete_entry(trigger_id)
         return "gone"

@@ -23,9 +23,8 @@ from mimikit.exceptions import NotFound
 from mimikit.models import IntervalSchedule, Task, utcnow
 from mimikit.scheduling import conditions, slots
 from mimikit.scheduling.entries import delete_entry, save_entry
-from mimikit.store.keys import as_text
 from mimikit.store.runtime import Runtime
-from mimikit.store.state import summarize
+from mimikit.summaries import task_summary as summarize
 
 log = logging.getLogger("mimikit.triggers")
 FAILURES_BEFORE_FAILED = 3
@@ -47,26 +46,17 @@ def install(runtime: Runtime, trigger: Task) -> None:
         _install_conditional(runtime, trigger)
     else:
         raise ValueError(f"task {trigger.id} is a {trigger.type} task, not a trigger")
-    runtime.state.log("trigger_installed", taskId=trigger.id, traceId=trigger.traceId,
+    runtime.events.log("trigger_installed", taskId=trigger.id, traceId=trigger.traceId,
                       taskType=trigger.type)
 
 
 def unschedule(runtime: Runtime, trigger: Task) -> None:
     """Remove a trigger's beat entry and indexes (its task is already finished or canceled)."""
-    keys = runtime.keys
     delete_entry(trigger.id)
-    pipe = runtime.redis.pipeline(transaction=False)
-    if trigger.condition is not None:
-        for ref in conditions.task_refs(trigger.condition):
-            pipe.srem(keys.dependents(ref), trigger.id)
-        for path, _atom in conditions.atoms(trigger.condition):
-            pipe.hdel(keys.verdicts, f"{trigger.id}:{path}")
-    pipe.srem(keys.file_triggers, trigger.id)
-    pipe.srem(keys.llm_triggers, trigger.id)
-    pipe.zrem(keys.cooling, trigger.id)
-    pipe.hdel(keys.evaluating, trigger.id)
-    pipe.delete(keys.file_seen(trigger.id))
-    pipe.execute()
+    condition = trigger.condition
+    runtime.triggers.forget(
+        trigger.id, conditions.task_refs(condition) if condition is not None else [],
+        [path for path, _atom in conditions.atoms(condition)] if condition is not None else [])
 
 
 def _install_timed(runtime: Runtime, trigger: Task) -> None:
@@ -90,7 +80,7 @@ def _set_next_run(runtime: Runtime, trigger_id: str, next_run: datetime) -> Task
         task.schedule.nextRunAt = next_run
         return task
 
-    return runtime.state.update_task(trigger_id, change)
+    return runtime.tasks.update(trigger_id, change)
 
 
 def _install_conditional(runtime: Runtime, trigger: Task) -> None:
@@ -105,47 +95,26 @@ def _install_conditional(runtime: Runtime, trigger: Task) -> None:
 
 def record_baselines(runtime: Runtime, trigger: Task) -> None:
     """Note every file atom's state now, unless noted before (a restore keeps the old one)."""
-    if trigger.condition is None or not conditions.has_files(trigger.condition):
+    if trigger.condition is None or "files" not in conditions.watches(trigger.condition):
         return
-    key = runtime.keys.file_seen(trigger.id)
-    pipe = runtime.redis.pipeline(transaction=False)
-    for path, fingerprint in conditions.Context(runtime, trigger).baselines().items():
-        pipe.hsetnx(key, path, fingerprint)
-    pipe.execute()
+    runtime.triggers.baseline(trigger.id, conditions.Context(runtime, trigger).file_marks())
 
 
 def index_conditional(runtime: Runtime, trigger: Task) -> None:
     """Add a conditional trigger to the indexes its atoms need (idempotent)."""
-    keys, condition = runtime.keys, trigger.condition
-    pipe = runtime.redis.pipeline(transaction=False)
-    for ref in conditions.task_refs(condition):
-        pipe.sadd(keys.dependents(ref), trigger.id)
-    if conditions.has_files(condition):
-        pipe.sadd(keys.file_triggers, trigger.id)
-    if conditions.has_llm(condition):
-        pipe.sadd(keys.llm_triggers, trigger.id)
-    pipe.execute()
-
-
-def dependents_of(runtime: Runtime, task: Task) -> list[str]:
-    """The ids of the triggers whose condition references ``task`` or the trigger that fired
-    it: only ``dependents(task.id)`` and ``dependents(task.triggerId)`` are read, so the cost
-    does not grow with the number of triggers."""
-    pipe = runtime.redis.pipeline(transaction=False)
-    for ref in (task.id, task.triggerId):
-        if ref:
-            pipe.smembers(runtime.keys.dependents(ref))
-    return sorted({as_text(i) for members in pipe.execute() for i in members})
+    condition = trigger.condition
+    runtime.triggers.index(trigger.id, conditions.task_refs(condition),
+                           conditions.watches(condition))
 
 
 def on_result(runtime: Runtime, task: Task, result: Any, dependents: list[str] | None = None
               ) -> list[str]:
     """Route a result to the triggers that reference its task (or its trigger); fire them.
 
-    ``dependents`` are those triggers when the caller has read them (``dependents_of``).
+    ``dependents`` are those triggers when the caller has read them (``TriggerStore.dependents``).
     Returns the ids of the triggers fired.
     """
-    ids = dependents_of(runtime, task) if dependents is None else dependents
+    ids = runtime.triggers.dependents(task) if dependents is None else dependents
     cause = f"result of {task.id} ({getattr(result, 'status', '?')})"
     routed = {ref: result for ref in (task.id, task.triggerId) if ref}
     return [tid for tid in ids if evaluate(runtime, tid, cause=cause, routed=routed)]
@@ -167,7 +136,7 @@ def evaluate_and_fire(runtime: Runtime, trigger_id: str, *, cause: str,
 
     A trigger cooling down does not fire; it is looked at again when the cooldown ends.
     """
-    trigger = trigger or runtime.state.get_task(trigger_id)
+    trigger = trigger or runtime.tasks.get(trigger_id)
     if trigger is None or trigger.finished or trigger.paused or trigger.condition is None:
         return False
     ctx = conditions.Context(runtime, trigger, files, routed)
@@ -177,7 +146,7 @@ def evaluate_and_fire(runtime: Runtime, trigger_id: str, *, cause: str,
     now = utcnow()
     until = cooling_until(trigger, now)
     if until is not None:
-        runtime.redis.zadd(runtime.keys.cooling, {trigger.id: until.timestamp()})
+        runtime.triggers.cool_until(trigger.id, until)
         return False
     stamp = trigger.lastTriggeredAt
 
@@ -190,9 +159,7 @@ def evaluate_and_fire(runtime: Runtime, trigger_id: str, *, cause: str,
     marks = ctx.file_marks()
 
     def extra(pipe: Any) -> None:
-        if marks:
-            pipe.hset(runtime.keys.file_seen(trigger.id), mapping=marks)
-        pipe.zrem(runtime.keys.cooling, trigger.id)
+        runtime.triggers.queue_fired(pipe, trigger.id, marks)
 
     child = child_of(trigger, catch_up=False)
     fired = commit_firing(runtime, trigger, evaluation.digest(), change, child,
@@ -209,7 +176,7 @@ def commit_firing(runtime: Runtime, trigger: Task, occurrence: str,
     Returns the updated trigger, or None when the occurrence was already claimed, the trigger
     finished, or ``change`` declined.
     """
-    state, keys = runtime.state, runtime.keys
+    keys = runtime.keys
     claim = keys.claim(f"{trigger.id}:{occurrence}")
 
     def guarded(task: Task) -> Task | None:
@@ -234,7 +201,7 @@ def commit_firing(runtime: Runtime, trigger: Task, occurrence: str,
             extra(pipe)
 
     try:
-        updated = state.update_task(trigger.id, guarded, write)
+        updated = runtime.tasks.update(trigger.id, guarded, write)
     except NotFound:
         return None
     if updated is not None and child is not None:
@@ -278,7 +245,7 @@ def note_failure(runtime: Runtime, trigger_id: str, reason: str) -> bool:
     pipe.incr(key)
     pipe.expire(key, FAILURE_WINDOW_SECONDS)
     count = int(pipe.execute()[0])
-    runtime.state.log("trigger_error", taskId=trigger_id, error=reason, failures=count)
+    runtime.events.log("trigger_error", taskId=trigger_id, error=reason, failures=count)
     if count < FAILURES_BEFORE_FAILED:
         return False
     runtime.redis.delete(key)
@@ -287,11 +254,11 @@ def note_failure(runtime: Runtime, trigger_id: str, reason: str) -> bool:
 
 def mark_failed(runtime: Runtime, trigger_id: str, reason: str) -> bool:
     """Give up on a trigger: it is failed with the reason, unscheduled, and the user told."""
-    failed = runtime.state.set_status(trigger_id, "failed", reason=reason)
+    failed = runtime.tasks.set_status(trigger_id, "failed", reason=reason)
     if failed is None:
         return False
     unschedule(runtime, failed)
     label = failed.title or failed.prompt[:80]
-    runtime.state.system_message(f"Trigger failed: {label} — {reason}", taskId=failed.id,
+    runtime.conversation.system(f"Trigger failed: {label} — {reason}", taskId=failed.id,
                                  traceId=failed.traceId)
     return True

@@ -1,10 +1,14 @@
-"""The chat client of one run: every call checked against the budgets, then booked."""
+"""The spending of one run: every call checked against the budgets, then booked.
+
+``Meter`` is the chat client of an agent loop (``chat``), and books any other model work the
+same way (``spend``: a ``codex exec`` run reports its tokens when it ends).
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from mimikit.llm.completion import ChatClient, Completion
 from mimikit.models import Usage
@@ -13,6 +17,7 @@ from mimikit.spending.prices import cost_of
 from mimikit.store.runtime import Runtime
 
 LATENCY_BUCKETS_SECONDS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+T = TypeVar("T")
 
 
 class Meter:
@@ -34,15 +39,28 @@ class Meter:
         Raises:
             BudgetExceeded: The call could take a capped scope past its budget.
         """
+        def call() -> tuple[Completion, Usage]:
+            completion = self.client.chat(model, messages, tools, deadline=deadline, **options)
+            return completion, completion.usage
+
+        return self.spend(messages, call)
+
+    def spend(self, messages: list[dict[str, Any]], work: Callable[[], tuple[T, Usage]]) -> T:
+        """Run ``work`` (model work that answers ``messages`` and says what it used) if the
+        budgets allow it, and book what it used.
+
+        Raises:
+            BudgetExceeded: The work could take a capped scope past its budget.
+        """
         hold = self._reserve(messages)
         began = time.monotonic()
         try:
-            completion = self.client.chat(model, messages, tools, deadline=deadline, **options)
+            value, usage = work()
         except BaseException as error:
             self._give_back(hold, error, time.monotonic() - began)
             raise
-        self._book(completion, hold, time.monotonic() - began)
-        return completion
+        self._book(usage, hold, time.monotonic() - began)
+        return value
 
     def _reserve(self, messages: list[dict[str, Any]]) -> budget.Hold:
         if self.price is None or not self.caps.limits:
@@ -50,17 +68,17 @@ class Meter:
         amount = budget.estimate(messages, self.price, self.last_answer_tokens, self.last_cost)
         return budget.reserve(self.runtime, self.spender, self.caps, amount)
 
-    def _book(self, completion: Completion, hold: budget.Hold, seconds: float) -> None:
-        cost = cost_of(completion.usage, self.price)
+    def _book(self, usage: Usage, hold: budget.Hold, seconds: float) -> None:
+        cost = cost_of(usage, self.price)
         pipe = self.runtime.redis.pipeline(transaction=True)
         budget.settle(pipe, hold)
-        book.record(self.runtime, self.spender, completion.usage, cost, pipe)
+        book.record(self.runtime, self.spender, usage, cost, pipe)
         _latency(self.runtime, pipe, self.spender, seconds, "ok")
         pipe.execute()
-        self.last_answer_tokens = completion.usage.completionTokens
+        self.last_answer_tokens = usage.completionTokens
         self.last_cost = cost or 0.0
         if self.on_usage is not None:
-            self.on_usage(completion.usage)
+            self.on_usage(usage)
 
     def _give_back(self, hold: budget.Hold, error: BaseException, seconds: float) -> None:
         pipe = self.runtime.redis.pipeline(transaction=True)

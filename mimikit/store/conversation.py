@@ -1,20 +1,22 @@
-"""The conversation in the state store: history, the Teller's inbox, the pending question.
+"""The conversation in Redis: the history of messages and the pending question.
 
-A mixin of ``StateStore``: it uses the store's Redis client, keys and transactions (whose
-pipelines also queue log lines and live events: see ``writepipe``).
+A message the person sends enters the history and the Teller's inbox in one step; an answer
+to the question clears it and enters the inbox in one transaction (with its log line and live
+event, see ``eventlog``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from redis import Redis
 
 from mimikit.models import Message, PendingQuestion, load
+from mimikit.store.eventlog import EventLog
+from mimikit.store.inbox import AnswerItem, Inbox, InputItem, item_json
 from mimikit.store.keys import EVENTS_MAXLEN, Keys
 
 SEARCH_BATCH_MESSAGES = 200
@@ -29,42 +31,48 @@ return 1
 """
 
 
-class ConversationStore:
-    """Messages, inbox and pending question; mixed into ``StateStore``."""
+class Conversation:
+    """The messages and the pending question of one instance."""
 
-    redis: Redis
-    keys: Keys
-    transaction: Callable[..., Any]
+    def __init__(self, redis: Redis, keys: Keys, events: EventLog, inbox: Inbox) -> None:
+        self.redis = redis
+        self.keys = keys
+        self.events = events
+        self.inbox = inbox
 
-    def append_message(self, message: Message, *, to_inbox: bool = False) -> bool:
+    def append(self, message: Message, *, to_inbox: bool = False) -> bool:
         """Add a message to history (de-duplicated by createdAt + text); maybe to the inbox.
 
         Returns False, writing nothing, when the same createdAt + text is already there.
         """
         body = message.model_dump_json(exclude_none=True)
-        inbox_item = json.dumps({"kind": "input", "message": json.loads(body)}) if to_inbox else ""
+        inbox_item = ""
+        if to_inbox:
+            item = InputItem(message=json.loads(body), traceId=message.traceId)
+            inbox_item = item_json(item)
         keys = [self.keys.history_seen, self.keys.messages, self.keys.history,
                 self.keys.inbox, self.keys.events]
         args = [message_key(message), message.id, body, message.createdAt.timestamp(),
                 inbox_item, EVENTS_MAXLEN]
         return bool(self.redis.eval(_APPEND_MESSAGE, len(keys), *keys, *args))
 
-    def system_message(self, text: str, **fields: Any) -> Message:
+    def system(self, text: str, **fields: Any) -> Message:
+        """Add a system message (task created, failed, an error ...) to the history."""
         message = Message(role="system", text=text, **fields)
-        self.append_message(message)
+        self.append(message)
         return message
 
-    def history_count(self) -> int:
+    def count(self) -> int:
         return int(self.redis.zcard(self.keys.history))
 
-    def recent_messages(self, count: int, offset: int = 0) -> list[Message]:
+    def recent(self, count: int, offset: int = 0) -> list[Message]:
         """The ``count`` newest messages after skipping ``offset``, oldest first."""
         if count <= 0:
             return []
         ids = self.redis.zrevrange(self.keys.history, offset, offset + count - 1)
         return list(reversed(self._load_messages(ids)))
 
-    def messages_between(self, after: datetime | None, before: datetime | None,
+    def between(self, after: datetime | None, before: datetime | None,
                          limit: int | None = None) -> list[Message]:
         """Messages with ``after <= createdAt <= before`` (inclusive), oldest first."""
         low = after.timestamp() if after else "-inf"
@@ -75,7 +83,7 @@ class ConversationStore:
         ids = self.redis.zrevrangebyscore(self.keys.history, high, low, start=0, num=limit)
         return self._load_messages(list(reversed(ids)))
 
-    def search_messages(self, text: str, limit: int, max_scanned: int
+    def search(self, text: str, limit: int, max_scanned: int
                         ) -> tuple[list[Message], int]:
         """Messages whose text contains ``text`` (case-insensitive), newest first.
 
@@ -105,23 +113,13 @@ class ConversationStore:
         raws = self.redis.hmget(self.keys.messages, ids)
         return [load(Message, raw) for raw in raws if raw]
 
-    def push_inbox(self, item: dict[str, Any]) -> None:
-        """Queue an item for the next Teller run (input, result, answer or notice)."""
-        self.redis.rpush(self.keys.inbox, json.dumps(item, default=str))
-
-    def read_inbox(self) -> list[dict[str, Any]]:
-        return [json.loads(raw) for raw in self.redis.lrange(self.keys.inbox, 0, -1)]
-
-    def ack_inbox(self, count: int) -> None:
-        """Drop the first ``count`` inbox items (those a Teller run has handled)."""
-        if count > 0:
-            self.redis.ltrim(self.keys.inbox, count, -1)
-
-    def get_question(self) -> PendingQuestion | None:
+    def question(self) -> PendingQuestion | None:
+        """The question waiting for the person's answer, if any."""
         raw = self.redis.get(self.keys.question)
         return load(PendingQuestion, raw) if raw else None
 
-    def set_question(self, question: PendingQuestion) -> None:
+    def ask(self, question: PendingQuestion) -> None:
+        """Make ``question`` the pending question (the page shows it at once)."""
         body = question.model_dump_json(exclude_none=True)
 
         def write(pipe: Any) -> None:
@@ -131,9 +129,9 @@ class ConversationStore:
                      questionId=question.id)
             pipe.event(self.keys, "question", {"question": json.loads(body)})
 
-        self.transaction(write)
+        self.events.transaction(write)
 
-    def resolve_question(self, answer: str, source: str, question_id: str | None = None) -> bool:
+    def resolve(self, answer: str, source: str, question_id: str | None = None) -> bool:
         """Clear the pending question and queue the answer for the Teller, atomically.
 
         Returns False when no question (or not that one) is pending.
@@ -148,14 +146,14 @@ class ConversationStore:
                 return False
             pipe.multi()
             pipe.delete(self.keys.question)
-            item = {"kind": "answer", "question": question.question, "answer": answer,
-                    "source": source, "traceId": question.traceId}
-            pipe.rpush(self.keys.inbox, json.dumps(item))
+            self.inbox.queue_push(pipe, AnswerItem(
+                question=question.question, answer=answer, source=source,
+                questionId=question.id, traceId=question.traceId))
             pipe.log(self.keys, "question_answered", traceId=question.traceId, source=source)
             pipe.event(self.keys, "question", {"question": None})
             return True
 
-        return bool(self.transaction(write, self.keys.question))
+        return bool(self.events.transaction(write, self.keys.question))
 
 
 def message_key(message: Message) -> str:

@@ -38,7 +38,12 @@ class Keys:
         ``store.retention``)."""
         return [self.task(task_id), self.result(task_id), self.task_log(task_id),
                 self.runs(task_id), self.usage("task", task_id),
-                self.meta(f"lastresult:{task_id}"), self.meta(f"summary:{task_id}")]
+                self.meta(f"lastresult:{task_id}"), self.meta(f"summary:{task_id}"),
+                self.retired_by(task_id)]
+
+    def retired_by(self, task_id: str) -> str:
+        """JSON list of the names of the dependents a task's outcome retired."""
+        return self._k("retiredby", task_id)
 
     def heartbeat(self, task_id: str) -> str:
         return self._k("hb", task_id)

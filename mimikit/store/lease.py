@@ -1,4 +1,5 @@
-"""Leases: a Redis key held by one owner (``host:pid:id``) with a time limit.
+"""Leases: a Redis key held by one owner (``host:pid:id``) with a time limit; and claims, taken
+once cluster-wide.
 
 A lease whose holder died on this host is taken over at once instead of blocking until it
 expires; renewing and releasing only ever touch a lease the caller still holds.
@@ -39,3 +40,8 @@ def renew(redis: Any, key: str, owner: str, seconds: int) -> bool:
 def release(redis: Any, key: str, owner: str | bytes) -> bool:
     """Give the lease back if ``owner`` still holds it; True when it did."""
     return bool(redis.eval(_RELEASE, 1, key, owner))
+
+
+def claim(redis: Any, key: str, ttl_seconds: int | None = None) -> bool:
+    """True the first time ``key`` is claimed cluster-wide (until it expires)."""
+    return bool(redis.set(key, "1", nx=True, ex=ttl_seconds))

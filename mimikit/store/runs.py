@@ -1,17 +1,16 @@
 """Agent runs: each step of a Planner, Worker or ``llm_eval`` run kept and published as it
 happens, so a person watches a long task work and a run that is canceled or times out still
-shows what it did; then the finished transcript, kept under its task or trace. A mixin of
-``StateStore``.
+shows what it did; then the finished transcript, kept under its task or trace.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from redis import Redis
 
+from mimikit.store.eventlog import EventLog
 from mimikit.store.keys import EVENTS_MAXLEN, Keys
 from mimikit.store.retention import GRACE_SECONDS, RUNS_KEPT
 from mimikit.store.writepipe import WritePipe
@@ -19,14 +18,13 @@ from mimikit.store.writepipe import WritePipe
 LIVE_STEPS_TTL_SECONDS = 24 * 3600  # a run that died without ending leaves them this long
 
 
-class Runs:
-    """The steps of the runs in progress and the transcripts of finished runs; mixed into
-    ``StateStore``."""
+class RunStore:
+    """The steps of the runs in progress and the transcripts of finished runs."""
 
-    redis: Redis
-    keys: Keys
-    retention_seconds: int
-    transaction: Callable[..., Any]
+    def __init__(self, redis: Redis, keys: Keys, events: EventLog) -> None:
+        self.redis = redis
+        self.keys = keys
+        self.events = events
 
     def append_step(self, owner_id: str, run: dict[str, Any], step: dict[str, Any]) -> None:
         """Keep one step of run ``run`` (``{id, role, taskId}``) and publish it, together."""
@@ -66,13 +64,14 @@ class Runs:
                 key = self.keys.runs(owner)
                 pipe.rpush(key, raw)
                 pipe.ltrim(key, -RUNS_KEPT, -1)
-                pipe.expire(key, self.retention_seconds + GRACE_SECONDS)
+                pipe.expire(key, self.events.retention_seconds + GRACE_SECONDS)
             if finished is not None:
                 pipe.log(self.keys, "run_finished", **finished)
             if live_owner is not None:
                 pipe.delete(self.keys.live_steps(live_owner))
 
-        self.transaction(write)
+        self.events.transaction(write)
 
-    def runs(self, owner_id: str) -> list[dict[str, Any]]:
+    def of(self, owner_id: str) -> list[dict[str, Any]]:
+        """The kept transcripts of a task or a Teller trace, oldest first."""
         return [json.loads(raw) for raw in self.redis.lrange(self.keys.runs(owner_id), 0, -1)]

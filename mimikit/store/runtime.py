@@ -1,4 +1,4 @@
-"""The per-process wiring: settings, the Redis client and the state store, built on first use.
+"""The per-process wiring: settings, the Redis client and the stores, built on first use.
 
 Celery task bodies and the web app are the edges that call ``get_runtime()``; everything below
 them takes these objects as arguments.
@@ -13,8 +13,14 @@ from dataclasses import dataclass
 from redis import Redis
 
 from mimikit.config import Settings, load_settings
+from mimikit.store.conversation import Conversation
+from mimikit.store.eventlog import EventLog
+from mimikit.store.inbox import Inbox
 from mimikit.store.keys import Keys
-from mimikit.store.state import StateStore
+from mimikit.store.runs import RunStore
+from mimikit.store.tasks import TaskStore
+from mimikit.store.triggers import TriggerStore
+from mimikit.summaries import task_summary
 
 
 @dataclass
@@ -24,20 +30,28 @@ class Runtime:
     settings: Settings
     redis: Redis
     keys: Keys
-    state: StateStore
+    events: EventLog
+    tasks: TaskStore
+    triggers: TriggerStore
+    conversation: Conversation
+    inbox: Inbox
+    runs: RunStore
 
 
 def build_runtime(settings: Settings) -> Runtime:
-    """Connect to Redis (lazily, on first command) and build the state store."""
+    """Connect to Redis (lazily, on first command) and build the stores."""
     redis = Redis.from_url(
         settings.redis_url, health_check_interval=30, socket_keepalive=True,
         retry_on_timeout=True, socket_connect_timeout=5,
     )
     keys = Keys(settings.key_prefix)
-    state = StateStore(redis, keys, settings.state_dir)
-    state.heartbeat_seconds = settings.heartbeat_seconds
-    state.retention_seconds = settings.retention_seconds
-    return Runtime(settings=settings, redis=redis, keys=keys, state=state)
+    events = EventLog(redis, keys, settings.state_dir, settings.retention_seconds)
+    tasks = TaskStore(redis, keys, events, task_summary, settings.heartbeat_seconds)
+    inbox = Inbox(redis, keys)
+    return Runtime(settings=settings, redis=redis, keys=keys, events=events, tasks=tasks,
+                   triggers=TriggerStore(redis, keys, tasks),
+                   conversation=Conversation(redis, keys, events, inbox), inbox=inbox,
+                   runs=RunStore(redis, keys, events))
 
 
 _lock = threading.Lock()

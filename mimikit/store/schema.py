@@ -47,7 +47,7 @@ def migrate(runtime: Runtime, migrations: dict[int, Migration],
         for target in range(version + 1, current + 1):
             migrations[target](runtime)
             runtime.redis.set(runtime.keys.meta("schema"), target)
-            runtime.state.log("schema_migrated", version=target)
+            runtime.events.log("schema_migrated", version=target)
             log.info("stored data migrated to schema version %d", target)
             ran.append(target)
         return ran

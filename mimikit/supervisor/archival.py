@@ -12,8 +12,9 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from mimikit.memory.archive import archive, flush, should_archive, summary_path
-from mimikit.models import Message, Result, Task, utcnow
+from mimikit.memory.archive import archive, flush, should_archive
+from mimikit.models import Message, Task, utcnow
+from mimikit.store import lease
 from mimikit.store.runtime import Runtime
 from mimikit.tasks.submit import submit
 
@@ -37,7 +38,7 @@ def maybe_archive(runtime: Runtime, force: bool = False) -> dict[str, Any]:
     now = utcnow()
     # "More than 100 messages" counts the ones since the last run: the history is never
     # trimmed, so its total would keep the archival running on every tick.
-    new_messages = runtime.state.history_count() - int(
+    new_messages = runtime.conversation.count() - int(
         runtime.redis.get(runtime.keys.meta("archive_last_count")) or 0)
     last_run = _time(runtime, "archive_last_run")
     if not force and not should_archive(new_messages, last_run, now):
@@ -53,12 +54,12 @@ def maybe_archive(runtime: Runtime, force: bool = False) -> dict[str, Any]:
 
 def _archive_and_flush(runtime: Runtime, now: datetime) -> dict[str, Any]:
     state_dir = runtime.settings.state_dir
-    history = runtime.state.messages_between(None, None)
+    history = runtime.conversation.between(None, None)
     # A claim expires, so a summary whose Worker failed is asked for again by a later run
     # (one whose file exists is never asked for again).
     claim_ttl = 2 * runtime.settings.worker_timeout + 3600
     report = archive(history, state_dir, now,
-                     claim=lambda key: runtime.state.claim(key, ttl_seconds=claim_ttl),
+                     claim=lambda key: lease.claim(runtime.redis, runtime.keys.claim(key), claim_ttl),
                      request_summary=lambda kind, period, msgs: request_summary(
                          runtime, kind, period, msgs))
     runtime.redis.mset({runtime.keys.meta("archive_last_run"): now.isoformat(),
@@ -69,7 +70,7 @@ def _archive_and_flush(runtime: Runtime, now: datetime) -> dict[str, Any]:
     done = {"copied": len(report.copied), "requested": len(report.requested),
             "flushed": str(flushed) if flushed else None}
     if report.copied or report.requested or flushed:
-        runtime.state.log("memory_archived", **done)
+        runtime.events.log("memory_archived", **done)
     return done
 
 
@@ -78,29 +79,10 @@ def request_summary(runtime: Runtime, kind: str, period: str, messages: list[Mes
     transcript = "\n".join(f"[{m.createdAt:%Y-%m-%d %H:%M}] {m.role}: {m.text[:2000]}"
                            for m in messages)[:60_000]
     what = f"of {period}" if kind == "daily" else f"of the month {period}"
+    # Memory upkeep is system work: its result goes to memory/summary/ (``lifecycle.memory_sink``),
+    # never to the chat.
     task = Task(prompt=SUMMARY_PROMPT.format(what=what, transcript=transcript), priority=2,
-                title=f"Memory summary ({kind} {period})")
+                title=f"Memory summary ({kind} {period})", notify="never")
     # The target is noted before the task can run, so its result always lands in memory.
     runtime.redis.set(runtime.keys.meta(f"summary:{task.id}"), json.dumps([kind, period]))
     return submit(runtime, [task], note="memory summary")[0]
-
-
-def summary_target(runtime: Runtime, task_id: str) -> tuple[str, str] | None:
-    """``(kind, period)`` when ``task_id`` writes a memory summary."""
-    raw = runtime.redis.get(runtime.keys.meta(f"summary:{task_id}"))
-    return tuple(json.loads(raw)) if raw else None
-
-
-def write_summary(runtime: Runtime, task: Task, result: Result) -> bool:
-    """Write a summary Worker's result to ``memory/summary/``; True when it did."""
-    target = summary_target(runtime, task.id)
-    if target is None or result.status != "done":
-        return False
-    kind, period = target
-    path = summary_path(runtime.settings.state_dir, kind, period)  # type: ignore[arg-type]
-    body = result.result
-    text = body.get("summary") or body.get("text") or json.dumps(body, ensure_ascii=False)
-    points = "".join(f"- {p}\n" for p in body.get("keyPoints", []))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"# Summary {period}\n\n{text}\n\n{points}", encoding="utf-8")
-    return True

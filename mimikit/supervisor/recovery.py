@@ -16,13 +16,14 @@ from typing import Any
 from mimikit.conversation.gate import wake_for_pending
 from mimikit.delivery.dispatch import enqueue, queue_depths
 from mimikit.delivery.retry import may_retry, next_attempt_at
+from mimikit.lifecycle.event import Completion
+from mimikit.lifecycle.pipeline import finish
+from mimikit.lifecycle.routing import retire_spent
 from mimikit.models import Result, Task, utcnow
 from mimikit.scheduling import triggers
 from mimikit.scheduling.entries import entry_exists
-from mimikit.scheduling.retirement import retire_if_spent
 from mimikit.store.keys import as_text
 from mimikit.store.runtime import Runtime
-from mimikit.supervisor.routing import task_finished
 
 log = logging.getLogger("mimikit.recovery")
 LOST_REASON = "worker lost (heartbeat expired)"
@@ -62,21 +63,19 @@ def recover_lost(runtime: Runtime, now: datetime) -> list[str]:
 def handle_lost(runtime: Runtime, task_id: str, now: datetime) -> bool:
     """Re-queue (after a backoff) or fail one running task found without a heartbeat; both
     re-check the heartbeat in their transaction. True when it did either."""
-    task = runtime.state.get_task(task_id)
+    task = runtime.tasks.get(task_id)
     if task is None or task.status != "running":
         return False
-    if runtime.state.cancel_requested(task_id):
-        return runtime.state.finish_canceled(task_id) is not None
+    reason = runtime.tasks.cancel_reason(task_id)
+    if reason is not None:
+        return finish(runtime, Completion(task=task, canceled=reason)) is not None
     if may_retry(task):
         return _defer(runtime, task_id, next_attempt_at(task, now))
     result = Result(id=task_id, status="failed", error=LOST_REASON, attempts=task.attempts,
                     traceId=task.traceId)
-    finished = runtime.state.complete_task(result, notify_teller=task.role != "llm_eval",
-                                           only_if_lost=True)
-    if finished is None:
+    if finish(runtime, Completion(task=task, result=result, lost=True)) is None:
         return False
     log.warning("task %s failed: %s after %d attempts", task_id, LOST_REASON, task.attempts)
-    task_finished(runtime, finished, result)
     return True
 
 
@@ -94,7 +93,7 @@ def _defer(runtime: Runtime, task_id: str, until: datetime) -> bool:
         pipe.log(runtime.keys, "task_retry_scheduled", taskId=task_id, traceId=after.traceId,
                  attempts=after.attempts, deferUntil=until.isoformat(), reason=LOST_REASON)
 
-    return runtime.state.update_task(task_id, change, note, watch=(hb_key,)) is not None
+    return runtime.tasks.update(task_id, change, note, watch=(hb_key,)) is not None
 
 
 def release_deferred(runtime: Runtime, now: datetime) -> list[str]:
@@ -102,7 +101,7 @@ def release_deferred(runtime: Runtime, now: datetime) -> list[str]:
     ids = sorted(as_text(i) for i in runtime.redis.smembers(runtime.keys.status("deferred")))
     released = []
     for task_id in ids:
-        task = runtime.state.get_task(task_id)
+        task = runtime.tasks.get(task_id)
         if task is None or (task.deferUntil and task.deferUntil > now):
             continue
 
@@ -112,7 +111,7 @@ def release_deferred(runtime: Runtime, now: datetime) -> list[str]:
             current.status = "queued"
             return current
 
-        queued = runtime.state.update_task(task_id, change)
+        queued = runtime.tasks.update(task_id, change)
         if queued is not None:
             enqueue(runtime, queued)
             released.append(task_id)
@@ -125,21 +124,20 @@ def recover_on_startup(runtime: Runtime) -> dict[str, Any]:
     Queued tasks are sent again (a duplicate delivery does nothing), timed triggers get their
     beat entries back, conditional triggers their indexes, and pending inputs wake the Teller.
     """
-    state = runtime.state
-    queued = [t for t in state.tasks_with_status("queued") if not t.is_trigger]
+    queued = [t for t in runtime.tasks.with_status("queued") if not t.is_trigger]
     for task in queued:
         if not (task.deferUntil and task.deferUntil > utcnow()):
             enqueue(runtime, task)
     restored = restore_triggers(runtime)
     woke = wake_for_pending(runtime)
-    runtime.state.log("supervisor_recovered", requeued=len(queued), restored=len(restored))
+    runtime.events.log("supervisor_recovered", requeued=len(queued), restored=len(restored))
     return {"requeued": len(queued), "restored": restored, "woke": woke}
 
 
 def restore_triggers(runtime: Runtime) -> list[str]:
     """Give timed triggers back a lost beat entry; re-index and re-check conditional ones."""
     restored = []
-    for trigger in runtime.state.triggers():
+    for trigger in runtime.triggers.all():
         if trigger.finished:
             continue
         if trigger.type in ("recurring", "scheduled") and not entry_exists(trigger.id):
@@ -149,7 +147,7 @@ def restore_triggers(runtime: Runtime) -> list[str]:
         elif trigger.type == "conditional":
             triggers.index_conditional(runtime, trigger)
             triggers.evaluate(runtime, trigger.id, cause="recovery", trigger=trigger)
-            retire_if_spent(runtime, trigger.id)  # e.g. one made on a task already finished
+            retire_spent(runtime, [trigger.id])  # e.g. one made on a task already finished
     return restored
 
 
@@ -181,7 +179,7 @@ def redispatch_stranded(runtime: Runtime, now: datetime) -> list[str]:
         return []
     depths = queue_depths(runtime)
     sent = []
-    for task in runtime.state.tasks_by_id(ids):
+    for task in runtime.tasks.by_id(ids):
         queue = "planner" if task.role == "planner" else "worker"
         waited = (now - (task.startedAt or task.createdAt)).total_seconds()
         if depths[queue] or waited < STRANDED_SECONDS or task.status != "queued":
@@ -190,7 +188,7 @@ def redispatch_stranded(runtime: Runtime, now: datetime) -> list[str]:
             continue
         if redis.set(keys.meta(f"redispatched:{task.id}"), "1", nx=True, ex=STRANDED_SECONDS):
             enqueue(runtime, task)
-            runtime.state.log("task_redispatched", taskId=task.id, traceId=task.traceId,
+            runtime.events.log("task_redispatched", taskId=task.id, traceId=task.traceId,
                               reason="queued with no message in its Celery queue")
             sent.append(task.id)
     return sent

@@ -26,7 +26,6 @@ from mimikit.scheduling import triggers
 from mimikit.scheduling.conditions import FileScanner
 from mimikit.store import lease
 from mimikit.store.identity import owner_alive, owner_token
-from mimikit.store.keys import as_text
 from mimikit.store.runtime import Runtime
 from mimikit.supervisor import recovery, retention
 from mimikit.supervisor.archival import maybe_archive
@@ -69,19 +68,12 @@ def _step(name: str, step: Callable[[Runtime, datetime], Any], runtime: Runtime,
 
 def fire_watched(runtime: Runtime, now: Any) -> list[str]:
     """Evaluate the triggers with file conditions and those whose cooldown just ended."""
-    redis, keys = runtime.redis, runtime.keys
-    pipe = redis.pipeline(transaction=False)
-    pipe.smembers(keys.file_triggers)
-    pipe.zrangebyscore(keys.cooling, "-inf", now.timestamp())
-    file_ids, cooled = pipe.execute()
-    ids = sorted({as_text(i) for i in file_ids} | {as_text(i) for i in cooled})
+    ids = sorted(set(runtime.triggers.watching("files")) | set(runtime.triggers.take_cooled(now)))
     if not ids:
         return []
-    if cooled:
-        redis.zrem(keys.cooling, *cooled)
     files = FileScanner(runtime.settings.work_dir)
     fired = []
-    for trigger in runtime.state.tasks_by_id(ids):
+    for trigger in runtime.tasks.by_id(ids):
         if trigger.finished:
             triggers.unschedule(runtime, trigger)
             continue

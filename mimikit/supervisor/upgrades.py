@@ -14,7 +14,7 @@ from mimikit.supervisor.retention import expire_old_runs, index_finished
 def cron_entries_carry_their_expression(runtime: Runtime) -> None:
     """Version 2: a cron trigger's beat entry names its expression and zone (cron is read as
     standard cron, in a zone); entries written before are replaced."""
-    for trigger in runtime.state.triggers():
+    for trigger in runtime.triggers.all():
         schedule = trigger.schedule
         if not trigger.finished and getattr(schedule, "cron", None):
             triggers.guarded(runtime, trigger.id, "migration to schema 2",

@@ -15,20 +15,13 @@ from mimikit.store.runtime import Runtime
 
 
 def checked_condition(runtime: Runtime, condition: Any, known_ids: Iterable[str] = ()) -> Any:
-    """``condition`` with its paths made relative to the work dir.
+    """``condition`` as its atoms check it (paths made relative to the work dir).
 
     Raises:
-        ValueError: A task id it names does not exist, or a path leaves the work dir.
+        InvalidValue: A task id it names does not exist, a path leaves the work dir or is not
+            a glob the tick can evaluate.
     """
-    if condition is None:
-        return None
-    known = set(known_ids)
-    missing = [ref for ref in conditions.task_refs(condition)
-               if ref not in known and runtime.state.get_task(ref) is None]
-    if missing:
-        raise ValueError(f"condition refers to unknown task ids {missing}; use a taskId that "
-                         "delegate or schedule returned")
-    return validation.relative_paths(condition, runtime.settings.work_dir)
+    return conditions.check(condition, conditions.CheckContext(runtime, known_ids))
 
 
 def timed_schedule(runtime: Runtime, kind: str, now: datetime, *, interval: float | None = None,

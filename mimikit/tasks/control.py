@@ -20,7 +20,7 @@ from mimikit.store.writepipe import WritePipe
 def pause(runtime: Runtime, trigger_id: str, reason: str, source: str = "user"
           ) -> tuple[bool, str]:
     """Pause an active trigger; returns ``(success, message)``."""
-    refusal = _refusal(runtime.state.get_task(trigger_id), trigger_id, want_paused=False)
+    refusal = _refusal(runtime.tasks.get(trigger_id), trigger_id, want_paused=False)
     if refusal:
         return False, refusal
 
@@ -30,18 +30,18 @@ def pause(runtime: Runtime, trigger_id: str, reason: str, source: str = "user"
         task.paused, task.pausedReason = True, reason
         return task
 
-    paused = runtime.state.update_task(trigger_id, change, _note(runtime, "trigger_paused", source))
+    paused = runtime.tasks.update(trigger_id, change, _note(runtime, "trigger_paused", source))
     if paused is None:
         return False, f"trigger {trigger_id} is no longer active"
     delete_entry(trigger_id)
-    runtime.state.system_message(f"Trigger paused: {_label(paused)} — {reason}",
+    runtime.conversation.system(f"Trigger paused: {_label(paused)} — {reason}",
                                  taskId=trigger_id, traceId=paused.traceId)
     return True, "paused"
 
 
 def resume(runtime: Runtime, trigger_id: str, source: str = "user") -> tuple[bool, str]:
     """Resume a paused trigger from now on; returns ``(success, message)``."""
-    refusal = _refusal(runtime.state.get_task(trigger_id), trigger_id, want_paused=True)
+    refusal = _refusal(runtime.tasks.get(trigger_id), trigger_id, want_paused=True)
     if refusal:
         return False, refusal
     now = utcnow()
@@ -54,12 +54,12 @@ def resume(runtime: Runtime, trigger_id: str, source: str = "user") -> tuple[boo
             task.schedule.nextRunAt = slots.next_after(task.schedule, now)
         return task
 
-    resumed = runtime.state.update_task(trigger_id, change, _note(runtime, "trigger_resumed", source))
+    resumed = runtime.tasks.update(trigger_id, change, _note(runtime, "trigger_resumed", source))
     if resumed is None:
         return False, f"trigger {trigger_id} is no longer paused"
     triggers.guarded(runtime, trigger_id, "resume", partial(triggers.install, runtime, resumed),
                      None)
-    runtime.state.system_message(f"Trigger resumed: {_label(resumed)}", taskId=trigger_id,
+    runtime.conversation.system(f"Trigger resumed: {_label(resumed)}", taskId=trigger_id,
                                  traceId=resumed.traceId)
     return True, "resumed"
 

@@ -61,7 +61,7 @@ def edit(runtime: Runtime, trigger_id: str, changes: TriggerEdit) -> tuple[Task,
     def change(task: Task) -> Task | None:  # on the task as it is now (it may have fired)
         return None if task.finished else checks.built(**{**task.model_dump(), **fields})
 
-    saved = runtime.state.update_task(trigger_id, change, lambda pipe, _b, after: pipe.log(
+    saved = runtime.tasks.update(trigger_id, change, lambda pipe, _b, after: pipe.log(
         runtime.keys, "trigger_edited", taskId=after.id, traceId=after.traceId,
         fields=sorted(given)))
     if saved is None:
@@ -73,7 +73,7 @@ def edit(runtime: Runtime, trigger_id: str, changes: TriggerEdit) -> tuple[Task,
 
 
 def _active_trigger(runtime: Runtime, trigger_id: str) -> Task:
-    trigger = runtime.state.get_task(trigger_id)
+    trigger = runtime.tasks.get(trigger_id)
     if trigger is None:
         raise ValueError(f"no task with id {trigger_id!r}; list tasks to see the ids")
     if not trigger.is_trigger:

@@ -29,7 +29,7 @@ def active_duplicate(runtime: Runtime, task: Task, staged: list[Task] | None = N
     existing = runtime.redis.get(runtime.keys.fingerprint(digest))
     if not existing:
         return None
-    other_task = runtime.state.get_task(existing.decode())
+    other_task = runtime.tasks.get(existing.decode())
     return other_task.id if other_task and not other_task.finished else None
 
 

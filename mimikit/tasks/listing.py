@@ -15,7 +15,7 @@ from mimikit.models import Task
 from mimikit.spending import book
 from mimikit.store import retention
 from mimikit.store.runtime import Runtime
-from mimikit.store.state import summarize
+from mimikit.summaries import task_summary as summarize
 
 Scope = Literal["queue", "running", "triggers", "all", "finished"]
 SCOPES = ("queue", "running", "triggers", "all", "finished")
@@ -78,7 +78,7 @@ def finished_page(runtime: Runtime, limit: int, before: datetime | str | None = 
     while scanned < MAX_SCANNED:
         ids = retention.newest_finished(runtime.redis, runtime.keys, limit + 1,
                                         before=before_time, after_id=last_seen)
-        by_id = {task.id: task for task in runtime.state.tasks_by_id(ids)}
+        by_id = {task.id: task for task in runtime.tasks.by_id(ids)}
         for task_id in ids:
             if len(picked) == limit:  # and there is more
                 return Page([summarize(t) for t in picked], picked[-1].id)
@@ -92,14 +92,13 @@ def finished_page(runtime: Runtime, limit: int, before: datetime | str | None = 
 
 
 def _active(runtime: Runtime, scope: str, role: str | None) -> list[Task]:
-    state = runtime.state
     tasks: list[Task] = []
     if scope in ("queue", "all"):
-        tasks += [t for t in state.tasks_with_status("queued", "deferred") if not t.is_trigger]
+        tasks += [t for t in runtime.tasks.with_status("queued", "deferred") if not t.is_trigger]
     if scope in ("running", "all"):
-        tasks += state.tasks_with_status("running")
+        tasks += runtime.tasks.with_status("running")
     if scope in ("triggers", "all"):
-        tasks += state.triggers()
+        tasks += runtime.triggers.all()
     return [t for t in tasks if role in (None, t.role)]
 
 
@@ -110,12 +109,12 @@ def _unique(tasks: list[Task]) -> list[Task]:
 def detail(runtime: Runtime, task_id: str) -> dict[str, Any] | None:
     """Everything about one task (``GET /api/tasks/ID``, ``mimikit task show``): the task, its
     result, its events, its finished runs and the steps of a run in progress; None if unknown."""
-    state = runtime.state
-    task = state.get_task(task_id)
+    task = runtime.tasks.get(task_id)
     if task is None:
         return None
-    result = state.get_result(task_id)
+    result = runtime.tasks.result(task_id)
     spent = "trigger" if task.is_trigger else "task"
     return {"task": task.dump(), "result": result.dump() if result else None,
-            "events": state.task_log(task_id), "runs": state.runs(task_id),
-            "live": state.live_steps(task_id), "usage": book.totals(runtime, spent, task_id)}
+            "events": runtime.tasks.log_of(task_id), "runs": runtime.runs.of(task_id),
+            "live": runtime.runs.live_steps(task_id),
+            "usage": book.totals(runtime, spent, task_id)}

@@ -29,7 +29,7 @@ def submit(runtime: Runtime, tasks: list[Task], note: str | None = None, *,
         pipe.multi()
         stage(runtime, pipe, tasks, note)
 
-    runtime.state.transaction(write)
+    runtime.events.transaction(write)
     if start_now:
         start(runtime, tasks)
     return tasks
@@ -38,7 +38,7 @@ def submit(runtime: Runtime, tasks: list[Task], note: str | None = None, *,
 def stage(runtime: Runtime, pipe: WritePipe, tasks: list[Task], note: str | None = None) -> None:
     """Queue the writes that store ``tasks`` and their fingerprints into an open transaction
     (the Planner's delegations commit with its result); ``start`` them once it committed."""
-    runtime.state.queue_new_tasks(pipe, tasks, note)
+    runtime.tasks.queue_new(pipe, tasks, note)
     for task in tasks:
         fingerprint.remember(runtime, task, pipe)
 

@@ -152,7 +152,7 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
     @registry.tool("get_recent_history", roles=planner)
     def get_recent_history(ctx: ToolContext, args: RecentHistoryArgs) -> dict[str, Any]:
         """The newest messages (skip `offset`), oldest first."""
-        return _messages(ctx.runtime.state.recent_messages(args.count, args.offset))
+        return _messages(ctx.runtime.conversation.recent(args.count, args.offset))
 
     @registry.tool("get_history_by_time", roles=planner)
     def get_history_by_time(ctx: ToolContext, args: HistoryByTimeArgs) -> dict[str, Any]:
@@ -162,7 +162,7 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
         high = validation.local_time(args.before, zone) if args.before else utcnow()
         if low > high:
             low, high = high, low
-        return _messages(ctx.runtime.state.messages_between(low, high, limit=500))
+        return _messages(ctx.runtime.conversation.between(low, high, limit=500))
 
     @registry.tool("search_memory", roles=planner)
     def search_memory(ctx: ToolContext, args: SearchMemoryArgs) -> dict[str, Any]:

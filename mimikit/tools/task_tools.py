@@ -7,8 +7,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from mimikit.exceptions import ToolError
+from mimikit.lifecycle.cancel import cancel_task as cancel
 from mimikit.llm.registry import Registry
-from mimikit.tasks.cancel import cancel_task as cancel
 from mimikit.tasks.listing import list_tasks as listing
 from mimikit.tools.args import Args
 from mimikit.tools.context import ToolContext

@@ -49,7 +49,7 @@ def post_reply(ctx: ToolContext, text: str) -> Message:
     """Write an assistant message with the run's usage and elapsed time so far."""
     message = Message(role="assistant", text=text, usage=ctx.usage.model_copy(),
                       elapsedMs=ctx.elapsed_ms(), traceId=ctx.trace_id)
-    ctx.runtime.state.append_message(message)
+    ctx.runtime.conversation.append(message)
     ctx.replies.append(text)
     return message
 
@@ -85,14 +85,14 @@ def register(registry: Registry) -> None:
     @registry.tool("ask_user", roles=teller)
     def ask_user(ctx: ToolContext, args: AskUserArgs) -> StopRun:
         """Ask the user a question (ends the run; the answer wakes you later)."""
-        if ctx.runtime.state.get_question() is not None:
+        if ctx.runtime.conversation.question() is not None:
             raise ToolError("a question is already pending; wait for its answer")
         if args.default is not None and args.options and args.default not in args.options:
             raise ToolError(f"default {args.default!r} is not one of the options {args.options}")
         question = PendingQuestion(question=args.question, options=args.options,
                                    timeout=args.timeout, default=args.default,
                                    traceId=ctx.trace_id)
-        ctx.runtime.state.set_question(question)
+        ctx.runtime.conversation.ask(question)
         return StopRun({"asked": True, "expiresAt": str(question.expiresAt)})
 
     @registry.tool("update_backlog", roles=teller)

@@ -8,9 +8,11 @@ message to ``--output-last-message``; ``--json`` makes stdout a JSONL event stre
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +22,7 @@ from pydantic import ValidationError
 from mimikit.models import Model, ResultType, check_result
 from mimikit.workspace.procgroup import run_process_group
 
+log = logging.getLogger("mimikit.codex")
 NOT_INSTALLED = "the codex CLI is not installed: install it or set MIMIKIT_WORKER_BACKEND=llm"
 QUOTE_CHARS = 200
 TAIL_CHARS = 2000
@@ -175,6 +178,7 @@ def run_codex(
     model: str | None = None,
     executable: str = "codex",
     cancel_event: threading.Event | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
 ) -> CodexOutcome:
     """Run one Worker task with ``codex exec``; never raises for a failed run.
 
@@ -185,6 +189,7 @@ def run_codex(
         model: the model codex uses (its own default when None).
         executable: the codex program, looked up on PATH.
         cancel_event: when set, codex and its children are killed and the outcome is canceled.
+        on_event: given each of codex's JSON events as it arrives.
 
     Returns:
         The outcome; ``status`` is ``failed`` with an ``error`` when anything went wrong.
@@ -209,6 +214,7 @@ def run_codex(
             stdin_data=prompt.encode("utf-8"),
             output_limit_bytes=OUTPUT_LIMIT_BYTES,
             stop=cancel_event.is_set if cancel_event is not None else None,
+            on_line=_events_to(on_event) if on_event is not None else None,
         )
         tail, ms = run.stdout[-TAIL_CHARS:], run.durationMs
         if run.stopped:
@@ -221,3 +227,21 @@ def run_codex(
             error = f"codex exited with code {run.exitCode}: {stderr}"
             return CodexOutcome("failed", error=error, stdout_tail=tail, durationMs=ms)
         return _outcome_from_message(last_message, tail, ms)
+
+
+def _events_to(on_event: Callable[[dict[str, Any]], None]) -> Callable[[str], None]:
+    """A stdout line reader that hands each JSON event line to ``on_event``."""
+
+    def read(line: str) -> None:
+        line = line.strip()
+        if not line.startswith("{"):
+            return
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            log.debug("codex printed a line that is not JSON: %.200s", line)
+            return
+        if isinstance(event, dict):
+            on_event(event)
+
+    return read

@@ -97,17 +97,30 @@ def kill_live_process_groups() -> int:
 
 
 class _Capture:
-    """Reads a pipe to its end, keeping the first and last ``limit / 2`` bytes."""
+    """Reads a pipe to its end, keeping the first and last ``limit / 2`` bytes (and handing
+    each whole line to ``on_line`` as it arrives, when given)."""
 
-    def __init__(self, stream: Any, limit: int) -> None:
+    def __init__(self, stream: Any, limit: int, on_line: Callable[[str], None] | None = None
+                 ) -> None:
         self.head, self.tail = bytearray(), bytearray()
         self.half, self.dropped = max(limit // 2, 1), 0
+        self.on_line, self.partial = on_line, bytearray()
         self.thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
         self.thread.start()
+
+    def _lines(self, chunk: bytes) -> None:
+        if self.on_line is None:
+            return
+        self.partial += chunk
+        *lines, rest = self.partial.split(b"\n")
+        self.partial = bytearray(rest)
+        for line in lines:
+            self.on_line(line.decode(errors="replace"))
 
     def _pump(self, stream: Any) -> None:
         with stream:
             while chunk := stream.read1(65536):
+                self._lines(chunk)
                 room = self.half - len(self.head)
                 self.head += chunk[:room]
                 self.tail += chunk[max(room, 0) :]
@@ -152,6 +165,7 @@ def run_process_group(
     stop: Callable[[], bool] | None = None,
     env: dict[str, str] | None = None,
     owner: set[int] | None = None,
+    on_line: Callable[[str], None] | None = None,
 ) -> ProcessRun:
     """Run ``argv`` in a new process group; kill the whole group when it ends, times out or stops.
 
@@ -164,6 +178,7 @@ def run_process_group(
         stop: polled while running; when it returns True the group is killed (``stopped``).
         env: the environment (default: this process's).
         owner: a set that holds the group id while it runs (besides the module registry).
+        on_line: given each line of stdout as it arrives.
     """
     started = time.monotonic()
     proc = subprocess.Popen(
@@ -179,7 +194,7 @@ def run_process_group(
         _live_pgids.add(proc.pid)
         if owner is not None:
             owner.add(proc.pid)
-    out = _Capture(proc.stdout, output_limit_bytes)
+    out = _Capture(proc.stdout, output_limit_bytes, on_line)
     err = _Capture(proc.stderr, output_limit_bytes)
     if stdin_data is not None:
         threading.Thread(target=_feed, args=(proc.stdin, stdin_data), daemon=True).start()

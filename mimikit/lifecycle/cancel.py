@@ -1,9 +1,16 @@
-"""Canceling a task: shared by the ``cancel_task`` tool, the API and the CLI."""
+"""Canceling a task: shared by the ``cancel_task`` tool, the API and the CLI.
+
+A queued or deferred task, or a trigger, ends at once through the completion pipeline (its
+dependents that can no longer fire are retired, the person is told). A running one is asked to
+stop: its delivery stops at its next check (or at once: the revoke), then records the cancel
+the same way.
+"""
 
 from __future__ import annotations
 
 from mimikit.delivery.dispatch import revoke
-from mimikit.scheduling.triggers import unschedule
+from mimikit.lifecycle.event import Completion
+from mimikit.lifecycle.pipeline import finish
 from mimikit.store.runtime import Runtime
 
 
@@ -13,24 +20,22 @@ def cancel_task(runtime: Runtime, task_id: str, *, stop_running: bool,
 
     Returns ``(success, message)``; the message says why when it did not succeed.
     """
-    state = runtime.state
-    task = state.get_task(task_id)
+    tasks = runtime.tasks
+    task = tasks.get(task_id)
     if task is None:
         return False, f"no task with id {task_id!r}; call list_tasks to see the ids"
     if task.finished:
         return False, f"task {task_id} already finished ({task.status})"
     if task.status == "running" and not stop_running:
         return False, f"task {task_id} is running; only queued tasks and triggers can be canceled"
-    current = state.request_cancel(task_id, reason=f"canceled by {source}")
+    reason = f"canceled by {source}"
+    current = tasks.request_cancel(task_id, reason)
     if current is None:
         return False, f"task {task_id} already finished"
-    if task.is_trigger:
-        unschedule(runtime, task)
-    if current.status == "running" and current.celeryId:
-        revoke(current.celeryId)
-    label = task.title or task.prompt[:60]
-    state.system_message(f"Task canceled: {label} ({task_id})", taskId=task_id,
-                         traceId=task.traceId)
-    state.push_inbox({"kind": "notice", "taskId": task_id, "traceId": task.traceId,
-                      "text": f"task {task_id} was canceled by the {source}"})
+    if current.status == "running":
+        if current.celeryId:
+            revoke(current.celeryId)
+        return True, "canceled"
+    if finish(runtime, Completion(task=current, canceled=reason)) is None:
+        return False, f"task {task_id} already finished"
     return True, "canceled"

@@ -1,0 +1,78 @@
+"""The agent roles, declared once: everything that lists roles reads ``ROLES``.
+
+Each role says where its runs are queued and under which Celery task name, which prompt files
+make its system prompt, which tools it may call (the permission matrix of ``seeds/tools.md``),
+which settings give its model, default timeout and answer length, how it reports a finished
+task, and whether a plain text answer ends its run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+# How a finished task of the role reaches the person (``lifecycle.notify``):
+# ``plan``: a Planner result, unless its delegations report for themselves;
+# ``policy``: by the task's (or its trigger's) ``notify`` setting;
+# ``never``: not at all (the ``llm_eval`` verdicts are the supervisor's).
+Report = Literal["none", "plan", "policy", "never"]
+
+
+@dataclass(frozen=True)
+class Role:
+    """One agent role."""
+
+    name: str
+    title: str
+    queue: str
+    task_name: str
+    prompt_files: tuple[str, ...]
+    tools: tuple[str, ...]
+    timeout_setting: str
+    model_setting: str | None
+    report: Report
+    text_ends_run: bool = False
+    is_task: bool = True
+
+
+TELLER = Role(
+    name="teller", title="Teller", queue="teller", task_name="mimikit.teller",
+    prompt_files=tuple(f"agents/teller/{part}.md"
+                       for part in ("identity", "voice", "tools", "rules", "output")),
+    tools=("reply", "delegate", "remember", "ask_user", "list_tasks", "cancel_task",
+           "update_backlog", "pause_task", "resume_task", "run_task", "edit_task"),
+    timeout_setting="teller_timeout", model_setting="teller_model", report="none",
+    text_ends_run=True, is_task=False)
+PLANNER = Role(
+    name="planner", title="Planner", queue="planner", task_name="mimikit.planner",
+    prompt_files=tuple(f"agents/planner/{part}.md"
+                       for part in ("identity", "tools", "rules", "output")),
+    tools=("delegate", "schedule", "get_recent_history", "get_history_by_time",
+           "search_memory", "list_tasks", "cancel_task", "submit_result"),
+    timeout_setting="planner_timeout", model_setting="planner_model", report="plan")
+WORKER = Role(
+    name="worker", title="Worker", queue="worker", task_name="mimikit.worker",
+    prompt_files=tuple(f"agents/worker/{part}.md"
+                       for part in ("identity", "tools", "rules", "output")),
+    tools=("shell", "read_file", "write_file", "list_files", "submit_result"),
+    timeout_setting="worker_timeout", model_setting="worker_model", report="policy")
+LLM_EVAL = Role(
+    name="llm_eval", title="llm_eval", queue="worker", task_name="mimikit.llm_eval_batch",
+    prompt_files=("llm-eval-batch.md",), tools=("submit_verdicts", "read_file", "list_files"),
+    timeout_setting="worker_timeout", model_setting=None, report="never")
+
+ROLES: dict[str, Role] = {role.name: role for role in (TELLER, PLANNER, WORKER, LLM_EVAL)}
+TASK_ROLES: tuple[str, ...] = tuple(name for name, role in ROLES.items() if role.is_task)
+CHAT_ROLES: tuple[str, ...] = ("teller", "planner", "worker")  # with a model setting of their own
+
+
+def role(name: str) -> Role:
+    """The role called ``name``.
+
+    Raises:
+        KeyError: No such role (the message lists the roles).
+    """
+    try:
+        return ROLES[name]
+    except KeyError:
+        raise KeyError(f"unknown role {name!r}; roles: {', '.join(ROLES)}") from None
