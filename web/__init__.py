@@ -23,7 +23,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.extensions["mimikit"] = build_runtime(settings)
 
-    from web import api, chat, events, guard, health, metrics, triggers, usage
+    from mimikit.web import api, chat, events, guard, health, metrics, triggers, usage
 
     app.before_request(guard.check_host_and_origin)
     health.init_app(app, settings)

@@ -18,10 +18,10 @@ from mimikit.models import utcnow
 from mimikit.status import status as status_report
 from mimikit.tasks.cancel import cancel_task
 from mimikit.tasks.listing import MAX_PAGE, RECENT_FINISHED, SCOPES, detail, list_page
-from web.auth import check_token
-from web.bodies import arg_int, arg_time, parse_body
-from web.context import runtime
-from web.transcript import filename, transcript
+from mimikit.web.auth import check_token
+from mimikit.web.bodies import arg_int, arg_time, parse_body
+from mimikit.web.context import runtime
+from mimikit.web.transcript import filename, transcript
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 InputBody = user_input.UserInput

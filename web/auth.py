@@ -7,7 +7,7 @@ import hmac
 from flask import abort, request
 
 from mimikit.config import secret_text
-from web.context import runtime
+from mimikit.web.context import runtime
 
 
 def check_token(allow_query: bool = False) -> None:

@@ -25,8 +25,8 @@ from redis.exceptions import RedisError
 from mimikit.conversation.gate import teller_state
 from mimikit.status import status
 from mimikit.store.runtime import Runtime
-from web.auth import check_token
-from web.context import runtime
+from mimikit.web.auth import check_token
+from mimikit.web.context import runtime
 
 bp = Blueprint("events", __name__)
 SSE_THREADS = 64  # gunicorn threads of ``mimikit web``
