@@ -18,7 +18,6 @@ from mimikit.models import utcnow
 from mimikit.status import status as status_report
 from mimikit.tasks.cancel import cancel_task
 from mimikit.tasks.listing import MAX_PAGE, RECENT_FINISHED, SCOPES, detail, list_page
-from mimikit.web.auth import check_token
 from mimikit.web.bodies import arg_int, arg_time, parse_body
 from mimikit.web.context import runtime
 from mimikit.web.transcript import filename, transcript
@@ -35,11 +34,6 @@ CURSOR = re.compile(r"[A-Za-z0-9_.:-]{1,200}")  # a task id, as ``nextBefore`` g
 class AnswerBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     answer: str = Field(min_length=1, max_length=4000)
-
-
-@bp.before_request
-def _auth() -> None:
-    check_token()
 
 
 def _arg_query() -> str:
