@@ -158,8 +158,8 @@ def beat() -> int:
 @instance_options
 def web(debug: bool) -> int:
     """Serve the chat page and the JSON/SSE API (gunicorn)."""
-    from web import create_app
-    from web.server import serve
+    from mimikit.web import create_app
+    from mimikit.web.server import serve
 
     return serve(_settings(), create_app, debug=debug)
 

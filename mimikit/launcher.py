@@ -74,7 +74,7 @@ def lock_state_dir(state_dir: Path) -> IO[str]:
 def children_for(settings: Settings) -> list[Child]:
     """The processes of one instance: an agents worker, a task worker, beat, web."""
     # -P: the current directory (often the work directory) is not put on sys.path, so a
-    # mimikit/, web.py or celeryconfig.py there cannot replace the installed modules.
+    # mimikit/ there cannot replace the installed package.
     me = [sys.executable, "-P", "-m", "mimikit"]
     return [
         Child("worker-agents", me + ["worker", "--queues", "teller,planner,supervisor",

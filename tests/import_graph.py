@@ -8,20 +8,26 @@ imports none of them stands on floor 1.
 from __future__ import annotations
 
 import ast
+import os
 from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("mimikit", "web", "bench", "celeryconfig.py")
+# mimikit/ links the top-level web/, prompts/ and celeryconfig.py in: walked through those
+# links, every module has the name it is installed and imported under.
+SOURCES = ("mimikit", "bench")
+
+
+def _python_files(base: Path) -> list[Path]:
+    return sorted(Path(folder, name) for folder, _, names in os.walk(base, followlinks=True)
+                  for name in names if name.endswith(".py"))
 
 
 def modules() -> dict[str, Path]:
     """Every project module by dotted name (packages by their ``__init__``)."""
     found: dict[str, Path] = {}
     for source in SOURCES:
-        base = ROOT / source
-        paths = [base] if base.is_file() else sorted(base.rglob("*.py"))
-        for path in paths:
+        for path in _python_files(ROOT / source):
             parts = list(path.relative_to(ROOT).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts.pop()

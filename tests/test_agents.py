@@ -261,7 +261,7 @@ def test_without_an_llm_the_chat_gets_a_clear_system_message(runtime, procs):
 
 
 def test_task_detail_returns_the_run_transcript_with_trace_and_usage(stack, llm):
-    from web import create_app
+    from mimikit.web import create_app
 
     llm.script("worker", tool_call("list_files"),
                tool_call("submit_result", status="done", resultType="text",

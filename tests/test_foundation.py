@@ -149,7 +149,7 @@ def test_history_is_deduplicated_by_created_at_and_text(runtime):
 
 
 def test_status_endpoint_reports_redis_workers_and_llm(procs, runtime):
-    from web import create_app
+    from mimikit.web import create_app
 
     procs.worker(queues="worker", concurrency=1, name="status")
     client = create_app(runtime.settings).test_client()

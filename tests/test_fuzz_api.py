@@ -146,7 +146,7 @@ def seeded(runtime):
 
 @pytest.fixture
 def checked(seeded, figures):
-    from web import create_app
+    from mimikit.web import create_app
 
     runtime, _task = seeded
     check = Checked(create_app(runtime.settings).test_client(), runtime.redis)
@@ -209,7 +209,7 @@ def test_unknown_paths_and_methods_are_json_4xx(checked, method, path):
 @given(endpoint=st.sampled_from(ENDPOINTS), given_token=st.none() | latin1)
 def test_with_a_token_every_call_without_it_is_401_and_changes_nothing(seeded, endpoint,
                                                                        given_token):
-    from web import create_app
+    from mimikit.web import create_app
 
     runtime, task = seeded
     app = create_app(runtime.settings.model_copy(update={"api_token": SecretStr(TOKEN)}))
@@ -242,7 +242,7 @@ def test_hostile_input_bodies_are_refused_naming_the_problem(checked, raw):
 
 
 def test_a_refused_input_names_the_field_and_stores_nothing(seeded):
-    from web import create_app
+    from mimikit.web import create_app
 
     runtime, _task = seeded
     client = create_app(runtime.settings).test_client()

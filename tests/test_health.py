@@ -8,11 +8,11 @@ import time
 from processes import RedisServer, free_port
 from pydantic import SecretStr
 
-from web.health import HEALTH_TIMEOUT_SECONDS
+from mimikit.web.health import HEALTH_TIMEOUT_SECONDS
 
 
 def _client(settings):
-    from web import create_app
+    from mimikit.web import create_app
 
     return create_app(settings).test_client()
 

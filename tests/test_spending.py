@@ -59,7 +59,7 @@ def test_one_trace_one_bill_sums_teller_planner_and_worker(priced, llm):
     assert bill["promptTokens"] == sum(p for p, _c in expected)
     assert bill["completionTokens"] == sum(c for _p, c in expected)
     assert bill["cost"] == pytest.approx(sum(p + c for p, c in expected) / 1e6)
-    from web import create_app
+    from mimikit.web import create_app
 
     rows = create_app(runtime.settings).test_client().get("/api/usage?by=trace").get_json()
     assert rows["usage"][0]["id"] == message.id and rows["usage"][0]["calls"] == 5
@@ -139,7 +139,7 @@ def test_metrics_parse_and_count_calls_tokens_cost_and_task_outcomes(runtime, ll
     from mimikit.llm.client import LLMClient
     from mimikit.models import Result
     from mimikit.spending.meter import Meter
-    from web import create_app
+    from mimikit.web import create_app
 
     runtime.settings = load_settings(prices=json.dumps(PRICES), llm_base_url=llm.url)
     llm.script("worker", with_usage(tool_call("list_files"), 1000, 100),

@@ -19,7 +19,7 @@ from mimikit.tasks.listing import MAX_PAGE, RECENT_FINISHED
 
 @pytest.fixture
 def client(runtime):
-    from web import create_app
+    from mimikit.web import create_app
 
     return create_app(runtime.settings).test_client()
 

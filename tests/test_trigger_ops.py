@@ -19,7 +19,7 @@ from mimikit.tools.context import ToolContext
 
 @pytest.fixture
 def client(runtime):
-    from web import create_app
+    from mimikit.web import create_app
 
     return create_app(runtime.settings).test_client()
 

@@ -15,14 +15,14 @@ TOKEN = "s3cret-token"
 
 @pytest.fixture
 def client(runtime):
-    from web import create_app
+    from mimikit.web import create_app
 
     return create_app(runtime.settings).test_client()
 
 
 @pytest.fixture
 def token_client(runtime):
-    from web import create_app
+    from mimikit.web import create_app
 
     settings = runtime.settings.model_copy(update={"api_token": SecretStr(TOKEN)})
     return create_app(settings).test_client()
@@ -61,7 +61,7 @@ def test_status_with_redis_down_is_a_json_report_not_a_crash(runtime, redis_serv
     from processes import free_port
 
     from mimikit.config import load_settings
-    from web import create_app
+    from mimikit.web import create_app
 
     settings = load_settings().model_copy(
         update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"})
@@ -174,7 +174,7 @@ def test_without_a_token_loopback_hosts_are_served(client, host):
 
 
 def test_the_configured_loopback_bind_address_is_an_allowed_host(runtime):
-    from web import create_app
+    from mimikit.web import create_app
 
     default = create_app(runtime.settings).test_client()
     assert_json_error(default.get("/api/status", headers={"Host": "127.0.0.2:8787"}), 403)
@@ -446,15 +446,15 @@ def test_history_search_finds_chinese_text_and_keeps_every_field(client, runtime
 
 
 def test_history_search_reads_a_bounded_number_of_messages(client, runtime, monkeypatch):
-    import web.api
+    import mimikit.web.api
 
     add_message(runtime, "user", "the needle", minutes_ago=500)
     for n in range(60):
         add_message(runtime, "user", f"hay {n}", minutes_ago=100 - n)
-    monkeypatch.setattr(web.api, "SEARCH_MAX_SCANNED_MESSAGES", 50)
+    monkeypatch.setattr(mimikit.web.api, "SEARCH_MAX_SCANNED_MESSAGES", 50)
     body = client.get("/api/messages/search?q=needle").get_json()
     assert body == {"messages": [], "scanned": 50, "truncated": True}
-    monkeypatch.setattr(web.api, "SEARCH_MAX_SCANNED_MESSAGES", 1000)
+    monkeypatch.setattr(mimikit.web.api, "SEARCH_MAX_SCANNED_MESSAGES", 1000)
     body = client.get("/api/messages/search?q=needle").get_json()
     assert [m["text"] for m in body["messages"]] == ["the needle"]
     assert body["scanned"] == 61 and body["truncated"] is False
@@ -575,7 +575,7 @@ def test_an_answer_posted_to_the_api_wakes_the_teller_with_the_users_answer(stac
     from llm_server import tool_call, tool_calls
     from processes import wait_for
 
-    from web import create_app
+    from mimikit.web import create_app
 
     api = create_app(stack.settings).test_client()
     script_deploy_question(llm)

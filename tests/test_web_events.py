@@ -111,8 +111,8 @@ def test_the_largest_valid_last_event_id_is_accepted(runtime, web_server):  # no
 def test_events_with_redis_down_at_connect_are_a_503_not_a_500(runtime):
     from processes import free_port
 
-    from web import create_app
-    from web.events import MAX_EVENT_STREAMS
+    from mimikit.web import create_app
+    from mimikit.web.events import MAX_EVENT_STREAMS
 
     settings = runtime.settings.model_copy(
         update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"})
@@ -155,7 +155,7 @@ def test_open_streams_are_capped_and_the_api_stays_responsive(runtime, web_serve
 
     from processes import wait_for
 
-    from web.events import MAX_EVENT_STREAMS, SSE_THREADS
+    from mimikit.web.events import MAX_EVENT_STREAMS, SSE_THREADS
 
     assert MAX_EVENT_STREAMS < SSE_THREADS
     server = web_server.start()

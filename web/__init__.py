@@ -23,9 +23,10 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.extensions["mimikit"] = build_runtime(settings)
 
-    from web import api, chat, events, guard, health, metrics, triggers, usage
+    from mimikit.web import api, auth, chat, events, guard, health, metrics, triggers, usage
 
     app.before_request(guard.check_host_and_origin)
+    auth.init_app(app)
     health.init_app(app, settings)
     app.register_blueprint(chat.bp)
     app.register_blueprint(api.bp)

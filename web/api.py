@@ -19,10 +19,9 @@ from mimikit.models import utcnow
 from mimikit.roles import TASK_ROLES
 from mimikit.status import status as status_report
 from mimikit.tasks.listing import MAX_PAGE, RECENT_FINISHED, SCOPES, detail, list_page
-from web.auth import check_token
-from web.bodies import arg_int, arg_time, parse_body
-from web.context import runtime
-from web.transcript import filename, transcript
+from mimikit.web.bodies import arg_int, arg_time, parse_body
+from mimikit.web.context import runtime
+from mimikit.web.transcript import filename, transcript
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 InputBody = user_input.UserInput
@@ -36,11 +35,6 @@ CURSOR = re.compile(r"[A-Za-z0-9_.:-]{1,200}")  # a task id, as ``nextBefore`` g
 class AnswerBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     answer: str = Field(min_length=1, max_length=4000)
-
-
-@bp.before_request
-def _auth() -> None:
-    check_token()
 
 
 def _arg_query() -> str:

@@ -25,8 +25,7 @@ from redis.exceptions import RedisError
 from mimikit.conversation.gate import teller_state
 from mimikit.status import status
 from mimikit.store.runtime import Runtime
-from web.auth import check_token
-from web.context import runtime
+from mimikit.web.context import runtime
 
 bp = Blueprint("events", __name__)
 SSE_THREADS = 64  # gunicorn threads of ``mimikit web``
@@ -45,7 +44,6 @@ _slots = threading.BoundedSemaphore(MAX_EVENT_STREAMS)
 
 @bp.get("/api/events")
 def events() -> Any:
-    check_token(allow_query=True)
     if not _slots.acquire(blocking=False):
         return _unavailable(f"too many open event streams (at most {MAX_EVENT_STREAMS}); "
                             "close another tab or retry in a moment")

@@ -14,12 +14,12 @@ from urllib.parse import urlsplit
 from flask import jsonify, request
 
 from mimikit.config import Settings
-from web.context import runtime
+from mimikit.web.context import runtime
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 DEFAULT_PORTS = {"http": "80", "https": "443"}
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-# Served whatever the Host: they say nothing a foreign page could use (see ``web.health``).
+# Served whatever the Host: they say nothing a foreign page could use (see ``mimikit.web.health``).
 OPEN_ENDPOINTS = frozenset({"health.health"})
 
 

@@ -25,8 +25,7 @@ from mimikit.spending.budget import budget_state
 from mimikit.spending.meter import latency_buckets
 from mimikit.store.keys import as_text
 from mimikit.store.runtime import Runtime
-from web.auth import check_token
-from web.context import runtime
+from mimikit.web.context import runtime
 
 bp = Blueprint("metrics", __name__)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -34,7 +33,6 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 @bp.get("/metrics")
 def metrics() -> Any:
-    check_token()
     registry = CollectorRegistry(auto_describe=False)
     registry.register(MimikitCollector(runtime()))
     return Response(generate_latest(registry), content_type=CONTENT_TYPE)

@@ -20,7 +20,7 @@ from redis.exceptions import RedisError
 from mimikit import logs
 from mimikit.config import Settings, check_web_bind
 from mimikit.delivery.dispatch import warm_sending
-from web.events import SSE_THREADS
+from mimikit.web.events import SSE_THREADS
 
 # Open SSE streams never finish by themselves: do not wait long for them on shutdown.
 log = logging.getLogger("mimikit.web")

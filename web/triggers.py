@@ -10,16 +10,10 @@ from flask import Blueprint, abort, jsonify
 
 from mimikit.tasks import control
 from mimikit.tasks.edit import TriggerEdit, edit, run_now
-from web.auth import check_token
-from web.bodies import parse_body
-from web.context import runtime
+from mimikit.web.bodies import parse_body
+from mimikit.web.context import runtime
 
 bp = Blueprint("triggers", __name__, url_prefix="/api/tasks")
-
-
-@bp.before_request
-def _auth() -> None:
-    check_token()
 
 
 def _known(task_id: str) -> None:

@@ -8,17 +8,11 @@ from flask import Blueprint, abort, jsonify, request
 
 from mimikit.spending import book
 from mimikit.spending.budget import budget_state
-from web.auth import check_token
-from web.bodies import arg_int, arg_time
-from web.context import runtime
+from mimikit.web.bodies import arg_int, arg_time
+from mimikit.web.context import runtime
 
 bp = Blueprint("usage", __name__, url_prefix="/api")
 MAX_ROWS = 200
-
-
-@bp.before_request
-def _auth() -> None:
-    check_token()
 
 
 @bp.get("/usage")

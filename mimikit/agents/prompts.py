@@ -10,22 +10,22 @@ Only the Teller has the fixed first line and ``voice.md``.
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
+from importlib.resources import files
 from typing import Literal
 
 from mimikit.roles import role as role_spec
 
 PromptMode = Literal["full", "minimal", "none"]
-# The prompt files installed beside the mimikit package, read by path: a prompts/ folder in the
-# current directory never replaces them.
-PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
+# The repository's top-level prompts/ folder, installed as this package: found by its full name,
+# so a prompts/ folder in the current directory never replaces it.
+PROMPTS_PACKAGE = "mimikit.prompts"
 TELLER_FIRST_LINE = "You are the Mimikit runtime teller."
 
 
 @cache
 def load(relative: str) -> str:
     """The text of one prompt file, e.g. ``agents/teller/identity.md``."""
-    return (PROMPTS_DIR / relative).read_text(encoding="utf-8").strip()
+    return files(PROMPTS_PACKAGE).joinpath(relative).read_text(encoding="utf-8").strip()
 
 
 def role_text(role: str) -> str:
