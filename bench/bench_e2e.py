@@ -139,8 +139,8 @@ def cold_starts(services: Services, starts: int) -> dict[str, list[float]]:
 def throughput(instance: Instance, count: int) -> float:
     """Mimikit oneshot Worker tasks per second: ``count`` submitted at once, counted done when
     each of *these* tasks is done."""
+    from mimikit.lifecycle.submit import submit
     from mimikit.models import Task
-    from mimikit.tasks.submit import submit
 
     runtime = instance.runtime()
     tasks = [Task(prompt=f"t{n}") for n in range(count)]

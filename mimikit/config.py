@@ -20,10 +20,10 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from mimikit.exceptions import ConfigError
+from mimikit.exceptions import ConfigError, InvalidValue
 from mimikit.models import MAX_TASK_TIMEOUT_SECONDS
+from mimikit.prices import PriceTable, parse_prices
 from mimikit.roles import ROLES
-from mimikit.spending.prices import PriceTable, parse_prices
 
 # Settings whose values are never printed, not even in an error about them.
 SECRET_SETTINGS = frozenset({"api_token", "llm_api_key", "flower_basic_auth"})
@@ -92,7 +92,7 @@ class Settings(BaseSettings):
     @classmethod
     def _redis_scheme(cls, value: str) -> str:
         if urlparse(value).scheme not in {"redis", "rediss", "unix"}:
-            raise ValueError("not a redis:// URL; use e.g. redis://127.0.0.1:6379/0")
+            raise InvalidValue("not a redis:// URL; use e.g. redis://127.0.0.1:6379/0")
         return value
 
     @field_validator("timezone")
@@ -101,7 +101,7 @@ class Settings(BaseSettings):
         try:
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError("not an IANA time zone; use e.g. UTC, Europe/Berlin or "
+            raise InvalidValue("not an IANA time zone; use e.g. UTC, Europe/Berlin or "
                              "America/New_York") from None
         return value
 
@@ -126,7 +126,7 @@ class Settings(BaseSettings):
             return None
         user, sep, password = value.get_secret_value().partition(":")
         if not (user and sep and password) or any(c.isspace() for c in user + password):
-            raise ValueError("must be user:password (no spaces)")
+            raise InvalidValue("must be user:password (no spaces)")
         return value
 
     @field_validator("llm_base_url", "api_token", "llm_api_key", "flower_basic_auth", "prices",

@@ -9,6 +9,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, TypeAdapter, ValidationError
 
+from mimikit.exceptions import InvalidValue
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {"": 1, "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
                  "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
@@ -28,7 +30,7 @@ def seconds(value: Any) -> Any:
     try:
         return _ISO_DURATION.validate_python(value.strip()).total_seconds()
     except ValidationError:
-        raise ValueError(f"{value!r} is not a duration; give seconds (e.g. 3600) or a "
+        raise InvalidValue(f"{value!r} is not a duration; give seconds (e.g. 3600) or a "
                          "duration such as '90s', '5m', '2h', '1d' or 'PT1H'") from None
 
 

@@ -12,14 +12,12 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
-    SerializeAsAny,
     Tag,
     ValidationError,
     ValidationInfo,
     model_validator,
 )
 
-from mimikit.atoms import ATOMS
 from mimikit.exceptions import InvalidValue
 
 TaskType = Literal["oneshot", "recurring", "scheduled", "conditional"]
@@ -84,39 +82,11 @@ class Model(BaseModel):
 
 
 class Atom(Model):
-    """A condition atom: ``{type, params}``, its params checked by its kind (``mimikit.atoms``)."""
+    """A condition atom as stored: ``{type, params}``. What its params mean, and whether they
+    are valid, is its kind's to say (``mimikit.atoms``, checked where a condition comes in)."""
 
-    type: str
-    params: SerializeAsAny[BaseModel]
-
-    @model_validator(mode="before")
-    @classmethod
-    def _params_of_its_kind(cls, data: Any, info: ValidationInfo) -> Any:
-        if not isinstance(data, dict):
-            return data
-        kind = ATOMS.get(data.get("type"))  # type: ignore[arg-type]
-        if kind is None:
-            known = ", ".join(["and", "or", *ATOMS])
-            raise InvalidValue(f"unknown condition type {data.get('type')!r}; use one of {known}")
-        params = data.get("params")
-        if not isinstance(params, kind.params):
-            try:
-                params = kind.params.model_validate(params, context=info.context)
-            except ValidationError as error:  # named as written: task_done.params.taskId
-                raise ValidationError.from_exception_data(error.title, [
-                    {"type": e["type"], "loc": (kind.type, "params", *e["loc"]),
-                     "input": e["input"], **({"ctx": e["ctx"]} if "ctx" in e else {})}
-                    for e in error.errors()]) from None
-        return {**data, "params": params}
-
-    @classmethod
-    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> dict[str, Any]:
-        """One branch per kind of atom, each pinning its ``type`` (what models are offered)."""
-        return {"anyOf": [
-            {"type": "object", "additionalProperties": False, "required": ["type", "params"],
-             "properties": {"type": {"const": kind.type},
-                            "params": handler(kind.params.__pydantic_core_schema__)}}
-            for kind in ATOMS.values()]}
+    type: str = Field(min_length=1, max_length=64)
+    params: dict[str, Any] = Field(default_factory=dict)
 
 
 class AllOf(Model):
@@ -134,7 +104,7 @@ def check_condition_size(value: Any) -> Any:
     nodes before it is validated (the walk is iterative: any input size is safe).
 
     Raises:
-        ValueError: The tree is too deep or too large; the message names the limit.
+        InvalidValue: The tree is too deep or too large; the message names the limit.
     """
     pending: list[tuple[Any, int]] = [(value, 1)]
     nodes = 0
@@ -142,12 +112,12 @@ def check_condition_size(value: Any) -> Any:
         node, depth = pending.pop()
         nodes += 1
         if depth > MAX_CONDITION_DEPTH:
-            raise ValueError(
+            raise InvalidValue(
                 f"condition nests and/or deeper than the limit of {MAX_CONDITION_DEPTH} "
                 "levels; flatten it (and/or take any number of conditions) or chain triggers "
                 "with task_done")
         if nodes > MAX_CONDITION_NODES:
-            raise ValueError(
+            raise InvalidValue(
                 f"condition has more than the limit of {MAX_CONDITION_NODES} nodes (atoms and "
                 "and/or groups); split it into several triggers")
         children = (node.get("conditions") if isinstance(node, dict)
@@ -185,7 +155,7 @@ class IntervalSchedule(Model):
     @model_validator(mode="after")
     def _interval_or_cron(self) -> IntervalSchedule:
         if (self.interval is None) == (self.cron is None):
-            raise ValueError("a recurring schedule needs exactly one of 'interval' or 'cron'")
+            raise InvalidValue("a recurring schedule needs exactly one of 'interval' or 'cron'")
         return self
 
 
@@ -245,13 +215,13 @@ class Task(Model):
         schedule_cls, needs_condition = wanted
         if schedule_cls and not isinstance(self.schedule, schedule_cls):
             field = "interval or cron" if schedule_cls is IntervalSchedule else "runAt"
-            raise ValueError(f"a {self.type} task needs schedule.{field}")
+            raise InvalidValue(f"a {self.type} task needs schedule.{field}")
         if not schedule_cls and self.schedule is not None:
-            raise ValueError(f"a {self.type} task takes no schedule")
+            raise InvalidValue(f"a {self.type} task takes no schedule")
         if needs_condition and self.condition is None:
-            raise ValueError("a conditional task needs 'condition'")
+            raise InvalidValue("a conditional task needs 'condition'")
         if not needs_condition and self.condition is not None:
-            raise ValueError(f"a {self.type} task takes no condition (use type 'conditional')")
+            raise InvalidValue(f"a {self.type} task takes no condition (use type 'conditional')")
         return self
 
     @property
@@ -311,7 +281,7 @@ def check_result(result_type: str, result: dict[str, Any]) -> None:
             f"result.{'.'.join(str(p) for p in item['loc'])}: {item['msg']}"
             for item in error.errors()
         )
-        raise ValueError(f"result does not match resultType {result_type!r}: {problems}") from None
+        raise InvalidValue(f"result does not match resultType {result_type!r}: {problems}") from None
 
 
 class Result(Model):
@@ -331,9 +301,9 @@ class Result(Model):
         if (self.status == "done" or self.result) and not stored:
             check_result(self.resultType, self.result)
         if self.status == "failed" and not self.error:
-            raise ValueError("a failed result needs 'error'")
+            raise InvalidValue("a failed result needs 'error'")
         if self.status == "needs_input" and not self.question:
-            raise ValueError("a needs_input result needs 'question'")
+            raise InvalidValue("a needs_input result needs 'question'")
         return self
 
 

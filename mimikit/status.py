@@ -3,6 +3,7 @@ Teller, beat, the LLM and the pending question."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -41,7 +42,14 @@ def status(runtime: Runtime) -> dict[str, Any]:
     report["redis"]["ok"] = True
     report["beat"] = beat_state(runtime)
     report["usage"] = budget_state(runtime)
+    report["llmEval"] = last_batch(runtime)
     return report
+
+
+def last_batch(runtime: Runtime) -> dict[str, Any] | None:
+    """How the latest ``llm_eval`` batch ended (``{taskId, status, error, at}``), if any ran."""
+    raw = runtime.redis.get(runtime.keys.meta("llm_eval_last"))
+    return json.loads(raw) if raw else None
 
 
 def llm_report(settings: Settings) -> dict[str, Any]:

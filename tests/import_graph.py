@@ -115,3 +115,18 @@ def highest_chain(edges: dict[str, set[str]], levels: dict[str, int]) -> list[st
         node = max(edges[node], key=lambda name: (levels[name], name))
         chain.append(node)
     return chain
+
+
+def packages(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph of packages: a sub-package of ``mimikit`` (with everything in it) or a
+    top-level module is one node."""
+
+    def node(name: str) -> str:
+        parts = name.split(".")
+        return ".".join(parts[:2]) if parts[0] == "mimikit" else parts[0]
+
+    grouped: dict[str, set[str]] = {}
+    for name, targets in edges.items():
+        grouped.setdefault(node(name), set()).update(
+            node(target) for target in targets if node(target) != node(name))
+    return grouped

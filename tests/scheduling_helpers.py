@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from mimikit.lifecycle.submit import submit
 from mimikit.models import Task
-from mimikit.tasks.submit import submit
 
 
 def add_trigger(runtime: Any, **fields: Any) -> Task:

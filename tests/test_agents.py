@@ -185,8 +185,8 @@ def test_worker_is_never_offered_teller_tools():
 
 
 def _worker_task(stack, prompt="do work", **fields):
+    from mimikit.lifecycle.submit import submit
     from mimikit.models import Task
-    from mimikit.tasks.submit import submit
 
     return submit(stack, [Task(prompt=prompt, **fields)])[0]
 

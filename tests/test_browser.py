@@ -10,8 +10,8 @@ from llm_server import delay, tool_call
 from processes import wait_for
 from web_helpers import WebServer, chat_page, chromium, commands_running  # noqa: F401
 
+from mimikit.lifecycle.submit import submit
 from mimikit.models import Message, Task
-from mimikit.tasks.submit import submit
 
 pytestmark = pytest.mark.browser
 SLEEP_ARG = "41.5"  # an unusual duration, so the test finds only its own sleep process

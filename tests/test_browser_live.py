@@ -10,8 +10,8 @@ from llm_server import delay, streamed, tool_call
 from processes import wait_for
 from web_helpers import chat_page, chromium  # noqa: F401
 
+from mimikit.lifecycle.submit import submit
 from mimikit.models import IntervalSchedule, Task
-from mimikit.tasks.submit import submit
 
 pytestmark = pytest.mark.browser
 

@@ -12,8 +12,8 @@ from llm_server import delay, tool_call, tool_calls
 from processes import ROOT, TESTS, free_port, wait_for
 from web_helpers import commands_running
 
+from mimikit.lifecycle.submit import submit
 from mimikit.models import Message, Result, Task
-from mimikit.tasks.submit import submit
 
 SLEEP_ARG = "37.25"  # an unusual duration, so the test finds only its own sleep process
 

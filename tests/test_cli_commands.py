@@ -14,8 +14,8 @@ from llm_server import tool_call
 from processes import ROOT, children_of, wait_for
 
 from mimikit.launcher import spawn, stop_processes
+from mimikit.lifecycle.submit import submit
 from mimikit.models import PendingQuestion, Task
-from mimikit.tasks.submit import submit
 
 INSTALLED = Path(sys.executable).with_name("mimikit")
 

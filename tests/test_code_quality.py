@@ -31,10 +31,19 @@ def test_no_import_circle_among_the_project_modules():
     assert circles(graph()) == [], "modules that import each other in a loop"
 
 
-def test_every_module_stands_on_one_of_at_most_12_floors():
-    from import_graph import circles, floors, graph, highest_chain
+def test_no_import_circle_among_the_packages():
+    from import_graph import circles, graph, packages
 
-    edges = graph()
+    assert circles(packages(graph())) == [], (
+        "sub-packages (or top-level modules) that import each other in a loop")
+
+
+def test_every_package_stands_on_one_of_at_most_12_floors():
+    """Floors of the packages (a sub-package of ``mimikit`` or a top-level module is one
+    node), as ``farm-studio look`` draws them."""
+    from import_graph import circles, floors, graph, highest_chain, packages
+
+    edges = packages(graph())
     assert circles(edges) == [], "floors are only defined without an import circle"
     levels = floors(edges)
     chain = " -> ".join(f"{name} ({levels[name]})" for name in highest_chain(edges, levels))

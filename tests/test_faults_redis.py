@@ -21,8 +21,8 @@ from llm_server import delay, text
 from scheduling_helpers import add_trigger, fired, slots
 from web_helpers import WebServer
 
+from mimikit.lifecycle.submit import submit
 from mimikit.models import IntervalSchedule, Task
-from mimikit.tasks.submit import submit
 
 DOWN_SECONDS = 3.0
 

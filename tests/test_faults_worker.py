@@ -21,8 +21,8 @@ from fault_helpers import (
 from llm_server import error, hang, malformed
 from processes import children_of
 
+from mimikit.lifecycle.submit import submit
 from mimikit.models import RetryPolicy, Task
-from mimikit.tasks.submit import submit
 
 TASKS = 20
 

@@ -17,8 +17,8 @@ from llm_server import tool_call
 from processes import ROOT, TESTS, free_port, run_mimikit, wait_for
 from pydantic import SecretStr
 
+from mimikit.lifecycle.submit import submit
 from mimikit.models import Task
-from mimikit.tasks.submit import submit
 
 
 class Flower:

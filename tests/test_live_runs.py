@@ -7,10 +7,10 @@ import json
 from llm_server import delay, tool_call
 from processes import wait_for
 
-from mimikit.models import Task
 from mimikit.lifecycle.cancel import cancel_task
+from mimikit.lifecycle.submit import submit
+from mimikit.models import Task
 from mimikit.tasks.listing import detail
-from mimikit.tasks.submit import submit
 
 
 def _run_events(runtime, task_id: str) -> list[dict]:

@@ -8,18 +8,18 @@ import sys
 import pytest
 
 from mimikit.agents.prompts import (
-    ROLE_FILES,
     TELLER_FIRST_LINE,
     build_system_prompt,
     choose_mode,
     load,
 )
+from mimikit.roles import ROLES
 
 
-@pytest.mark.parametrize("role", sorted(ROLE_FILES))
+@pytest.mark.parametrize("role", sorted(ROLES))
 def test_every_prompt_file_of_a_role_loads(role):
-    for name in ROLE_FILES[role]:
-        assert len(load(f"agents/{role}/{name}.md")) > 100
+    for name in ROLES[role].prompt_files:
+        assert len(load(name)) > 100
     assert "submit_verdicts" in load("llm-eval-batch.md")
 
 
@@ -29,7 +29,8 @@ def test_only_the_teller_has_the_fixed_first_line_and_a_voice():
     assert load("agents/teller/voice.md") in teller
     planner = build_system_prompt("planner", "minimal")
     assert not planner.startswith(TELLER_FIRST_LINE)
-    assert "voice" not in ROLE_FILES["planner"] and "voice" not in ROLE_FILES["worker"]
+    assert all("voice" not in name for role in ("planner", "worker", "llm_eval")
+               for name in ROLES[role].prompt_files)
 
 
 def test_prompt_modes_full_minimal_none():

@@ -6,9 +6,8 @@ Worker tasks are dispatched to ``tests.stand_in_worker``, which runs the real de
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import time
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -16,12 +15,12 @@ from processes import wait_for
 from scheduling_helpers import add_trigger
 
 from mimikit.delivery import dispatch, retry
+from mimikit.lifecycle.submit import submit
 from mimikit.models import IntervalSchedule, RetryPolicy, Task, utcnow
+from mimikit.roles import ROLES, WORKER
 from mimikit.scheduling import entries
 from mimikit.supervisor import recovery
-from mimikit.roles import ROLES, WORKER
 from mimikit.supervisor.tick import tick
-from mimikit.tasks.submit import submit
 
 
 @pytest.fixture

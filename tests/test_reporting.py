@@ -8,8 +8,8 @@ from llm_server import tool_call
 from processes import wait_for
 from scheduling_helpers import fired
 
+from mimikit.lifecycle.submit import submit
 from mimikit.models import IntervalSchedule, Task
-from mimikit.tasks.submit import submit
 
 
 def done_with(text: str):

@@ -13,13 +13,13 @@ from mimikit.config import load_settings
 from mimikit.exceptions import ConfigError
 from mimikit.models import IntervalSchedule, Message, Result, Task, utcnow
 from mimikit.spending.book import KEEP_DAYS
+from mimikit.store import fingerprints as fingerprint
 from mimikit.store.keys import TASK_LOG_KEPT
 from mimikit.store.retention import GRACE_SECONDS, RUNS_KEPT, task_keys
 from mimikit.store.schema import migrate, stored_version
 from mimikit.supervisor import retention
 from mimikit.supervisor.tick import tick
 from mimikit.supervisor.upgrades import MIGRATIONS
-from mimikit.tasks import fingerprint
 
 DAY = 24 * 3600
 

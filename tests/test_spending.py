@@ -10,10 +10,10 @@ from agent_helpers import post_input, wait_history
 from llm_server import tool_call, tool_calls, with_usage
 from processes import wait_for
 
+from mimikit.lifecycle.submit import submit
 from mimikit.models import IntervalSchedule, Task
 from mimikit.spending import book
 from mimikit.spending.budget import BudgetExceeded, Caps, reserve
-from mimikit.tasks.submit import submit
 
 # One million tokens cost 1.0 in or out: a call of N tokens costs N / 1e6.
 PRICES = {"teller": {"input": 1.0, "output": 1.0}, "planner": {"input": 1.0, "output": 1.0},

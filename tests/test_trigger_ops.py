@@ -10,10 +10,10 @@ from processes import run_mimikit
 from scheduling_helpers import add_trigger, fired
 
 from mimikit.agents.common import registry
-from mimikit.models import IntervalSchedule, Result, Task
-from mimikit.scheduling import entries
 from mimikit.lifecycle.event import Completion
 from mimikit.lifecycle.pipeline import finish
+from mimikit.models import IntervalSchedule, Result, Task
+from mimikit.scheduling import entries
 from mimikit.tools.context import ToolContext
 
 

@@ -9,12 +9,12 @@ from redbeat.schedulers import RedBeatSchedulerEntry
 
 from mimikit.celery_app import app
 from mimikit.exceptions import ConfigError
+from mimikit.lifecycle.submit import submit
 from mimikit.models import IntervalSchedule, Message, Task
 from mimikit.scheduling import entries
 from mimikit.store.schema import SCHEMA_VERSION, migrate, stored_version
 from mimikit.supervisor.upgrades import upgrade
 from mimikit.tasks.listing import list_tasks
-from mimikit.tasks.submit import submit
 
 
 def test_records_with_unknown_and_missing_fields_still_load(runtime):
@@ -35,7 +35,7 @@ def test_records_with_unknown_and_missing_fields_still_load(runtime):
     redis.zadd(keys.history, {message["id"]: 1})
 
     loaded = runtime.tasks.require("task-old1")
-    assert loaded.condition.params.taskId == "task-a" and loaded.cooldown == 0
+    assert loaded.condition.params["taskId"] == "task-a" and loaded.cooldown == 0
     assert runtime.tasks.result("task-a").result["text"] == "ok"
     assert [m.text for m in runtime.conversation.recent(5)] == ["hello"]
     assert [t["id"] for t in list_tasks(runtime, "triggers")] == ["task-old1"]
@@ -73,3 +73,20 @@ def test_data_from_a_newer_version_is_left_alone_with_a_clear_error(runtime):
     with pytest.raises(ConfigError, match="upgrade mimikit"):
         migrate(runtime, {SCHEMA_VERSION + 1: ran.append})
     assert ran == [] and stored_version(runtime) == SCHEMA_VERSION + 1
+
+
+def test_inbox_items_queued_before_items_had_ids_get_one_and_their_trace(runtime):
+    message = Message(role="user", text="hi", traceId="msg-1").model_dump(mode="json")
+    old = [{"kind": "input", "message": message},
+           {"kind": "result", "taskId": "task-a", "role": "worker", "status": "done",
+            "traceId": "msg-0"},
+           {"kind": "answer", "question": "staging?", "answer": "yes", "source": "user"}]
+    runtime.redis.rpush(runtime.keys.inbox, *(json.dumps(item) for item in old))
+    runtime.redis.set(runtime.keys.meta("schema"), 3)
+    assert upgrade(runtime) == [4]
+    items = runtime.inbox.read()
+    assert [item.kind for item in items] == ["input", "result", "answer"]
+    assert len({item.id for item in items}) == 3
+    assert [item.traceId for item in items] == ["msg-1", "msg-0", None]
+    assert runtime.inbox.ack([items[1].id]) == 1
+    assert [item.kind for item in runtime.inbox.read()] == ["input", "answer"]

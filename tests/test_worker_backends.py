@@ -9,9 +9,9 @@ import pytest
 from llm_server import tool_call
 from processes import pid_alive, wait_for
 
-from mimikit.models import Task
 from mimikit.lifecycle.cancel import cancel_task
-from mimikit.tasks.submit import submit
+from mimikit.lifecycle.submit import submit
+from mimikit.models import Task
 
 BIN = Path(__file__).resolve().parent / "bin"
 

@@ -14,6 +14,7 @@ from mimikit.conversation.gate import wake
 from mimikit.conversation.question import answer_question
 from mimikit.exceptions import NotFound
 from mimikit.lifecycle.cancel import cancel_task
+from mimikit.memory import backlog
 from mimikit.memory.service import search_memory
 from mimikit.models import utcnow
 from mimikit.roles import TASK_ROLES
@@ -154,6 +155,11 @@ def cancel(task_id: str) -> Any:
     if success:
         wake(rt)
     return jsonify(success=success, message=message)
+
+
+@bp.get("/backlog")
+def backlog_items() -> Any:
+    return jsonify(items=backlog.read(runtime().settings.state_dir))
 
 
 @bp.get("/question")

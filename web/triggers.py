@@ -8,7 +8,8 @@ from typing import Any
 
 from flask import Blueprint, abort, jsonify
 
-from mimikit.tasks import control
+from mimikit.exceptions import InvalidValue
+from mimikit.scheduling import control
 from mimikit.tasks.edit import TriggerEdit, edit, run_now
 from mimikit.web.bodies import parse_body
 from mimikit.web.context import runtime
@@ -40,7 +41,7 @@ def run(task_id: str) -> Any:
     _known(task_id)
     try:
         child = run_now(runtime(), task_id)
-    except ValueError as error:
+    except InvalidValue as error:
         abort(409, description=str(error))
     return jsonify(success=True, taskId=child.id), 202
 
@@ -51,6 +52,6 @@ def change(task_id: str) -> Any:
     changes = parse_body(TriggerEdit)
     try:
         edited, about = edit(runtime(), task_id, changes)
-    except ValueError as error:
+    except InvalidValue as error:
         abort(400, description=str(error))
     return jsonify(task=edited.dump(), **about)

@@ -1,4 +1,5 @@
-"""The Worker backends, behind one interface: an engine that fills a run ``Session``.
+"""The Worker backends besides the agent loop, behind one interface: an engine that fills a
+run ``Session`` (``agents.common.BACKENDS`` names them).
 
 - ``llm``: the agent loop with the Worker's tools (shell, files, submit_result).
 - ``codex``: ``codex exec`` as a subprocess, given the Worker's role prompt and the task,
@@ -12,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from mimikit.agents.common import Engine, Session, agent_loop
+from mimikit.agents.session import Session
 from mimikit.llm.loop import ToolCallRecord
 from mimikit.models import Usage
 from mimikit.workspace.codex import CodexOutcome, run_codex
@@ -89,5 +90,3 @@ def _usage(raw: dict[str, Any]) -> Usage:
     prompt, answer = int(raw.get("input_tokens") or 0), int(raw.get("output_tokens") or 0)
     return Usage(promptTokens=prompt, completionTokens=answer, totalTokens=prompt + answer)
 
-
-BACKENDS: dict[str, Engine] = {"llm": agent_loop, "codex": codex_engine}

@@ -3,8 +3,8 @@ the budgets, live steps, and the run record, kept however the run ends (done, fa
 or timed out).
 
 A run is a ``Session`` handed to an engine: the agent loop (``agent_loop``, every role's
-default) or a Worker backend such as ``codex exec`` (``agents.backends``); the engine fills the
-session's record.
+default) or another Worker backend (``BACKENDS``: ``codex exec``, see ``agents.backends``); the
+engine fills the session's record.
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 
+from mimikit.agents.backends import codex_engine
 from mimikit.agents.prompts import build_system_prompt
+from mimikit.agents.session import Engine, Session
 from mimikit.delivery.dispatch import warm_sending
 from mimikit.exceptions import TaskCanceled, TaskTimedOut
 from mimikit.llm.client import LLMClient, StreamingClient
@@ -49,25 +50,6 @@ TextSinks = Callable[[RunRecord, int], Callable[[str], None]]
 
 
 _clients: dict[tuple[Any, ...], LLMClient] = {}
-
-
-@dataclass
-class Session:
-    """One agent run in progress: what an engine needs, and the record it fills."""
-
-    runtime: Runtime
-    ctx: ToolContext
-    record: RunRecord
-    meter: Meter
-    system: str
-    user: str
-    deadline: float
-    on_step: Callable[[RunRecord], None] | None = None
-    observe: Observer | None = None
-    cancel: threading.Event | None = None
-
-
-Engine = Callable[[Session], None]
 
 
 @cache
@@ -192,3 +174,6 @@ def keep_run(runtime: Runtime, record: RunRecord, owners: tuple[str, ...],
                   "tokens": record.usage.totalTokens, "durationMs": record.durationMs,
                   "taskId": owners[0] if owners and owners[0].startswith("task-") else None},
         live_owner=live_owner)
+
+
+BACKENDS: dict[str, Engine] = {"llm": agent_loop, "codex": codex_engine}

@@ -14,6 +14,7 @@ from typing import Any
 from mimikit.agents.common import run_role
 from mimikit.agents.prompts import build_system_prompt
 from mimikit.lifecycle.execution import RunControl, execute
+from mimikit.lifecycle.submit import submit
 from mimikit.models import Result, Task
 from mimikit.scheduling.llm_eval import (
     fire_satisfied,
@@ -26,7 +27,6 @@ from mimikit.scheduling.llm_eval import (
 from mimikit.store import lease
 from mimikit.store.identity import owner_alive, owner_token
 from mimikit.store.runtime import Runtime
-from mimikit.tasks.submit import submit
 from mimikit.tools.context import ToolContext
 from mimikit.workspace.local import Workspace
 

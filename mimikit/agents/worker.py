@@ -11,8 +11,7 @@ import json
 import logging
 from typing import Any
 
-from mimikit.agents.backends import BACKENDS
-from mimikit.agents.common import run_role
+from mimikit.agents.common import BACKENDS, run_role
 from mimikit.agents.prompts import build_system_prompt
 from mimikit.lifecycle.execution import RunControl, execute
 from mimikit.llm.loop import RunRecord

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from mimikit.atoms import file_changed, file_exists, llm_eval, task_done, task_failed
 from mimikit.atoms.base import AtomKind
+from mimikit.exceptions import InvalidValue
 
 KINDS = (file_changed.KIND, file_exists.KIND, task_done.KIND, task_failed.KIND, llm_eval.KIND)
-ATOMS: dict[str, AtomKind] = {kind.type: kind for kind in KINDS}
+ATOMS: dict[str, AtomKind] = {kind.name: kind for kind in KINDS}
 
 
 def register(kind: AtomKind) -> AtomKind:
     """Add a kind of atom (a name already taken is refused)."""
-    if kind.type in ATOMS or kind.type in ("and", "or"):
-        raise ValueError(f"a condition type {kind.type!r} exists already; choose another name")
-    ATOMS[kind.type] = kind
+    if kind.name in ATOMS or kind.name in ("and", "or"):
+        raise InvalidValue(f"a condition type {kind.name!r} exists already; choose another name")
+    ATOMS[kind.name] = kind
     return kind

@@ -1,10 +1,12 @@
 """What a condition atom is: one protocol that every kind of atom fills in.
 
 An atom kind (``AtomKind``) says what its ``params`` are, what it waits on (``watch``: a
-task's result, files, or an ``llm_eval`` verdict, which decides how triggers are indexed and
-when they are looked at), which task ids it references (``refs``), how a person's or a model's
-params are checked before they are stored (``check``), how it is evaluated (``evaluate``), and
-whether it can never change again (``settled``: then a trigger resting on it alone is retired).
+task's result, what the tick looks at, or an ``llm_eval`` verdict, which decides how triggers
+are indexed and when they are looked at), which task ids it references (``refs``), how a
+person's or a model's params are checked before they are stored (``check``), how it is
+evaluated (``evaluate``), what a firing acted on (``mark``: e.g. the fingerprint of the files,
+noted when the trigger fires and as the baseline at install), and whether it can never change
+again (``settled``: then a trigger resting on it alone is retired).
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
 
-Watch = Literal["task", "files", "llm"]
+# What an atom waits on: a task's result (evaluated when it is routed), something the tick
+# looks at (files: evaluated every tick), or an ``llm_eval`` verdict (the batched evaluation).
+Watch = Literal["task", "tick", "llm"]
 
 
 class Params(BaseModel):
@@ -95,14 +99,24 @@ def _never_settled(params: Any, reader: Reader) -> bool:
     return False
 
 
+def _no_mark(params: Any, reader: Reader) -> str | None:
+    return None
+
+
 @dataclass(frozen=True)
 class AtomKind:
-    """One kind of condition atom."""
+    """One kind of condition atom. Its functions take the params as its ``params`` model
+    (``parse`` reads them from a stored condition)."""
 
-    type: str
+    name: str
     params: type[Params]
     watch: Watch
     evaluate: Callable[[Any, str, Reader], Evaluation]
     refs: Callable[[Any], list[str]] = _no_refs
     check: Callable[[Any, Checker], Any] = _as_given
     settled: Callable[[Any, Reader], bool] = _never_settled
+    mark: Callable[[Any, Reader], str | None] = _no_mark
+
+    def parse(self, params: dict[str, Any]) -> Any:
+        """The params of a stored atom as this kind's model."""
+        return self.params.model_validate(params, context={"stored": True})

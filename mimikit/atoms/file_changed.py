@@ -4,7 +4,7 @@ from what the trigger last acted on, or from the baseline noted when it was inst
 from __future__ import annotations
 
 from mimikit.atoms.base import AtomKind, Evaluation, Reader
-from mimikit.atoms.files import PathParams, check_path
+from mimikit.atoms.files import PathParams, check_path, mark
 
 
 def evaluate(params: PathParams, path: str, reader: Reader) -> Evaluation:
@@ -14,5 +14,5 @@ def evaluate(params: PathParams, path: str, reader: Reader) -> Evaluation:
     return Evaluation(changed, [f"{params.path}={current}"])
 
 
-KIND = AtomKind(type="file_changed", params=PathParams, watch="files", evaluate=evaluate,
-                check=check_path)
+KIND = AtomKind(name="file_changed", params=PathParams, watch="tick", evaluate=evaluate,
+                check=check_path, mark=mark)

@@ -4,7 +4,7 @@ evidence, so the same files do not fire a lone ``file_exists`` twice)."""
 from __future__ import annotations
 
 from mimikit.atoms.base import AtomKind, Evaluation, Reader
-from mimikit.atoms.files import PathParams, check_path
+from mimikit.atoms.files import PathParams, check_path, mark
 
 
 def evaluate(params: PathParams, path: str, reader: Reader) -> Evaluation:
@@ -12,5 +12,5 @@ def evaluate(params: PathParams, path: str, reader: Reader) -> Evaluation:
     return Evaluation(bool(current), [f"{params.path}={current}"])
 
 
-KIND = AtomKind(type="file_exists", params=PathParams, watch="files", evaluate=evaluate,
-                check=check_path)
+KIND = AtomKind(name="file_exists", params=PathParams, watch="tick", evaluate=evaluate,
+                check=check_path, mark=mark)

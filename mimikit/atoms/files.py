@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from mimikit import globs
-from mimikit.atoms.base import Checker, Params
+from mimikit.atoms.base import Checker, Params, Reader
 
 
 class PathParams(Params):
@@ -18,3 +18,8 @@ def check_path(params: PathParams, checker: Checker) -> PathParams:
     """The params with the path made relative to the work dir (refused when it leaves it or
     is not a glob the tick can evaluate)."""
     return params.model_copy(update={"path": globs.check(params.path, checker.work_dir)})
+
+
+def mark(params: PathParams, reader: Reader) -> str:
+    """What a firing acted on: the fingerprint of the files matching now."""
+    return reader.fingerprint(params.path)

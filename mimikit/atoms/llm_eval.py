@@ -25,4 +25,4 @@ def evaluate(params: Judged, path: str, reader: Reader) -> Evaluation:
     return Evaluation(None, [], [(path, params.prompt)])
 
 
-KIND = AtomKind(type="llm_eval", params=Judged, watch="llm", evaluate=evaluate)
+KIND = AtomKind(name="llm_eval", params=Judged, watch="llm", evaluate=evaluate)

@@ -3,19 +3,13 @@ after the trigger last fired (a trigger id stands for its latest fired task)."""
 
 from __future__ import annotations
 
-from pydantic import Field
-
-from mimikit.atoms.base import AtomKind, Evaluation, Params, Reader
-from mimikit.atoms.tasks import check_ref, evaluate_outcome, ref_settled
-
-
-class TaskRef(Params):
-    taskId: str = Field(min_length=1, description="a taskId that delegate or schedule returned")
+from mimikit.atoms.base import AtomKind, Evaluation, Reader
+from mimikit.atoms.tasks import TaskRef, check_ref, evaluate_outcome, ref_settled
 
 
 def evaluate(params: TaskRef, path: str, reader: Reader) -> Evaluation:
     return evaluate_outcome(params.taskId, "done", reader)
 
 
-KIND = AtomKind(type="task_done", params=TaskRef, watch="task", evaluate=evaluate,
+KIND = AtomKind(name="task_done", params=TaskRef, watch="task", evaluate=evaluate,
                 refs=lambda params: [params.taskId], check=check_ref, settled=ref_settled)

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from mimikit.atoms.base import Checker, Evaluation, Reader
+from pydantic import Field
+
+from mimikit.atoms.base import Checker, Evaluation, Params, Reader
 from mimikit.exceptions import InvalidValue
+
+
+class TaskRef(Params):
+    taskId: str = Field(min_length=1, description="a taskId that delegate or schedule returned")
+
 
 
 def evaluate_outcome(ref: str, wanted: str, reader: Reader) -> Evaluation:

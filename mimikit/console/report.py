@@ -40,6 +40,11 @@ def print_status(settings: Settings, as_json: bool = False) -> int:
     print(f"spent     {usage.get('spentToday', 0):.4f}{cap} today"
           + (f"; priced: {', '.join(usage['priced'])}" if usage.get("priced") else
              "; no prices set (MIMIKIT_PRICES): counted in tokens only"))
+    batch = report.get("llmEval")
+    if batch:
+        outcome = (f"FAILED: {batch.get('error')}" if batch["status"] == "failed"
+                   else batch["status"])
+        print(f"llm_eval  last batch {outcome}  ({batch['at']}, {batch['taskId']})")
     question = report.get("pendingQuestion")
     print(f"question  {question['question'] if question else '-'}"
           + ('\n          answer it with: mimikit answer "..."' if question else ""))

@@ -11,10 +11,10 @@ from pydantic import ValidationError
 
 from mimikit.config import Settings
 from mimikit.conversation.gate import wake
-from mimikit.exceptions import ConfigError
+from mimikit.exceptions import ConfigError, InvalidValue
 from mimikit.lifecycle.cancel import cancel_task
+from mimikit.scheduling import control
 from mimikit.store.runtime import build_runtime
-from mimikit.tasks import control
 from mimikit.tasks.checks import problems
 from mimikit.tasks.edit import TriggerEdit, edit, run_now
 from mimikit.tasks.listing import RECENT_FINISHED, detail, list_page
@@ -176,7 +176,7 @@ def steer(settings: Settings, task_id: str, action: str) -> int:
     if action == "run":
         try:
             child = run_now(runtime, task_id)
-        except ValueError as error:
+        except InvalidValue as error:
             print(f"mimikit: {error}", file=sys.stderr)
             return 1
         print(f"running now as {child.id}")
@@ -205,7 +205,7 @@ def edit_trigger(settings: Settings, task_id: str, changes: dict[str, Any],
     except ValidationError as error:
         print(f"mimikit: {problems(error)}", file=sys.stderr)
         return 1
-    except ValueError as error:
+    except InvalidValue as error:
         print(f"mimikit: {error}", file=sys.stderr)
         return 1
     if as_json:

@@ -8,6 +8,7 @@ level 9, every other priority has a level of its own.
 
 from __future__ import annotations
 
+from mimikit.exceptions import InvalidValue
 from mimikit.roles import ROLES
 
 BROKER_PRIORITY_LEVELS = 10
@@ -25,7 +26,7 @@ ROUTES = {
 def to_broker_priority(priority: int) -> int:
     """The Redis transport level (0 first) for a Mimikit priority (0-10, 10 first)."""
     if not 0 <= priority <= 10:
-        raise ValueError(f"priority {priority} is outside 0-10")
+        raise InvalidValue(f"priority {priority} is outside 0-10")
     return min(max(10 - priority, 1), BROKER_PRIORITY_LEVELS - 1)
 
 

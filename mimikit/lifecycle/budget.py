@@ -4,8 +4,8 @@ for all its firings (the run itself is not reported)."""
 from __future__ import annotations
 
 from mimikit.lifecycle.event import Completion
+from mimikit.scheduling.control import pause
 from mimikit.store.runtime import Runtime
-from mimikit.tasks.control import pause
 
 
 def before(runtime: Runtime, completion: Completion) -> None:

@@ -3,11 +3,11 @@ result, started once it is recorded, and announced in the chat."""
 
 from __future__ import annotations
 
+from mimikit.lifecycle import submit
 from mimikit.lifecycle.event import Completion
 from mimikit.models import utcnow
 from mimikit.store.runtime import Runtime
 from mimikit.store.writepipe import WritePipe
-from mimikit.tasks import submit
 
 
 def within(runtime: Runtime, completion: Completion, pipe: WritePipe) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from mimikit.exceptions import LLMUnavailable, MimikitError
+from mimikit.exceptions import InvalidValue, LLMUnavailable, MimikitError
 from mimikit.roles import ROLES
 
 logger = logging.getLogger("mimikit.tools")
@@ -80,17 +80,17 @@ class Registry:
         """Add a tool; its roles must be known and not already have a tool of that name."""
         unknown = sorted(tool.roles - set(ROLES))
         if unknown or not tool.roles:
-            raise ValueError(
+            raise InvalidValue(
                 f"tool {tool.name!r} has unknown roles {unknown or '(none)'}; "
                 f"use some of {sorted(ROLES)}"
             )
         for role in sorted(tool.roles):
             if tool.name not in ROLES[role].tools:
-                raise ValueError(f"tool {tool.name!r} is not among the {role}'s tools in "
+                raise InvalidValue(f"tool {tool.name!r} is not among the {role}'s tools in "
                                  "mimikit/roles.py; add it there first")
         for role in tool.roles:
             if (role, tool.name) in self._tools:
-                raise ValueError(f"tool {tool.name!r} is already registered for the {role}")
+                raise InvalidValue(f"tool {tool.name!r} is already registered for the {role}")
         for role in tool.roles:
             self._tools[(role, tool.name)] = tool
         self._schemas.clear()

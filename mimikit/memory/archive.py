@@ -10,6 +10,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
+from mimikit.exceptions import InvalidValue
 from mimikit.memory.files import RECENT_DIR, SUMMARY_DIR, as_utc
 from mimikit.models import Message
 
@@ -37,14 +38,14 @@ def summary_path(state_dir: Path, kind: SummaryKind, period: str) -> Path:
     """Where the summary of ``period`` (``YYYY-MM-DD`` daily, ``YYYY-MM`` monthly) lives.
 
     Raises:
-        ValueError: When ``kind`` is unknown or ``period`` does not match it.
+        InvalidValue: When ``kind`` is unknown or ``period`` does not match it.
     """
     shapes = {"daily": r"\d{4}-\d{2}-\d{2}", "monthly": r"\d{4}-\d{2}"}
     if kind not in shapes:
-        raise ValueError(f"summary kind {kind!r} is unknown; use 'daily' or 'monthly'")
+        raise InvalidValue(f"summary kind {kind!r} is unknown; use 'daily' or 'monthly'")
     if not re.fullmatch(shapes[kind], period):
         wanted = "YYYY-MM-DD" if kind == "daily" else "YYYY-MM"
-        raise ValueError(f"{kind} summary period {period!r} is malformed; use {wanted}")
+        raise InvalidValue(f"{kind} summary period {period!r} is malformed; use {wanted}")
     return Path(state_dir) / SUMMARY_DIR / f"{period}.md"
 
 

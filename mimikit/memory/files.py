@@ -6,6 +6,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from mimikit.exceptions import InvalidValue
 from mimikit.models import utcnow
 
 LONG_TERM_FILE = "memory.md"
@@ -70,11 +71,11 @@ def remember(
         The file written: ``memory.md`` or ``memory/YYYY-MM-DD-slug.md``.
 
     Raises:
-        ValueError: When ``content`` is empty.
+        InvalidValue: When ``content`` is empty.
     """
     text = content.strip()
     if not text:
-        raise ValueError("remember: 'content' is empty; pass the text to remember")
+        raise InvalidValue("remember: 'content' is empty; pass the text to remember")
     moment = as_utc(now or utcnow())
     if long_term:
         path = Path(state_dir) / LONG_TERM_FILE

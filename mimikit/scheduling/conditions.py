@@ -16,12 +16,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from mimikit import globs
 from mimikit.atoms import ATOMS
-from mimikit.atoms.base import Evaluation, Watch
-from mimikit.models import AllOf, AnyOf, Atom, Task
+from mimikit.atoms.base import AtomKind, Evaluation, Watch
+from mimikit.exceptions import InvalidValue
+from mimikit.models import AllOf, AnyOf, Atom, Condition, Task
 from mimikit.store.runtime import Runtime
 
+_CONDITION: TypeAdapter[Any] = TypeAdapter(Condition)
 RECENT_RUNS_CHECKED = 20  # a finished trigger's latest runs that could still report
 __all__ = ["Context", "Evaluation", "FileScanner", "atoms", "check", "evaluate", "settled",
            "task_refs", "watches"]
@@ -36,21 +40,39 @@ def atoms(condition: Any, path: str = "c") -> Iterator[tuple[str, Atom]]:
         yield path, condition
 
 
+def kind(atom: Atom) -> AtomKind:
+    """The kind of ``atom``.
+
+    Raises:
+        InvalidValue: A stored atom of a kind this version does not know.
+    """
+    found = ATOMS.get(atom.type)
+    if found is None:
+        raise InvalidValue(f"condition type {atom.type!r} is unknown to this version; use one "
+                           f"of {', '.join(ATOMS)}")
+    return found
+
+
+def params(atom: Atom) -> Any:
+    """The params of ``atom`` as its kind's model."""
+    return kind(atom).parse(atom.params)
+
+
 def task_refs(condition: Any) -> list[str]:
     """The task ids its atoms reference, in condition order."""
-    refs = (ref for _, atom in atoms(condition) for ref in ATOMS[atom.type].refs(atom.params))
+    refs = (ref for _, atom in atoms(condition) for ref in kind(atom).refs(params(atom)))
     return list(dict.fromkeys(refs))
 
 
 def watches(condition: Any) -> set[Watch]:
     """What the condition waits on: task results, files, ``llm_eval`` verdicts."""
-    return {ATOMS[atom.type].watch for _, atom in atoms(condition)}
+    return {kind(atom).watch for _, atom in atoms(condition)}
 
 
 def settled(condition: Any, ctx: Context) -> bool:
     """True when every atom of ``condition`` can never change again (e.g. it rests only on
     tasks finished for good); files and verdicts can always change."""
-    return all(ATOMS[atom.type].settled(atom.params, ctx) for _, atom in atoms(condition))
+    return all(kind(atom).settled(params(atom), ctx) for _, atom in atoms(condition))
 
 
 class CheckContext:
@@ -73,11 +95,13 @@ def check(condition: Any, checker: CheckContext) -> Any:
     """
     if condition is None:
         return None
+    if isinstance(condition, dict):  # as written (``atoms.tree.ConditionArg``)
+        condition = _CONDITION.validate_python(condition)
     if isinstance(condition, AllOf | AnyOf):
         children = [check(child, checker) for child in condition.conditions]
         return condition.model_copy(update={"conditions": children})
-    params = ATOMS[condition.type].check(condition.params, checker)
-    return condition.model_copy(update={"params": params})
+    checked = kind(condition).check(params(condition), checker)
+    return condition.model_copy(update={"params": checked.model_dump(exclude_none=True)})
 
 
 class FileScanner:
@@ -159,18 +183,18 @@ class Context:
         return all(run.finished for run in runs)
 
     def file_marks(self) -> dict[str, str]:
-        """Every file atom's fingerprint now: what it acts on when the trigger fires, and the
-        baseline noted at install (whichever sibling decides first)."""
-        return {path: self.files.fingerprint(atom.params.path)
-                for path, atom in atoms(self.trigger.condition)
-                if ATOMS[atom.type].watch == "files"}
+        """What each atom with a mark acts on now (the fingerprint of its files): noted when the
+        trigger fires, and as the baseline at install (whichever sibling decides first)."""
+        marks = ((path, kind(atom).mark(params(atom), self))
+                 for path, atom in atoms(self.trigger.condition))
+        return {path: mark for path, mark in marks if mark is not None}
 
 
 def evaluate(condition: Any, ctx: Context, path: str = "c") -> Evaluation:
     """The value of ``condition`` for ``ctx.trigger`` (None: needs an ``llm_eval`` verdict)."""
     if isinstance(condition, AllOf | AnyOf):
         return _composite(condition, ctx, path)
-    return ATOMS[condition.type].evaluate(condition.params, path, ctx)
+    return kind(condition).evaluate(params(condition), path, ctx)
 
 
 def _composite(condition: AllOf | AnyOf, ctx: Context, path: str) -> Evaluation:

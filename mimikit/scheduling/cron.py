@@ -15,6 +15,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
+from mimikit.exceptions import InvalidValue
+
 ALIASES = {
     "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
     "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
@@ -36,23 +38,23 @@ class Cron:
         """Check ``expression`` and bind it to ``zone`` (an IANA name; None means UTC).
 
         Raises:
-            ValueError: What is wrong with the expression or the zone, and how to write it.
+            InvalidValue: What is wrong with the expression or the zone, and how to write it.
         """
         text = " ".join(expression.split())
         fields = ALIASES.get(text.lower(), text)
         if text.startswith("@") and fields == text:
-            raise ValueError(f"cron {expression!r}: unknown shortcut; use one of "
+            raise InvalidValue(f"cron {expression!r}: unknown shortcut; use one of "
                              f"{', '.join(sorted(ALIASES))} or five fields, {EXAMPLES}")
         if len(fields.split()) != 5:
-            raise ValueError(f"cron {expression!r} needs five fields 'minute hour day-of-month "
+            raise InvalidValue(f"cron {expression!r} needs five fields 'minute hour day-of-month "
                              f"month day-of-week' (no seconds), {EXAMPLES}")
         try:
             cron = cls(fields, ZoneInfo(zone or "UTC"))
             cron.next_after(datetime(2000, 1, 1, tzinfo=UTC))
         except (ZoneInfoNotFoundError, ValueError) as error:
-            raise ValueError(f"cron time zone {zone!r} is not an IANA zone: {error}") from None
+            raise InvalidValue(f"cron time zone {zone!r} is not an IANA zone: {error}") from None
         except CronSimError as error:
-            raise ValueError(f"cron {expression!r} is invalid ({error}); {EXAMPLES}") from None
+            raise InvalidValue(f"cron {expression!r} is invalid ({error}); {EXAMPLES}") from None
         return cron
 
     def next_after(self, moment: datetime) -> datetime:

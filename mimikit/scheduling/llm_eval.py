@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
+from mimikit.exceptions import InvalidValue
 from mimikit.models import utcnow
 from mimikit.scheduling import conditions, triggers
 from mimikit.scheduling.triggers import cooling_until
@@ -69,7 +70,7 @@ def parse(prompt: str) -> list[dict[str, str]]:
     """The conditions listed in a batch task's prompt (the inverse of ``render``)."""
     match = _BLOCK.search(prompt)
     if not match:
-        raise ValueError("the llm_eval task prompt has no ```json condition list")
+        raise InvalidValue("the llm_eval task prompt has no ```json condition list")
     items: list[dict[str, str]] = json.loads(match.group(1))
     for item in items:
         item["triggerId"] = item["id"].rsplit(":", 1)[0]

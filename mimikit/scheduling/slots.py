@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta
 
+from mimikit.exceptions import InvalidValue
 from mimikit.models import IntervalSchedule, RunAtSchedule, Task
 from mimikit.scheduling.cron import Cron
 
@@ -22,10 +23,10 @@ def cron_of(schedule: IntervalSchedule) -> Cron:
     """The cron of a recurring schedule, in the zone it was created in (UTC when none).
 
     Raises:
-        ValueError: The schedule has no cron, or its expression is invalid.
+        InvalidValue: The schedule has no cron, or its expression is invalid.
     """
     if schedule.cron is None:
-        raise ValueError("this recurring schedule runs on an interval, not a cron")
+        raise InvalidValue("this recurring schedule runs on an interval, not a cron")
     return Cron.parse(schedule.cron, schedule.timezone)
 
 

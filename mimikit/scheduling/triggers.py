@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from redis.exceptions import RedisError
 
 from mimikit.delivery.dispatch import enqueue
-from mimikit.exceptions import NotFound
+from mimikit.exceptions import InvalidValue, NotFound
 from mimikit.models import IntervalSchedule, Task, utcnow
 from mimikit.scheduling import conditions, slots
 from mimikit.scheduling.entries import delete_entry, save_entry
@@ -37,7 +37,7 @@ def install(runtime: Runtime, trigger: Task) -> None:
     """Start a committed trigger: its beat entry (timed) or its indexes (conditional).
 
     Raises:
-        ValueError: The trigger is not a recurring, scheduled or conditional task.
+        InvalidValue: The trigger is not a recurring, scheduled or conditional task.
     """
     if trigger.type in ("recurring", "scheduled"):
         if not trigger.paused:  # a paused trigger gets its entry back when resumed
@@ -45,7 +45,7 @@ def install(runtime: Runtime, trigger: Task) -> None:
     elif trigger.type == "conditional":
         _install_conditional(runtime, trigger)
     else:
-        raise ValueError(f"task {trigger.id} is a {trigger.type} task, not a trigger")
+        raise InvalidValue(f"task {trigger.id} is a {trigger.type} task, not a trigger")
     runtime.events.log("trigger_installed", taskId=trigger.id, traceId=trigger.traceId,
                       taskType=trigger.type)
 
@@ -95,7 +95,7 @@ def _install_conditional(runtime: Runtime, trigger: Task) -> None:
 
 def record_baselines(runtime: Runtime, trigger: Task) -> None:
     """Note every file atom's state now, unless noted before (a restore keeps the old one)."""
-    if trigger.condition is None or "files" not in conditions.watches(trigger.condition):
+    if trigger.condition is None or "tick" not in conditions.watches(trigger.condition):
         return
     runtime.triggers.baseline(trigger.id, conditions.Context(runtime, trigger).file_marks())
 

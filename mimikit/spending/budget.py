@@ -17,8 +17,8 @@ from typing import Any
 
 from mimikit.exceptions import MimikitError
 from mimikit.memory.tokens import estimate_tokens
+from mimikit.prices import PER_TOKENS, Price
 from mimikit.spending.book import Spender
-from mimikit.spending.prices import PER_TOKENS, Price
 from mimikit.store.runtime import Runtime
 
 TELLER_RESERVE = 0.05  # the Teller may spend 5 % past the daily cap

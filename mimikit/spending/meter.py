@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 
 from mimikit.llm.completion import ChatClient, Completion
 from mimikit.models import Usage
+from mimikit.prices import PER_TOKENS, Price
 from mimikit.spending import book, budget
-from mimikit.spending.prices import cost_of
 from mimikit.store.runtime import Runtime
 
 LATENCY_BUCKETS_SECONDS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
@@ -109,3 +109,10 @@ def latency_buckets(row: dict[str, Any]) -> list[tuple[str, float]]:
         below += row.get(f"bucket:{bound}", 0)
         buckets.append((str(bound), below + row.get(f"le:{bound}", 0)))
     return buckets
+
+
+def cost_of(usage: Usage, price: Price | None) -> float | None:
+    """What ``usage`` cost at ``price`` (None: the model has no price)."""
+    if price is None:
+        return None
+    return (usage.promptTokens * price.input + usage.completionTokens * price.output) / PER_TOKENS

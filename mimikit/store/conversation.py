@@ -15,9 +15,9 @@ from typing import Any
 from redis import Redis
 
 from mimikit.models import Message, PendingQuestion, load
-from mimikit.store.eventlog import EventLog
 from mimikit.store.inbox import AnswerItem, Inbox, InputItem, item_json
 from mimikit.store.keys import EVENTS_MAXLEN, Keys
+from mimikit.store.writepipe import Transactions
 
 SEARCH_BATCH_MESSAGES = 200
 
@@ -34,7 +34,7 @@ return 1
 class Conversation:
     """The messages and the pending question of one instance."""
 
-    def __init__(self, redis: Redis, keys: Keys, events: EventLog, inbox: Inbox) -> None:
+    def __init__(self, redis: Redis, keys: Keys, events: Transactions, inbox: Inbox) -> None:
         self.redis = redis
         self.keys = keys
         self.events = events

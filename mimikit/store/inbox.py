@@ -78,6 +78,25 @@ return removed
 """
 
 
+# Gives every item written before items had ids one (ARGV[1] + its position), and the trace of
+# its message at the top level.
+_NAME_LEGACY = """
+local changed = 0
+for i, raw in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
+  local ok, item = pcall(cjson.decode, raw)
+  if ok and type(item) == 'table' and item['id'] == nil then
+    item['id'] = ARGV[1] .. i
+    if item['traceId'] == nil and type(item['message']) == 'table' then
+      item['traceId'] = item['message']['traceId']
+    end
+    redis.call('LSET', KEYS[1], i - 1, cjson.encode(item))
+    changed = changed + 1
+  end
+end
+return changed
+"""
+
+
 def parse_item(raw: str | bytes) -> InboxItem | None:
     """An item as stored, or None when it cannot be read (it is logged)."""
     try:
@@ -126,3 +145,9 @@ class Inbox:
         if not ids:
             return 0
         return int(self.redis.eval(_ACK, 1, self.keys.inbox, *ids))
+
+    def name_legacy_items(self) -> int:
+        """Give the items stored before items had ids an id, and their trace at the top level
+        (schema version 4); returns how many were changed."""
+        prefix = new_id("in") + "-"
+        return int(self.redis.eval(_NAME_LEGACY, 1, self.keys.inbox, prefix))

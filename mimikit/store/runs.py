@@ -10,10 +10,9 @@ from typing import Any
 
 from redis import Redis
 
-from mimikit.store.eventlog import EventLog
 from mimikit.store.keys import EVENTS_MAXLEN, Keys
 from mimikit.store.retention import GRACE_SECONDS, RUNS_KEPT
-from mimikit.store.writepipe import WritePipe
+from mimikit.store.writepipe import Transactions, WritePipe
 
 LIVE_STEPS_TTL_SECONDS = 24 * 3600  # a run that died without ending leaves them this long
 
@@ -21,7 +20,7 @@ LIVE_STEPS_TTL_SECONDS = 24 * 3600  # a run that died without ending leaves them
 class RunStore:
     """The steps of the runs in progress and the transcripts of finished runs."""
 
-    def __init__(self, redis: Redis, keys: Keys, events: EventLog) -> None:
+    def __init__(self, redis: Redis, keys: Keys, events: Transactions) -> None:
         self.redis = redis
         self.keys = keys
         self.events = events

@@ -49,7 +49,7 @@ def build_runtime(settings: Settings) -> Runtime:
     tasks = TaskStore(redis, keys, events, task_summary, settings.heartbeat_seconds)
     inbox = Inbox(redis, keys)
     return Runtime(settings=settings, redis=redis, keys=keys, events=events, tasks=tasks,
-                   triggers=TriggerStore(redis, keys, tasks),
+                   triggers=TriggerStore(redis, keys, tasks.by_id),
                    conversation=Conversation(redis, keys, events, inbox), inbox=inbox,
                    runs=RunStore(redis, keys, events))
 

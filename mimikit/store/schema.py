@@ -17,7 +17,7 @@ from mimikit.store.identity import owner_alive, owner_token
 from mimikit.store.runtime import Runtime
 
 log = logging.getLogger("mimikit.schema")
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 LOCK_SECONDS = 300
 Migration = Callable[[Runtime], object]
 

@@ -16,9 +16,8 @@ from redis import Redis
 
 from mimikit.exceptions import InvalidTransition, NotFound
 from mimikit.models import FINISHED, Result, Task, load, utcnow
-from mimikit.store.eventlog import EventLog
 from mimikit.store.keys import Keys, as_text
-from mimikit.store.writepipe import WritePipe
+from mimikit.store.writepipe import Transactions, WritePipe
 
 ALLOWED: dict[str, frozenset[str]] = {
     "queued": frozenset({"running", "canceled", "deferred", "failed", "done"}),
@@ -61,7 +60,7 @@ class TaskStore:
         heartbeat_seconds: How long a running task's heartbeat lasts without renewal.
     """
 
-    def __init__(self, redis: Redis, keys: Keys, events: EventLog, describe: Describe,
+    def __init__(self, redis: Redis, keys: Keys, events: Transactions, describe: Describe,
                  heartbeat_seconds: float) -> None:
         self.redis = redis
         self.keys = keys

@@ -1,7 +1,8 @@
 """What the triggers of an instance are waiting on, in Redis.
 
 A trigger is a task (``store.tasks``); here is what makes it findable cheaply: which triggers
-wait on a task's result (``dependents``), which watch files or need an ``llm_eval`` verdict,
+wait on a task's result (``dependents``), which the tick looks at (files) or need an
+``llm_eval`` verdict,
 which cool down until when, the file fingerprints each last acted on, the verdicts, and which
 triggers a batch is judging right now. Each is read by what it is keyed on, so the cost of a
 routed result or a tick does not grow with the number of triggers.
@@ -11,31 +12,29 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from redis import Redis
 
+from mimikit.atoms.base import Watch
 from mimikit.models import Task
 from mimikit.store.keys import Keys, as_text
-from mimikit.store.tasks import TaskStore
-
-# What a trigger's condition waits on: a task's result, files, or an llm_eval verdict.
-Watch = Literal["task", "files", "llm"]
 
 
 class TriggerStore:
     """The indexes, marks and verdicts of the triggers of one instance."""
 
-    def __init__(self, redis: Redis, keys: Keys, tasks: TaskStore) -> None:
+    def __init__(self, redis: Redis, keys: Keys, load: Callable[[list[str]], list[Task]]
+                 ) -> None:
         self.redis = redis
         self.keys = keys
-        self.tasks = tasks
+        self.load = load  # tasks by id (``TaskStore.by_id``)
 
     def all(self) -> list[Task]:
         """Every trigger that is not finished (and some that just finished)."""
-        return self.tasks.by_id(sorted(as_text(i) for i in self.redis.smembers(self.keys.triggers)))
+        return self.load(sorted(as_text(i) for i in self.redis.smembers(self.keys.triggers)))
 
     # --- what waits on what ----------------------------------------------------------------
 
@@ -45,7 +44,7 @@ class TriggerStore:
         for ref in refs:
             pipe.sadd(self.keys.dependents(ref), trigger_id)
         kinds = set(watches)
-        if "files" in kinds:
+        if "tick" in kinds:
             pipe.sadd(self.keys.file_triggers, trigger_id)
         if "llm" in kinds:
             pipe.sadd(self.keys.llm_triggers, trigger_id)
@@ -75,12 +74,12 @@ class TriggerStore:
         return sorted({as_text(i) for members in pipe.execute() for i in members})
 
     def watching(self, kind: Watch) -> list[str]:
-        """The ids of the triggers that watch files (``files``) or need verdicts (``llm``)."""
-        key = self.keys.file_triggers if kind == "files" else self.keys.llm_triggers
+        """The ids of the triggers the tick looks at (``tick``) or that need verdicts (``llm``)."""
+        key = self.keys.file_triggers if kind == "tick" else self.keys.llm_triggers
         return sorted(as_text(i) for i in self.redis.smembers(key))
 
     def unwatch(self, kind: Watch, trigger_id: str) -> None:
-        key = self.keys.file_triggers if kind == "files" else self.keys.llm_triggers
+        key = self.keys.file_triggers if kind == "tick" else self.keys.llm_triggers
         self.redis.srem(key, trigger_id)
 
     # --- cooldowns -------------------------------------------------------------------------

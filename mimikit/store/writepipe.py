@@ -7,7 +7,8 @@ the transaction has committed; tasks that finish are put under retention when it
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from redis.client import Pipeline
 
@@ -77,3 +78,16 @@ def queue_event(target: Any, keys: Keys, event: str, data: Any) -> None:
     payload = json.dumps(data, default=str)
     target.xadd(keys.events, {"event": event, "data": payload},
                 maxlen=EVENTS_MAXLEN, approximate=True)
+
+
+class Transactions(Protocol):
+    """What the stores write through (``eventlog.EventLog``): transactions that carry their log
+    lines and live events, and single log events."""
+
+    retention_seconds: int
+
+    def transaction(self, fn: Callable[[WritePipe], Any], *watch: str) -> Any:
+        """Run ``fn`` under WATCH ``watch``; it reads, calls ``pipe.multi()``, then writes."""
+
+    def log(self, type_: str, **fields: Any) -> None:
+        """Append one event to the log."""

@@ -12,11 +12,11 @@ import logging
 from datetime import datetime
 from typing import Any
 
+from mimikit.lifecycle.submit import submit
 from mimikit.memory.archive import archive, flush, should_archive
 from mimikit.models import Message, Task, utcnow
 from mimikit.store import lease
 from mimikit.store.runtime import Runtime
-from mimikit.tasks.submit import submit
 
 log = logging.getLogger("mimikit.memory")
 LOCK_SECONDS = 300

@@ -11,9 +11,11 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 from functools import partial
+from importlib import metadata
 from typing import Any
 
 from mimikit.conversation.gate import wake_for_pending
+from mimikit.conversation.question import expire_question
 from mimikit.delivery.dispatch import enqueue, queue_depths
 from mimikit.delivery.retry import may_retry, next_attempt_at
 from mimikit.lifecycle.event import Completion
@@ -122,16 +124,42 @@ def recover_on_startup(runtime: Runtime) -> dict[str, Any]:
     """Redo what a crash may have left half done (run once when a beat starts).
 
     Queued tasks are sent again (a duplicate delivery does nothing), timed triggers get their
-    beat entries back, conditional triggers their indexes, and pending inputs wake the Teller.
+    beat entries back, conditional triggers their indexes, a question that expired while it
+    was down is resolved, and pending inputs wake the Teller. An instance that starts with
+    state says so in the chat: its version and what it recovered.
     """
     queued = [t for t in runtime.tasks.with_status("queued") if not t.is_trigger]
     for task in queued:
         if not (task.deferUntil and task.deferUntil > utcnow()):
             enqueue(runtime, task)
     restored = restore_triggers(runtime)
+    expired = expire_question(runtime)
     woke = wake_for_pending(runtime)
     runtime.events.log("supervisor_recovered", requeued=len(queued), restored=len(restored))
-    return {"requeued": len(queued), "restored": restored, "woke": woke}
+    done = {"requeued": len(queued), "restored": restored, "expired": expired, "woke": woke}
+    _say_started(runtime, done)
+    return done
+
+
+def _say_started(runtime: Runtime, done: dict[str, Any]) -> None:
+    """The start-up line in the chat, when the instance has a history or tasks to go on with."""
+    if not (runtime.conversation.count()
+            or runtime.redis.exists(runtime.keys.finished, runtime.keys.triggers)):
+        return
+    recovered = [f"{len(done['restored'])} trigger(s) restored" if done["restored"] else "",
+                 f"{done['requeued']} queued task(s) sent again" if done["requeued"] else "",
+                 "the pending question expired while it was down" if done["expired"] else "",
+                 f"{runtime.inbox.size()} message(s) waiting to be answered"
+                 if done["woke"] else ""]
+    said = "; ".join(part for part in recovered if part) or "nothing needed recovering"
+    runtime.conversation.system(f"Mimikit {_version()} started. Recovered: {said}.")
+
+
+def _version() -> str:
+    try:
+        return metadata.version("mimikit")
+    except metadata.PackageNotFoundError:
+        return "(version unknown)"
 
 
 def restore_triggers(runtime: Runtime) -> list[str]:

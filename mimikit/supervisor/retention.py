@@ -19,11 +19,11 @@ from redis.exceptions import WatchError
 
 from mimikit.models import Task, load
 from mimikit.spending.book import KEEP_DAYS, LISTED_SCOPES
+from mimikit.store import fingerprints as fingerprint
 from mimikit.store import retention
 from mimikit.store.keys import as_text
 from mimikit.store.runtime import Runtime
 from mimikit.store.writepipe import mark_finished
-from mimikit.tasks import fingerprint
 
 PRUNE_BATCH = 500  # finished tasks deleted per tick at most
 RUNS_TRIM_BATCH = 50  # Teller run transcripts looked at per tick at most

@@ -68,7 +68,7 @@ def _step(name: str, step: Callable[[Runtime, datetime], Any], runtime: Runtime,
 
 def fire_watched(runtime: Runtime, now: Any) -> list[str]:
     """Evaluate the triggers with file conditions and those whose cooldown just ended."""
-    ids = sorted(set(runtime.triggers.watching("files")) | set(runtime.triggers.take_cooled(now)))
+    ids = sorted(set(runtime.triggers.watching("tick")) | set(runtime.triggers.take_cooled(now)))
     if not ids:
         return []
     files = FileScanner(runtime.settings.work_dir)

@@ -28,8 +28,15 @@ def finished_tasks_come_under_retention(runtime: Runtime) -> None:
     expire_old_runs(runtime)
 
 
+def inbox_items_have_ids(runtime: Runtime) -> None:
+    """Version 4: the Teller's inbox items are typed and acknowledged by id, with their trace
+    at the top level; items queued before get theirs."""
+    runtime.inbox.name_legacy_items()
+
+
 MIGRATIONS: dict[int, Migration] = {2: cron_entries_carry_their_expression,
-                                    3: finished_tasks_come_under_retention}
+                                    3: finished_tasks_come_under_retention,
+                                    4: inbox_items_have_ids}
 
 
 def upgrade(runtime: Runtime) -> list[int]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from mimikit.exceptions import InvalidValue
 from mimikit.models import Task
 from mimikit.scheduling import conditions, validation
 from mimikit.store.runtime import Runtime
@@ -30,12 +31,12 @@ def timed_schedule(runtime: Runtime, kind: str, now: datetime, *, interval: floa
     """The ``schedule`` of a recurring or scheduled task, and what to say of it (its next runs).
 
     Raises:
-        ValueError: No ``runAt`` for a scheduled task, a past ``runAt``, an invalid cron.
+        InvalidValue: No ``runAt`` for a scheduled task, a past ``runAt``, an invalid cron.
     """
     settings = runtime.settings
     if kind == "scheduled":
         if run_at is None:
-            raise ValueError("a scheduled task needs 'runAt' (ISO 8601 time)")
+            raise InvalidValue("a scheduled task needs 'runAt' (ISO 8601 time)")
         when = validation.check_run_at(run_at, settings.tz, now)
         return {"runAt": when}, {"runAt": when.isoformat()}
     if cron is None:
@@ -48,12 +49,12 @@ def built(**fields: Any) -> Task:
     """The task ``fields`` make.
 
     Raises:
-        ValueError: The fields break a rule of the task model, each named.
+        InvalidValue: The fields break a rule of the task model, each named.
     """
     try:
         return Task(**fields)
     except ValidationError as error:
-        raise ValueError(problems(error)) from None
+        raise InvalidValue(problems(error)) from None
 
 
 def problems(error: ValidationError) -> str:

@@ -13,11 +13,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mimikit.atoms.tree import ConditionArg
 from mimikit.durations import Seconds
-from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, Condition, Task, utcnow
+from mimikit.exceptions import InvalidValue
+from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, Task, utcnow
 from mimikit.scheduling import triggers
+from mimikit.store import fingerprints as fingerprint
 from mimikit.store.runtime import Runtime
-from mimikit.tasks import checks, fingerprint
+from mimikit.tasks import checks
 
 TIMING = {"recurring": ("interval", "cron"), "scheduled": ("runAt",),
           "conditional": ("condition", "cooldown")}
@@ -32,7 +35,7 @@ class TriggerEdit(BaseModel):
     interval: Seconds | None = Field(None, gt=0, description="seconds (recurring)")
     cron: str | None = Field(None, description="five-field cron (recurring)")
     runAt: datetime | None = Field(None, description="ISO 8601 (scheduled)")
-    condition: Condition | None = None
+    condition: ConditionArg | None = None
     cooldown: Seconds | None = Field(None, ge=0)
     budget: float | None = Field(None, ge=0)
     notify: Literal["always", "on_change", "on_failure", "never"] | None = None
@@ -45,13 +48,13 @@ def edit(runtime: Runtime, trigger_id: str, changes: TriggerEdit) -> tuple[Task,
     """Apply ``changes`` to an active trigger and restart it; returns it and what to say of it.
 
     Raises:
-        ValueError: Not an active trigger, a field that does not fit its type, or a value the
+        InvalidValue: Not an active trigger, a field that does not fit its type, or a value the
             Planner's ``schedule`` would refuse too.
     """
     trigger = _active_trigger(runtime, trigger_id)
     given = changes.model_dump(exclude_unset=True)
     if not given:
-        raise ValueError("nothing to change; give e.g. prompt, interval, cron, runAt, "
+        raise InvalidValue("nothing to change; give e.g. prompt, interval, cron, runAt, "
                          "condition, cooldown or budget")
     if "condition" in given:  # the model, not its dump: its paths are checked as models
         given["condition"] = changes.condition
@@ -65,7 +68,7 @@ def edit(runtime: Runtime, trigger_id: str, changes: TriggerEdit) -> tuple[Task,
         runtime.keys, "trigger_edited", taskId=after.id, traceId=after.traceId,
         fields=sorted(given)))
     if saved is None:
-        raise ValueError(f"trigger {trigger_id} finished meanwhile")
+        raise InvalidValue(f"trigger {trigger_id} finished meanwhile")
     triggers.unschedule(runtime, trigger)  # the old entry or indexes
     triggers.guarded(runtime, trigger_id, "edit", lambda: triggers.install(runtime, saved), None)
     fingerprint.remember(runtime, saved)
@@ -75,12 +78,12 @@ def edit(runtime: Runtime, trigger_id: str, changes: TriggerEdit) -> tuple[Task,
 def _active_trigger(runtime: Runtime, trigger_id: str) -> Task:
     trigger = runtime.tasks.get(trigger_id)
     if trigger is None:
-        raise ValueError(f"no task with id {trigger_id!r}; list tasks to see the ids")
+        raise InvalidValue(f"no task with id {trigger_id!r}; list tasks to see the ids")
     if not trigger.is_trigger:
-        raise ValueError(f"task {trigger_id} is a oneshot task; only triggers can be edited "
+        raise InvalidValue(f"task {trigger_id} is a oneshot task; only triggers can be edited "
                          "(cancel it and create another)")
     if trigger.finished:
-        raise ValueError(f"trigger {trigger_id} already finished ({trigger.status})")
+        raise InvalidValue(f"trigger {trigger_id} already finished ({trigger.status})")
     return trigger
 
 
@@ -90,7 +93,7 @@ def _new_fields(runtime: Runtime, trigger: Task, given: dict[str, Any]
     misplaced = [name for kind, names in TIMING.items() if kind != trigger.type
                  for name in names if name in given]
     if misplaced:
-        raise ValueError(f"{', '.join(misplaced)} cannot apply to a {trigger.type} trigger; "
+        raise InvalidValue(f"{', '.join(misplaced)} cannot apply to a {trigger.type} trigger; "
                          f"it takes {', '.join(TIMING[trigger.type])}")
     fields = {k: v for k, v in given.items() if k not in ("interval", "cron", "runAt")}
     about: dict[str, Any] = {}
@@ -99,7 +102,7 @@ def _new_fields(runtime: Runtime, trigger: Task, given: dict[str, Any]
     timing = {k: given[k] for k in ("interval", "cron", "runAt") if k in given}
     if timing:
         if "interval" in timing and "cron" in timing:
-            raise ValueError("give either interval or cron, not both")
+            raise InvalidValue("give either interval or cron, not both")
         fields["schedule"], about = checks.timed_schedule(
             runtime, trigger.type, utcnow(), interval=timing.get("interval"),
             cron=timing.get("cron"), run_at=timing.get("runAt"))
@@ -110,12 +113,12 @@ def run_now(runtime: Runtime, trigger_id: str) -> Task:
     """Fire a trigger once, now, outside its schedule or condition; returns the task it made.
 
     Raises:
-        ValueError: Not an active trigger.
+        InvalidValue: Not an active trigger.
     """
     trigger = _active_trigger(runtime, trigger_id)
     child = triggers.child_of(trigger, catch_up=False)
     fired = triggers.commit_firing(runtime, trigger, f"manual:{uuid.uuid4().hex}",
                                    lambda task: task, child, {"manual": True})
     if fired is None:
-        raise ValueError(f"trigger {trigger_id} finished meanwhile")
+        raise InvalidValue(f"trigger {trigger_id} finished meanwhile")
     return child

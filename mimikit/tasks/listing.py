@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from mimikit.exceptions import InvalidValue
 from mimikit.models import Task
 from mimikit.spending import book
 from mimikit.store import retention
@@ -48,15 +49,15 @@ def list_page(runtime: Runtime, scope: str = "all", role: str | None = None,
     previous page: ``finished`` only).
 
     Raises:
-        ValueError: An unknown scope, a limit out of range, or ``before`` with another scope.
+        InvalidValue: An unknown scope, a limit out of range, or ``before`` with another scope.
         NotFound: ``before`` is a cursor of a task that is no longer kept.
     """
     if scope not in SCOPES:
-        raise ValueError(f"scope {scope!r} is not one of {', '.join(SCOPES)}")
+        raise InvalidValue(f"scope {scope!r} is not one of {', '.join(SCOPES)}")
     if not 1 <= limit <= MAX_PAGE:
-        raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
+        raise InvalidValue(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
     if before is not None and scope != "finished":
-        raise ValueError("before pages finished tasks: use it with scope=finished")
+        raise InvalidValue("before pages finished tasks: use it with scope=finished")
     if scope == "finished":
         return finished_page(runtime, limit, before, role)
     active = _active(runtime, scope, role)

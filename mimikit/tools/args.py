@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from mimikit.durations import Seconds
-from mimikit.exceptions import ToolError
+from mimikit.exceptions import InvalidValue, ToolError
 from mimikit.llm.registry import StopRun
 from mimikit.models import check_result
 
@@ -31,6 +31,6 @@ def finish_with_result(args: Any) -> StopRun:
     if args.status == "done" or args.result:
         try:
             check_result(args.resultType, args.result)
-        except ValueError as error:
+        except InvalidValue as error:
             raise ToolError(f"{error}. Fix the result and call submit_result again.") from None
     return StopRun(args.model_dump(exclude_none=True))

@@ -13,12 +13,14 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from mimikit.exceptions import ToolError
+from mimikit.atoms.tree import ConditionArg
+from mimikit.exceptions import InvalidValue, ToolError
 from mimikit.llm.registry import Registry, StopRun
 from mimikit.memory.service import search_memory as search
-from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, Condition, ResultType, Task, utcnow
+from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, ResultType, Task, utcnow
 from mimikit.scheduling import validation
-from mimikit.tasks import checks, fingerprint
+from mimikit.store import fingerprints as fingerprint
+from mimikit.tasks import checks
 from mimikit.tools.args import Args, Seconds, finish_with_result
 from mimikit.tools.context import ToolContext
 
@@ -33,7 +35,7 @@ class PlannerDelegateArgs(Args):
     prompt: str = Field(min_length=1, max_length=50_000,
                         description="self-contained instructions for one Worker")
     type: Literal["oneshot", "conditional"] = "oneshot"
-    condition: Condition | None = Field(None, description="required when type is conditional")
+    condition: ConditionArg | None = Field(None, description="required when type is conditional")
     priority: int = Field(5, ge=0, le=10, description="0-10, larger runs first")
     timeout: Seconds | None = Field(None, gt=0, le=MAX_TASK_TIMEOUT_SECONDS,
                                     description="seconds; null = role default")
@@ -49,7 +51,7 @@ class ScheduleArgs(Args):
                                                "read in the configured time zone)")
     runAt: datetime | None = Field(None, description="ISO 8601 time (scheduled); without an "
                                                      "offset it is the configured time zone")
-    condition: Condition | None = None
+    condition: ConditionArg | None = None
     cooldown: Seconds = Field(0, ge=0, description="seconds between firings (conditional)")
     timeout: Seconds | None = Field(None, gt=0, le=MAX_TASK_TIMEOUT_SECONDS)
     priority: int = Field(5, ge=0, le=10)
@@ -97,7 +99,7 @@ def _checked(ctx: ToolContext, condition: Any) -> Any:
     """``condition`` with its paths made relative; unknown upstream task ids refused."""
     try:
         return checks.checked_condition(ctx.runtime, condition, (t.id for t in ctx.staged))
-    except ValueError as error:
+    except InvalidValue as error:
         raise ToolError(str(error)) from None
 
 
@@ -106,14 +108,14 @@ def _timing(ctx: ToolContext, args: ScheduleArgs) -> tuple[dict[str, Any], dict[
     try:
         return checks.timed_schedule(ctx.runtime, args.type, utcnow(), interval=args.interval,
                                      cron=args.cron, run_at=args.runAt)
-    except ValueError as error:
+    except InvalidValue as error:
         raise ToolError(str(error)) from None
 
 
 def _task(**fields: Any) -> Task:
     try:
         return checks.built(**fields)
-    except ValueError as error:
+    except InvalidValue as error:
         raise ToolError(str(error)) from None
 
 

@@ -7,12 +7,12 @@ from typing import Any, Literal
 from pydantic import Field
 
 from mimikit.exceptions import ToolError
+from mimikit.lifecycle.submit import submit
 from mimikit.llm.registry import Registry, StopRun
 from mimikit.memory import backlog
 from mimikit.memory.files import remember as write_memory
 from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, Message, PendingQuestion, Task
-from mimikit.tasks import fingerprint
-from mimikit.tasks.submit import submit
+from mimikit.store import fingerprints as fingerprint
 from mimikit.tools.args import Args, Seconds
 from mimikit.tools.context import ToolContext
 
@@ -41,8 +41,9 @@ class AskUserArgs(Args):
 
 
 class BacklogArgs(Args):
-    action: Literal["add", "done", "remove"]
-    item: str = Field(min_length=1, max_length=500)
+    action: Literal["add", "done", "remove", "list"]
+    item: str | None = Field(None, min_length=1, max_length=500,
+                             description="the item (not with list)")
 
 
 def post_reply(ctx: ToolContext, text: str) -> Message:
@@ -97,6 +98,12 @@ def register(registry: Registry) -> None:
 
     @registry.tool("update_backlog", roles=teller)
     def update_backlog(ctx: ToolContext, args: BacklogArgs) -> dict[str, Any]:
-        """Add, check off or remove an item of the backlog (STATE_DIR/backlog.md)."""
-        items = backlog.update(ctx.runtime.settings.state_dir, args.action, args.item)
+        """Add, check off or remove an item of the backlog, or list it."""
+        state_dir = ctx.runtime.settings.state_dir
+        if args.action == "list":
+            return {"backlog": backlog.read(state_dir)}
+        if not args.item:
+            raise ToolError(f"action {args.action!r} needs 'item', the text of the item")
+        items = backlog.update(state_dir, args.action, args.item)
+        ctx.runtime.events.publish("backlog", {"items": items})
         return {"backlog": items}

@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import Field
 
-from mimikit.exceptions import ToolError
+from mimikit.exceptions import InvalidValue, ToolError
 from mimikit.llm.registry import Registry
-from mimikit.tasks import control
+from mimikit.scheduling import control
 from mimikit.tasks.edit import TriggerEdit, edit, run_now
 from mimikit.tools.args import Args
 from mimikit.tools.context import ToolContext
@@ -41,7 +41,7 @@ def register(registry: Registry) -> None:
         """Run a trigger's work once now, whatever its schedule or condition says."""
         try:
             return {"taskId": run_now(ctx.runtime, args.taskId).id}
-        except ValueError as error:
+        except InvalidValue as error:
             raise ToolError(str(error)) from None
 
     @registry.tool("edit_task", roles=teller)
@@ -52,7 +52,7 @@ def register(registry: Registry) -> None:
                                                              exclude_unset=True))
         try:
             edited, about = edit(ctx.runtime, args.taskId, changes)
-        except ValueError as error:
+        except InvalidValue as error:
             raise ToolError(str(error)) from None
         return {"taskId": edited.id, "edited": True, **about}
 

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from mimikit.exceptions import InvalidValue
 from mimikit.models import Model, ResultType, check_result
 from mimikit.workspace.procgroup import run_process_group
 
@@ -126,7 +127,7 @@ def parse_last_message(text: str) -> _Reply:
     """Parse and validate codex's final message.
 
     Raises:
-        ValueError: naming the problem and quoting the start of the message.
+        InvalidValue: naming the problem and quoting the start of the message.
     """
     body = text.strip()
     if body.startswith("```"):  # a fenced block despite the schema: take its inside
@@ -134,7 +135,7 @@ def parse_last_message(text: str) -> _Reply:
     try:
         data = json.loads(body)
     except json.JSONDecodeError as error:
-        raise ValueError(f"codex's final message is not JSON ({error}): {_quote(text)}") from None
+        raise InvalidValue(f"codex's final message is not JSON ({error}): {_quote(text)}") from None
     try:
         reply = _Reply.model_validate(_drop_nulls(data))
     except ValidationError as error:
@@ -143,12 +144,12 @@ def parse_last_message(text: str) -> _Reply:
             for item in error.errors()
         )
         message = f"codex's final message has wrong fields ({problems}): {_quote(text)}"
-        raise ValueError(message) from None
+        raise InvalidValue(message) from None
     if reply.status == "done":
         try:
             check_result(reply.resultType, reply.result)
-        except ValueError as error:
-            raise ValueError(f"codex's final message: {error}: {_quote(text)}") from None
+        except InvalidValue as error:
+            raise InvalidValue(f"codex's final message: {error}: {_quote(text)}") from None
     return reply
 
 
@@ -159,7 +160,7 @@ def _outcome_from_message(last_message: Path, stdout_tail: str, duration_ms: int
         return CodexOutcome("failed", error=error, stdout_tail=stdout_tail, durationMs=duration_ms)
     try:
         reply = parse_last_message(text)
-    except ValueError as error:
+    except InvalidValue as error:
         return CodexOutcome(
             "failed", error=str(error), stdout_tail=stdout_tail, durationMs=duration_ms
         )

@@ -355,6 +355,7 @@
     es.addEventListener('run', onJson(window.Mimikit.live.onRun));
     es.addEventListener('task', onJson((d) => tasks.onEvent(d && !d.id && d.task ? d.task : d)));
     es.addEventListener('question', onJson((data) => setQuestion(data ? data.question : null)));
+    es.addEventListener('backlog', onJson((data) => tasks.onBacklog((data && data.items) || [])));
     es.addEventListener('status', onJson(renderStatus));
   }
 

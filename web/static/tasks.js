@@ -14,12 +14,12 @@
   const PROMPT_CUT_CHARS = 90;
   const CANCELABLE = new Set(['queued', 'running', 'trigger', 'paused', 'deferred']);
   const SWITCHES = { trigger: ['pause', 'Pause'], paused: ['resume', 'Resume'] };
-  const FINISHED = new Set(['done', 'failed', 'canceled']);
+  const FINISHED = new Set(['done', 'failed', 'canceled', 'needs_input']);
   const TASK_GROUPS = [
     { key: 'running', label: 'Running', statuses: ['running'], empty: 'Nothing running' },
     { key: 'queued', label: 'Queued', statuses: ['queued', 'deferred'], empty: 'Queue is empty' },
     { key: 'triggers', label: 'Triggers', statuses: ['trigger', 'paused'], empty: 'No triggers' },
-    { key: 'recent', label: 'Recent', statuses: ['done', 'failed', 'canceled'], empty: 'Nothing finished yet' },
+    { key: 'recent', label: 'Recent', statuses: ['done', 'failed', 'canceled', 'needs_input'], empty: 'Nothing finished yet' },
   ];
   const state = {
     tasks: new Map(), // id -> TaskSummary
@@ -47,6 +47,11 @@
       h('button', { type: 'button', class: 'task-open', onclick: () => openTask(task.id) },
         h('span', { class: 'task-title' }, taskLabel(task)), meta));
     if (task.pausedReason) meta.append(h('span', { class: 'task-paused' }, cut(task.pausedReason, 80)));
+    if (task.waitingFor === 'model') {
+      meta.append(h('span', { class: 'task-waiting', title: parseDate(task.since)?.toLocaleString() },
+        `waiting for the model since ${when(task.since)}`));
+    }
+    if (task.reason) meta.append(h('span', { class: 'task-reason' }, cut(task.reason, 80)));
     const switcher = SWITCHES[task.status];
     if (switcher) {
       const [action, label] = switcher;
@@ -121,13 +126,24 @@
 
   async function refreshTasks() {
     try {
-      const data = await api('/api/tasks?scope=all');
+      const [data, backlog] = await Promise.all([
+        api('/api/tasks?scope=all'), api('/api/backlog').catch(() => null)]);
       state.tasks = new Map((data.tasks || []).map((t) => [t.id, t]));
       showText($('#tasks-error'), '');
       renderTasks();
+      if (backlog) renderBacklog(backlog.items || []);
     } catch (err) {
       showText($('#tasks-error'), `Could not load tasks: ${err.message}`);
     }
+  }
+
+  function renderBacklog(items) {
+    const open = items.filter((item) => !item.done).length;
+    $('#backlog').hidden = items.length === 0;
+    $('#backlog-count').textContent = String(open);
+    $('#backlog-items').replaceChildren(...items.map((item) => h('li', {
+      class: item.done ? 'done' : '', 'data-done': String(Boolean(item.done)),
+    }, `${item.done ? '☑' : '☐'} ${item.item}`)));
   }
 
   function onTaskEvent(task) {
@@ -338,6 +354,6 @@
   }
 
   window.Mimikit.tasks = {
-    setup, refresh: refreshTasks, onEvent: onTaskEvent, open: openTask,
+    setup, refresh: refreshTasks, onEvent: onTaskEvent, open: openTask, onBacklog: renderBacklog,
   };
 })();

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from mimikit.models import Usage
+from mimikit.exceptions import InvalidValue
 
 PER_TOKENS = 1_000_000
 
@@ -33,7 +33,7 @@ def parse_prices(text: str | None) -> PriceTable:
     """The price table in ``text`` (JSON, or a path to a JSON file; empty: no prices).
 
     Raises:
-        ValueError: The file is missing or the JSON is not ``{model: {input, output}}``.
+        InvalidValue: The file is missing or the JSON is not ``{model: {input, output}}``.
     """
     if not text or not text.strip():
         return {}
@@ -43,19 +43,12 @@ def parse_prices(text: str | None) -> PriceTable:
         try:
             source = path.read_text(encoding="utf-8")
         except OSError as error:
-            raise ValueError(f"cannot read the price file {path}: {error.strerror}; give a "
-                             'JSON object like {"gpt-4o-mini": {"input": 0.15, "output": 0.6}} '
-                             "or the path of a file holding one") from None
+            raise InvalidValue(f"cannot read the price file {path}: {error.strerror}; give a "
+                               'JSON object like {"gpt-4o-mini": {"input": 0.15, "output": 0.6}} '
+                               "or the path of a file holding one") from None
     try:
         return _TABLE.validate_python(json.loads(source))
     except (json.JSONDecodeError, ValidationError) as error:
-        raise ValueError(f"prices must map a model to {{input, output}} per million tokens, "
-                         f'e.g. {{"gpt-4o-mini": {{"input": 0.15, "output": 0.6}}}}: '
-                         f"{str(error).splitlines()[0]}") from None
-
-
-def cost_of(usage: Usage, price: Price | None) -> float | None:
-    """What ``usage`` cost at ``price`` (None: the model has no price)."""
-    if price is None:
-        return None
-    return (usage.promptTokens * price.input + usage.completionTokens * price.output) / PER_TOKENS
+        raise InvalidValue(f"prices must map a model to {{input, output}} per million tokens, "
+                           f'e.g. {{"gpt-4o-mini": {{"input": 0.15, "output": 0.6}}}}: '
+                           f"{str(error).splitlines()[0]}") from None

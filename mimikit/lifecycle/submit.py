@@ -12,9 +12,9 @@ from functools import partial
 from mimikit.delivery.dispatch import enqueue
 from mimikit.models import Task
 from mimikit.scheduling import triggers
+from mimikit.store import fingerprints as fingerprint
 from mimikit.store.runtime import Runtime
 from mimikit.store.writepipe import WritePipe
-from mimikit.tasks import fingerprint
 
 
 def submit(runtime: Runtime, tasks: list[Task], note: str | None = None, *,

@@ -1,0 +1,31 @@
+"""One agent run in progress (``Session``), and what runs it (an ``Engine``)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mimikit.llm.loop import Observer, RunRecord
+from mimikit.spending.meter import Meter
+from mimikit.store.runtime import Runtime
+from mimikit.tools.context import ToolContext
+
+
+@dataclass
+class Session:
+    """One agent run in progress: what an engine needs, and the record it fills."""
+
+    runtime: Runtime
+    ctx: ToolContext
+    record: RunRecord
+    meter: Meter
+    system: str
+    user: str
+    deadline: float
+    on_step: Callable[[RunRecord], None] | None = None
+    observe: Observer | None = None
+    cancel: threading.Event | None = None
+
+
+Engine = Callable[[Session], None]

@@ -1,0 +1,97 @@
+"""A condition as a model or a person writes it: checked against the kinds of atoms there
+are, and described to models as JSON Schema (one branch per kind).
+
+``ConditionArg`` is the type of a ``condition`` argument (the Planner's ``delegate`` and
+``schedule``, the Teller's ``edit_task``, the API); what it accepts is stored as
+``models.Condition``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, ValidationError
+from pydantic.json_schema import JsonSchemaValue
+
+from mimikit.atoms import ATOMS
+from mimikit.exceptions import InvalidValue
+
+GROUPS = ("and", "or")
+
+
+def checked(value: Any, where: str = "condition") -> dict[str, Any]:
+    """``value`` as a condition tree whose every atom is of a known kind with valid params.
+
+    Raises:
+        InvalidValue: Naming where in the tree (``condition.conditions.1.params.taskId``) and
+            what to write instead.
+    """
+    if not isinstance(value, dict):
+        raise InvalidValue(f"{where} must be an object with 'type', got {_shown(value)}")
+    kind = value.get("type")
+    if kind in GROUPS:
+        children = value.get("conditions")
+        if not isinstance(children, list) or not children:
+            raise InvalidValue(f"{where}: a {kind!r} needs 'conditions', a list of at least "
+                               "one condition")
+        extra = sorted(set(value) - {"type", "conditions"})
+        if extra:
+            raise InvalidValue(f"{where}: unknown fields {extra}; a {kind!r} has only 'type' "
+                               "and 'conditions'")
+        return {"type": kind, "conditions": [checked(child, f"{where}.conditions.{index}")
+                                             for index, child in enumerate(children)]}
+    atom = ATOMS.get(kind) if isinstance(kind, str) else None
+    if atom is None:
+        known = ", ".join([*GROUPS, *ATOMS])
+        raise InvalidValue(f"{where}.type: unknown condition type {_shown(kind)}; use one of "
+                           f"{known}")
+    extra = sorted(set(value) - {"type", "params"})
+    if extra:
+        raise InvalidValue(f"{where}: unknown fields {extra}; a condition atom has only 'type' "
+                           "and 'params'")
+    try:
+        params = atom.params.model_validate(value.get("params") or {})
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{where}.params.{'.'.join(map(str, e['loc'])) or ''}: {e['msg']}".replace(". :", ":")
+            for e in error.errors())
+        raise InvalidValue(f"{problems} (a {kind} condition)") from None
+    return {"type": kind, "params": params.model_dump(exclude_none=True)}
+
+
+def schema() -> JsonSchemaValue:
+    """The JSON Schema of a condition: an atom of one of the kinds, or an ``and``/``or`` of
+    conditions (nested groups are described once)."""
+    atoms = [{"type": "object", "required": ["type", "params"],
+              "properties": {"type": {"const": kind.name},
+                             "params": _plain(kind.params.model_json_schema())}}
+             for kind in ATOMS.values()]
+    group = {"type": "object", "required": ["type", "conditions"],
+             "properties": {"type": {"enum": list(GROUPS)},
+                            "conditions": {"type": "array", "minItems": 1, "items": {
+                                "anyOf": [*atoms, {"type": "object",
+                                                   "description": "a nested and/or"}]}}}}
+    return {"anyOf": [*atoms, group]}
+
+
+def _plain(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _plain(v) for k, v in node.items() if k != "title"}
+    if isinstance(node, list):
+        return [_plain(item) for item in node]
+    return node
+
+
+def _shown(value: Any) -> str:
+    return repr(value)[:80]
+
+
+class _Schema:
+    """Builds the schema when it is asked for (a kind registered later is described too)."""
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> JsonSchemaValue:
+        return schema()
+
+
+ConditionArg = Annotated[dict[str, Any], BeforeValidator(checked), _Schema()]
+__all__ = ["ConditionArg", "checked", "schema"]
