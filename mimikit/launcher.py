@@ -26,6 +26,7 @@ from mimikit.config import Settings, check_web_bind, hide_password
 from mimikit.exceptions import AlreadyRunning, MimikitError
 from mimikit.logfiles import pump, rotate_if_over
 from mimikit.models import utcnow
+from mimikit.workspace.sandbox import sandbox_report
 
 STOP_GRACE_SECONDS = 20
 BEAT_GRACE_SECONDS = 60
@@ -114,6 +115,7 @@ class Launcher:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         try:
+            self._warn_without_sandbox()
             self._ensure_redis()
             self._started_at, self._launched_at = time.monotonic(), utcnow()
             for child in self.children:
@@ -126,6 +128,12 @@ class Launcher:
             self._stop_all()
             lock.close()
         return 0
+
+    def _warn_without_sandbox(self) -> None:
+        """Say once, at start-up, that Worker shell commands get no sandbox (unless ``off``)."""
+        report = sandbox_report(self.settings)
+        if report["state"] in ("warn", "fail"):
+            log.warning("Worker shell sandbox: %s; fix: %s", report["detail"], report["fix"])
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self.stopping = True
