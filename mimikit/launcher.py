@@ -115,7 +115,7 @@ class Launcher:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         try:
-            self._warn_without_sandbox()
+            warn_without_sandbox(self.settings)
             self._ensure_redis()
             self._started_at, self._launched_at = time.monotonic(), utcnow()
             for child in self.children:
@@ -128,12 +128,6 @@ class Launcher:
             self._stop_all()
             lock.close()
         return 0
-
-    def _warn_without_sandbox(self) -> None:
-        """Say once, at start-up, that Worker shell commands get no sandbox (unless ``off``)."""
-        report = sandbox_report(self.settings)
-        if report["state"] in ("warn", "fail"):
-            log.warning("Worker shell sandbox: %s; fix: %s", report["detail"], report["fix"])
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self.stopping = True
@@ -255,6 +249,13 @@ class Launcher:
         for thread in (t for c in self.children for t in c.pumps):
             thread.join(timeout=max(deadline - time.monotonic(), 0.01))
         self.say("stopped")
+
+
+def warn_without_sandbox(settings: Settings) -> None:
+    """Say, once at start-up, that Worker shell commands get no sandbox (unless it is ``off``)."""
+    report = sandbox_report(settings)
+    if report["state"] in ("warn", "fail"):
+        log.warning("Worker shell sandbox: %s; fix: %s", report["detail"], report["fix"])
 
 
 def spawn(argv: list[str], log_path: Path | None, **options: Any) -> subprocess.Popen[bytes]:

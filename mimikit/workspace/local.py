@@ -156,14 +156,14 @@ class Workspace:
         env = {k: v for k, v in os.environ.items() if k in SHELL_ENV_VARS or k.startswith("LC_")}
         # The cwd's .env is the one the runtime's settings are read from.
         hidden = (*self.private, Path.cwd() / ".env")
-        with self.sandbox.command([shell, "-c", command], env, self.root, hidden) as (argv, env):
+        with self.sandbox.command([shell, "-c", command], env, self.root, hidden) as (argv, boxed):
             run = run_process_group(
                 argv,
                 cwd=self.root,
                 timeout=seconds,
                 output_limit_bytes=self.output_limit_bytes,
                 stop=self._canceled.is_set,
-                env=env,
+                env=boxed,
                 owner=self.live_pgids,
             )
         result: dict[str, Any] = {

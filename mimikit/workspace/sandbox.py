@@ -73,8 +73,8 @@ class Sandbox:
         """
         masked = _existing(hidden)
         if self.kind == "bwrap" and self.program:
-            yield bwrap_argv(self.program, argv, root, masked, self.network), {**env,
-                                                                               "TMPDIR": "/tmp"}
+            boxed = bwrap_argv(self.program, argv, root, masked, self.network)
+            yield boxed, {**env, "TMPDIR": "/tmp"}  # the private one
         elif self.kind == "sandbox-exec" and self.program:
             with tempfile.TemporaryDirectory(prefix="mimikit-shell-") as tmp:
                 real_tmp = os.path.realpath(tmp)
