@@ -61,6 +61,10 @@ class Settings(BaseSettings):
     planner_model: str | None = None
     worker_model: str | None = None
     worker_backend: Literal["llm", "codex"] = "llm"
+    shell_sandbox: Literal["auto", "on", "off"] = Field(
+        "auto", description="the Worker's shell in a sandbox: auto (when this host has one), "
+                            "on (refuse commands without one), off")
+    shell_network: bool = Field(False, description="sandboxed shell commands reach the network")
 
     concurrency: int = Field(3, ge=1, le=256)
     tick_seconds: float = Field(1.0, gt=0, le=3600)
@@ -105,7 +109,7 @@ class Settings(BaseSettings):
                              "America/New_York") from None
         return value
 
-    @field_validator("log_level", "log_format", mode="before")
+    @field_validator("log_level", "log_format", "shell_sandbox", mode="before")
     @classmethod
     def _any_case(cls, value: object, info: ValidationInfo) -> object:
         if not isinstance(value, str):

@@ -2,7 +2,8 @@
 
 Redis answers and persists its data, every queue has a live worker, one beat holds the
 scheduler lock, the LLM answers with the configured models, the state and work dirs are usable,
-and the clocks of this host, Redis and the workers' hosts agree.
+the clocks of this host, Redis and the workers' hosts agree, and the Worker's shell commands run
+in a sandbox.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from mimikit.roles import ROLES
 from mimikit.scheduling.beat import LIVENESS_SECONDS, liveness
 from mimikit.status import safe_url
 from mimikit.store.runtime import Runtime
+from mimikit.workspace.sandbox import sandbox_report
 
 Status = Literal["ok", "warn", "fail", "skip"]
 CLOCK_SKEW_LIMIT_SECONDS = 2.0  # beyond this, schedules fire off time and liveness misjudges
@@ -61,7 +63,8 @@ def run_checks(runtime: Runtime) -> list[Check]:
     settings = runtime.settings
     return [redis, *needs_redis, check_llm(settings),
             check_directory("state dir", settings.state_dir, "MIMIKIT_STATE_DIR"),
-            check_directory("work dir", settings.work_dir, "MIMIKIT_WORK_DIR")]
+            check_directory("work dir", settings.work_dir, "MIMIKIT_WORK_DIR"),
+            check_sandbox(settings, workers(runtime) if redis.status == "ok" else [])]
 
 
 def healthy(checks: list[Check]) -> bool:
@@ -279,3 +282,21 @@ def _writable(directory: Path) -> bool:
             return True
     except OSError:
         return False
+
+
+# --- the shell sandbox --------------------------------------------------------------------------
+
+
+def check_sandbox(settings: Settings, live: list[dict[str, Any]]) -> Check:
+    """The sandbox of this host's Worker shell commands; task workers (on any host) that said
+    they run them without one are named."""
+    report = sandbox_report(settings)
+    state, detail, fix = report["state"], report["detail"], report.get("fix")
+    bare = sorted(w["name"] for w in live if state != "off" and "worker" in w.get("queues", [])
+                  and w.get("sandbox") == "none")
+    if bare:
+        detail += f"; task workers without one: {', '.join(bare)}"
+        fix = fix or ("install bubblewrap on their hosts (`apt-get install bubblewrap`), or set "
+                      "MIMIKIT_SHELL_SANDBOX=off there to silence this")
+    status: Status = "fail" if state == "fail" else "warn" if state == "warn" or bare else "ok"
+    return Check("sandbox", status, detail, fix)

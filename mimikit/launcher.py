@@ -26,6 +26,7 @@ from mimikit.config import Settings, check_web_bind, hide_password
 from mimikit.exceptions import AlreadyRunning, MimikitError
 from mimikit.logfiles import pump, rotate_if_over
 from mimikit.models import utcnow
+from mimikit.workspace.sandbox import sandbox_report
 
 STOP_GRACE_SECONDS = 20
 BEAT_GRACE_SECONDS = 60
@@ -114,6 +115,7 @@ class Launcher:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         try:
+            warn_without_sandbox(self.settings)
             self._ensure_redis()
             self._started_at, self._launched_at = time.monotonic(), utcnow()
             for child in self.children:
@@ -247,6 +249,13 @@ class Launcher:
         for thread in (t for c in self.children for t in c.pumps):
             thread.join(timeout=max(deadline - time.monotonic(), 0.01))
         self.say("stopped")
+
+
+def warn_without_sandbox(settings: Settings) -> None:
+    """Say, once at start-up, that Worker shell commands get no sandbox (unless it is ``off``)."""
+    report = sandbox_report(settings)
+    if report["state"] in ("warn", "fail"):
+        log.warning("Worker shell sandbox: %s; fix: %s", report["detail"], report["fix"])
 
 
 def spawn(argv: list[str], log_path: Path | None, **options: Any) -> subprocess.Popen[bytes]:

@@ -42,6 +42,7 @@ from mimikit.exceptions import MimikitError
 from mimikit.scheduling.beat import on_beat_init
 from mimikit.store.runtime import Runtime, get_runtime
 from mimikit.supervisor.upgrades import upgrade
+from mimikit.workspace.sandbox import sandbox_report
 
 log = logging.getLogger("mimikit.signals")
 PR_SET_DUMPABLE = 4
@@ -96,7 +97,10 @@ def _warm(**_: Any) -> None:
 
 def _on_worker_ready(sender: Any = None, **_: Any) -> None:
     _upgrade()
-    registration = Registration(get_runtime(), worker_info(sender))
+    runtime = get_runtime()
+    # Each worker says which sandbox its shell commands get: hosts may differ.
+    info = {**worker_info(sender), "sandbox": sandbox_report(runtime.settings)["kind"]}
+    registration = Registration(runtime, info)
     _registrations.append(registration)
     registration.start()
 

@@ -1,5 +1,5 @@
 """The status report of ``GET /api/status`` and ``mimikit status``: Redis, workers, queues, the
-Teller, beat, the LLM and the pending question."""
+Teller, beat, the LLM, the Worker's shell sandbox and the pending question."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from mimikit.roles import CHAT_ROLES
 from mimikit.scheduling.beat import liveness
 from mimikit.spending.budget import budget_state
 from mimikit.store.runtime import Runtime
+from mimikit.workspace.sandbox import sandbox_report
 
 
 def status(runtime: Runtime) -> dict[str, Any]:
@@ -25,7 +26,8 @@ def status(runtime: Runtime) -> dict[str, Any]:
     llm = llm_report(settings)
     report: dict[str, Any] = {"ok": False, "redis": {"ok": False, "url": safe_url(settings)},
                               "workers": [], "queues": {}, "teller": {"state": "unknown"},
-                              "llm": llm, "pendingQuestion": None}
+                              "llm": llm, "sandbox": sandbox_report(settings),
+                              "pendingQuestion": None}
     try:
         runtime.redis.ping()
     except RedisError as error:

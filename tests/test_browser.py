@@ -12,6 +12,7 @@ from web_helpers import WebServer, chat_page, chromium, commands_running  # noqa
 
 from mimikit.lifecycle.submit import submit
 from mimikit.models import Message, Task
+from mimikit.workspace.sandbox import choose_sandbox
 
 pytestmark = pytest.mark.browser
 SLEEP_ARG = "41.5"  # an unusual duration, so the test finds only its own sleep process
@@ -45,6 +46,9 @@ def test_a_typed_message_gets_the_teller_reply_without_a_reload(page, llm, tmp_p
     assert page.evaluate("window.__sameDocument") is True
     expect(page.locator("#status-llm")).to_have_attribute("data-state", "ok")
     expect(page.locator("#status-workers")).to_contain_text("2 workers")
+    sandbox = choose_sandbox("auto").kind
+    expect(page.locator("#status-sandbox")).to_have_text(
+        f"Sandbox · {sandbox} · network off" if sandbox else "No sandbox")
     page.screenshot(path=str(tmp_path / "chat-desktop.png"), full_page=True)
     page.set_viewport_size({"width": 375, "height": 740})
     page.screenshot(path=str(tmp_path / "chat-phone.png"))

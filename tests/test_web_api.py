@@ -55,6 +55,8 @@ def test_status_reports_redis_teller_llm_and_pending_question(client, runtime):
     assert body["teller"]["state"] == "idle"
     assert body["llm"]["configured"] is False and "MIMIKIT_LLM_BASE_URL" in body["llm"]["error"]
     assert body["pendingQuestion"]["options"] == ["a", "b"]
+    assert body["sandbox"]["mode"] == "auto" and body["sandbox"]["state"] in ("ok", "warn")
+    assert body["sandbox"]["detail"]
 
 
 def test_status_with_redis_down_is_a_json_report_not_a_crash(runtime, redis_server):

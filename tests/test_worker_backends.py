@@ -8,12 +8,14 @@ from pathlib import Path
 import pytest
 from llm_server import tool_call
 from processes import pid_alive, wait_for
+from web_helpers import commands_running
 
 from mimikit.lifecycle.cancel import cancel_task
 from mimikit.lifecycle.submit import submit
 from mimikit.models import Task
 
 BIN = Path(__file__).resolve().parent / "bin"
+SLEEP_ARG = "59.75"  # an unusual duration, so the test finds only its own sleep process
 
 
 
@@ -79,13 +81,12 @@ def test_canceling_a_running_codex_task_stops_it_within_5_seconds(codex_stack):
 def test_canceling_a_running_shell_task_stops_it_within_5_seconds(stack, llm):
     import time
 
-    marker = Path(stack.settings.work_dir) / "sleep.pid"
-    llm.script("worker", tool_call("shell", command=f"echo $$ > {marker}; exec sleep 60",
-                                   timeout=120))
+    # Found in /proc by its unusual duration: in the shell's sandbox $$ is another PID namespace's.
+    llm.script("worker", tool_call("shell", command=f"exec sleep {SLEEP_ARG}", timeout=120))
     llm.default("teller", tool_call("reply", text="ok"))
     task = _run(stack, "sleep for a long time")
-    pid = int(wait_for(lambda: marker.exists() and marker.read_text().strip(), timeout=20,
-                       message="the shell command to start"))
+    (pid,) = wait_for(lambda: commands_running("sleep", SLEEP_ARG), timeout=20,
+                      message="the shell command to start")
     started = time.monotonic()
     success, _ = cancel_task(stack, task.id, stop_running=True)
     assert success

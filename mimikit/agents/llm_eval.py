@@ -29,6 +29,7 @@ from mimikit.store.identity import owner_alive, owner_token
 from mimikit.store.runtime import Runtime
 from mimikit.tools.context import ToolContext
 from mimikit.workspace.local import Workspace
+from mimikit.workspace.sandbox import sandbox_for
 
 log = logging.getLogger("mimikit.llm_eval")
 
@@ -74,7 +75,8 @@ def _run_batch(runtime: Runtime, celery_id: str | None, task_id: str | None) -> 
 def _judge(runtime: Runtime, control: RunControl, found: list[dict[str, str]]) -> Result:
     task, settings = control.task, runtime.settings
     ctx = ToolContext(runtime=runtime, role="llm_eval", trace_id=task.traceId, task=task,
-                      workspace=Workspace(settings.work_dir, private=(settings.state_dir,)))
+                      workspace=Workspace(settings.work_dir, private=(settings.state_dir,),
+                                          sandbox=sandbox_for(settings)))
     record = run_role(runtime, ctx, build_system_prompt("llm_eval"), task.prompt,
                       control.remaining(), on_step=lambda _record: control.check(),
                       owners=(task.id,))

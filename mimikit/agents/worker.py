@@ -20,6 +20,7 @@ from mimikit.scheduling.conditions import task_refs
 from mimikit.store.runtime import Runtime
 from mimikit.tools.context import ToolContext
 from mimikit.workspace.local import Workspace
+from mimikit.workspace.sandbox import sandbox_for
 
 log = logging.getLogger("mimikit.worker")
 UPSTREAM_RESULT_CHARS = 8000
@@ -30,7 +31,8 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
 
     def body(control: RunControl) -> Result:
         task, settings = control.task, runtime.settings
-        workspace = Workspace(settings.work_dir.resolve(), private=(settings.state_dir,))
+        workspace = Workspace(settings.work_dir.resolve(), private=(settings.state_dir,),
+                              sandbox=sandbox_for(settings))
         control.on_stop(workspace.cancel)
         ctx = ToolContext(runtime=runtime, role="worker", trace_id=task.traceId, task=task,
                           workspace=workspace)

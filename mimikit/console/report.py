@@ -23,7 +23,8 @@ def print_status(settings: Settings, as_json: bool = False) -> int:
         return 1
     workers = report["workers"]
     print(f"workers   {len(workers)}" + "".join(
-        f"\n          {w['name']}  queues={','.join(w.get('queues', []))}" for w in workers))
+        f"\n          {w['name']}  queues={','.join(w.get('queues', []))}"
+        + (f"  sandbox={w['sandbox']}" if w.get("sandbox") else "") for w in workers))
     print("queues    " + "  ".join(f"{q}={n}" for q, n in report["queues"].items()))
     print(f"teller    {report['teller']['state']}")
     beat = report.get("beat", {})
@@ -35,6 +36,9 @@ def print_status(settings: Settings, as_json: bool = False) -> int:
           f"{llm.get('baseUrl', '')} "
           + " ".join(f"{role}={model}" for role, model in llm.get("models", {}).items())
           + (f"\n          {llm['error']}" if llm.get("error") else ""))
+    sandbox = report["sandbox"]
+    print(f"sandbox   {sandbox['detail']}"
+          + (f"\n          fix: {sandbox['fix']}" if sandbox.get("fix") else ""))
     usage = report.get("usage") or {}
     cap = f" of {usage['dayCap']:g}" if usage.get("dayCap") is not None else " (no daily budget)"
     print(f"spent     {usage.get('spentToday', 0):.4f}{cap} today"

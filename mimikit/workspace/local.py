@@ -1,11 +1,13 @@
 """The Worker's file and shell actions, confined to the work directory.
 
 Every subprocess runs in its own process group so that a timeout, a cancel or a Celery
-revoke can kill the command together with everything it started in the background.
+revoke can kill the command together with everything it started in the background; shell
+commands run in the sandbox given (``mimikit.workspace.sandbox``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import threading
@@ -14,6 +16,9 @@ from typing import Any
 
 from mimikit.exceptions import ConfigError, ToolError
 from mimikit.workspace.procgroup import kill_groups, run_process_group
+from mimikit.workspace.sandbox import Sandbox
+
+log = logging.getLogger("mimikit.workspace")
 
 READ_LIMIT_BYTES = 1_000_000
 LIST_LIMIT_ENTRIES = 500
@@ -23,6 +28,7 @@ SHELL_ENV_VARS = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE"
                   "TMPDIR")
 # Files the file tools never touch, relative to the work dir: secrets and Mimikit's own state.
 PRIVATE_NAMES = (".env",)
+UNCONFINED = Sandbox("off", None)
 
 # --- the workspace ----------------------------------------------------------------------------
 
@@ -37,6 +43,7 @@ class Workspace:
         shell_timeout_max: float = 3600,
         output_limit_bytes: int = 64_000,
         private: tuple[Path, ...] = (),
+        sandbox: Sandbox = UNCONFINED,
     ) -> None:
         root = Path(root).expanduser()
         if not root.is_dir():
@@ -47,6 +54,7 @@ class Workspace:
         self.root = root.resolve()
         self.private = tuple(Path(p).resolve() for p in private) + tuple(
             self.root / name for name in PRIVATE_NAMES)
+        self.sandbox = sandbox
         self.shell_timeout_default = shell_timeout_default
         self.shell_timeout_max = shell_timeout_max
         self.output_limit_bytes = output_limit_bytes
@@ -137,30 +145,28 @@ class Workspace:
     # -- shell --
 
     def shell(self, command: str, timeout: float | None = None) -> dict[str, Any]:
-        """Run ``command`` in the work directory; background children die with it.
+        """Run ``command`` in the work directory, in the sandbox; background children die with it.
 
         Returns:
-            {exitCode, stdout, stderr, timedOut, canceled, durationMs}.
+            {exitCode, stdout, stderr, timedOut, canceled, durationMs}, and ``note`` when a
+            failure looks like the sandbox's doing (no network).
         """
-        if self._canceled.is_set():
-            raise ToolError("the task was canceled; no more commands run")
-        if not command.strip():
-            raise ToolError("command is empty; give a shell command such as 'ls -la'")
-        if timeout is not None and timeout <= 0:
-            raise ToolError(f"timeout {timeout} is not positive; give seconds, e.g. 60")
-        seconds = min(timeout or self.shell_timeout_default, self.shell_timeout_max)
+        seconds = self._check_command(command, timeout)
         shell = shutil.which("bash") or "/bin/sh"
         env = {k: v for k, v in os.environ.items() if k in SHELL_ENV_VARS or k.startswith("LC_")}
-        run = run_process_group(
-            [shell, "-c", command],
-            cwd=self.root,
-            timeout=seconds,
-            output_limit_bytes=self.output_limit_bytes,
-            stop=self._canceled.is_set,
-            env=env,
-            owner=self.live_pgids,
-        )
-        return {
+        # The cwd's .env is the one the runtime's settings are read from.
+        hidden = (*self.private, Path.cwd() / ".env")
+        with self.sandbox.command([shell, "-c", command], env, self.root, hidden) as (argv, boxed):
+            run = run_process_group(
+                argv,
+                cwd=self.root,
+                timeout=seconds,
+                output_limit_bytes=self.output_limit_bytes,
+                stop=self._canceled.is_set,
+                env=boxed,
+                owner=self.live_pgids,
+            )
+        result: dict[str, Any] = {
             "exitCode": run.exitCode,
             "stdout": run.stdout,
             "stderr": run.stderr,
@@ -168,6 +174,22 @@ class Workspace:
             "canceled": run.stopped,
             "durationMs": run.durationMs,
         }
+        if note := self.sandbox.note(run.exitCode, run.stderr + run.stdout):
+            result["note"] = note
+        return result
+
+    def _check_command(self, command: str, timeout: float | None) -> float:
+        """The seconds ``command`` may take; refuses it when it cannot or must not run."""
+        if self._canceled.is_set():
+            raise ToolError("the task was canceled; no more commands run")
+        if refusal := self.sandbox.refusal:
+            log.warning("shell command refused: %s", refusal)
+            raise ToolError(refusal)
+        if not command.strip():
+            raise ToolError("command is empty; give a shell command such as 'ls -la'")
+        if timeout is not None and timeout <= 0:
+            raise ToolError(f"timeout {timeout} is not positive; give seconds, e.g. 60")
+        return min(timeout or self.shell_timeout_default, self.shell_timeout_max)
 
     @property
     def canceled(self) -> bool:

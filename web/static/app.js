@@ -6,7 +6,8 @@
  *
  * Stable hooks for browser tests:
  *   #status                          status bar; #status-conn, #status-redis, #status-workers,
- *                                    #status-llm pills carry data-state="ok|warn|down|unknown"
+ *                                    #status-llm, #status-sandbox pills carry
+ *                                    data-state="ok|warn|down|unknown"
  *   #llm-banner                      shown when no LLM is configured
  *   #messages                        message list (role="log"); children .msg.user | .msg.assistant
  *                                    | .msg.system with data-id, .msg-text (rendered text) and
@@ -82,9 +83,22 @@
     state.tellerBusy = BUSY_STATES.has(teller.state);
     if (!state.tellerBusy) window.Mimikit.live.settle(); // a reply that streamed but was not kept
     if (state.tellerBusy && state.awaiting) state.awaiting.sawBusy = true;
+    renderSandbox(status.sandbox);
     renderSpending(status.usage);
     updateThinking();
     if ('pendingQuestion' in status) applyStatusQuestion(status.pendingQuestion);
+  }
+
+  // Where Worker shell commands run: the sandbox of the host serving the page.
+  function renderSandbox(sandbox) {
+    if (!sandbox || typeof sandbox !== 'object') return;
+    const network = sandbox.network === true ? ' · network on'
+      : sandbox.network === false ? ' · network off' : '';
+    const text = { off: 'No sandbox (off)', none: 'No sandbox' }[sandbox.kind]
+      || `Sandbox · ${sandbox.kind}${network}`;
+    const pillState = { ok: 'ok', off: 'warn', warn: 'warn', fail: 'down' }[sandbox.state];
+    setPill('#status-sandbox', pillState || 'unknown', text,
+      [sandbox.detail, sandbox.fix && `fix: ${sandbox.fix}`].filter(Boolean).join('\n'));
   }
 
   function renderSpending(usage) {
