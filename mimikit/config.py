@@ -76,6 +76,12 @@ class Settings(BaseSettings):
     planner_timeout: int = Field(600, gt=0, le=MAX_TASK_TIMEOUT_SECONDS, description="seconds a Planner run may take")
     worker_timeout: int = Field(1800, gt=0, le=MAX_TASK_TIMEOUT_SECONDS, description="seconds a Worker task may take")
     max_steps: int = Field(24, ge=1, le=500, description="LLM round trips per agent run")
+    teller_max_steps: int = Field(6, ge=1, le=100, description="LLM round trips per Teller run")
+    max_tokens: int = Field(4096, ge=16, le=1_000_000, description="most tokens one answer may "
+                            "have (a longer one is cut, and asked again shorter)")
+    teller_max_tokens: int | None = Field(1024, ge=16, le=1_000_000)
+    planner_max_tokens: int | None = Field(None, ge=16, le=1_000_000)
+    worker_max_tokens: int | None = Field(None, ge=16, le=1_000_000)
     llm_timeout: float = Field(120.0, gt=0, description="seconds per LLM request")
     llm_retries: int = Field(3, ge=0, le=10)
     heartbeat_seconds: float = Field(10.0, gt=0, description="running-task heartbeat lifetime")
@@ -158,6 +164,16 @@ class Settings(BaseSettings):
         """The model name a role uses (its own setting, else ``MODEL``)."""
         setting = ROLES[role].model_setting if role in ROLES else None
         return (getattr(self, setting) if setting else None) or self.model
+
+    def max_tokens_for(self, role: str) -> int:
+        """The most tokens one answer of a role may have (its own setting, else
+        ``MAX_TOKENS``)."""
+        own = getattr(self, f"{role}_max_tokens", None) if role in ROLES else None
+        return int(own or self.max_tokens)
+
+    def max_steps_for(self, role: str) -> int:
+        """The most LLM requests one run of a role may make."""
+        return min(self.teller_max_steps, self.max_steps) if role == "teller" else self.max_steps
 
     def timeout_for(self, role: str) -> int:
         """The default timeout in seconds of a role's runs."""

@@ -314,12 +314,18 @@ class Usage(Model):
     promptTokens: int = 0
     completionTokens: int = 0
     totalTokens: int = 0
+    # Counted here, offline, because the server sent no token counts.
+    estimated: bool = False
+    # Prompt tokens the server served from its cache (when it says).
+    cachedTokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             promptTokens=self.promptTokens + other.promptTokens,
             completionTokens=self.completionTokens + other.completionTokens,
             totalTokens=self.totalTokens + other.totalTokens,
+            estimated=self.estimated or other.estimated,
+            cachedTokens=self.cachedTokens + other.cachedTokens,
         )
 
 
@@ -343,6 +349,8 @@ class PendingQuestion(Model):
     createdAt: datetime = Field(default_factory=utcnow)
     expiresAt: datetime | None = None
     traceId: str | None = None
+    # The Planner task whose needs_input the question asks about (its answer re-delegates it).
+    taskId: str | None = None
 
     @model_validator(mode="after")
     def _compute_expiry(self) -> PendingQuestion:

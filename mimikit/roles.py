@@ -33,6 +33,8 @@ class Role:
     report: Report
     text_ends_run: bool = False
     is_task: bool = True
+    # A text answer becomes a ``text`` result once corrections did not get submit_result.
+    text_is_result: bool = False
 
 
 TELLER = Role(
@@ -40,7 +42,7 @@ TELLER = Role(
     prompt_files=tuple(f"agents/teller/{part}.md"
                        for part in ("identity", "voice", "tools", "rules", "output")),
     tools=("reply", "delegate", "remember", "ask_user", "list_tasks", "cancel_task",
-           "update_backlog", "pause_task", "resume_task", "run_task", "edit_task"),
+           "update_backlog", "manage_trigger"),
     timeout_setting="teller_timeout", model_setting="teller_model", report="none",
     text_ends_run=True, is_task=False)
 PLANNER = Role(
@@ -49,13 +51,15 @@ PLANNER = Role(
                        for part in ("identity", "tools", "rules", "output")),
     tools=("delegate", "schedule", "get_recent_history", "get_history_by_time",
            "search_memory", "list_tasks", "cancel_task", "submit_result"),
-    timeout_setting="planner_timeout", model_setting="planner_model", report="plan")
+    timeout_setting="planner_timeout", model_setting="planner_model", report="plan",
+    text_is_result=True)
 WORKER = Role(
     name="worker", title="Worker", queue="worker", task_name="mimikit.worker",
     prompt_files=tuple(f"agents/worker/{part}.md"
                        for part in ("identity", "tools", "rules", "output")),
     tools=("shell", "read_file", "write_file", "list_files", "submit_result"),
-    timeout_setting="worker_timeout", model_setting="worker_model", report="policy")
+    timeout_setting="worker_timeout", model_setting="worker_model", report="policy",
+    text_is_result=True)
 LLM_EVAL = Role(
     name="llm_eval", title="llm_eval", queue="worker", task_name="mimikit.llm_eval_batch",
     prompt_files=("llm-eval-batch.md",), tools=("submit_verdicts", "read_file", "list_files"),

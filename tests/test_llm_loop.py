@@ -13,7 +13,7 @@ from llm_server import ScriptedLLM, delay, raw_arguments, text, tool_call, tool_
 from pydantic import BaseModel, Field
 
 from mimikit.exceptions import LLMUnavailable, ToolError
-from mimikit.llm import LLMClient, RunRecord, run_agent
+from mimikit.llm import LLMClient, RunOptions, RunRecord, run_agent
 from mimikit.llm.registry import Registry, StopRun
 
 llm = llm_fixtures.llm  # the scripted server fixture
@@ -62,13 +62,12 @@ def make_registry() -> Registry:
     return registry
 
 
-def run(server: ScriptedLLM, role: str = "teller", **options: Any) -> tuple[RunRecord, Ctx]:
+def run(server: ScriptedLLM, role: str = "teller", on_step: Any = None, **options: Any
+        ) -> tuple[RunRecord, Ctx]:
     client = LLMClient(server.url, None, timeout=5, max_retries=1, backoff_base=0.01)
     ctx = Ctx()
-    settings: dict[str, Any] = {"max_steps": 6}
-    settings.update(options)
     record = run_agent(client, MODEL, role, "You are a test.", "hello", make_registry(), ctx,
-                       **settings)
+                       RunOptions(**{"max_steps": 6, **options}), on_step=on_step)
     return record, ctx
 
 
@@ -166,7 +165,7 @@ def test_step_limit_fails_with_a_readable_error(llm: ScriptedLLM) -> None:
     assert record.status == "failed" and record.steps == 3
     assert len(llm.requests) == 3
     assert record.error == (
-        "step limit of 3 reached without finishing; last tool error: "
+        "step limit of 3 reached without finishing; last error: "
         "error: unknown tool 'launch'; available: add"
     )
 
@@ -242,7 +241,8 @@ def test_unreachable_llm_propagates(llm: ScriptedLLM) -> None:
     client = LLMClient(f"http://127.0.0.1:{port}/v1", None, max_retries=0)
 
     with pytest.raises(LLMUnavailable, match=f"127.0.0.1:{port}"):
-        run_agent(client, MODEL, "teller", "s", "u", make_registry(), Ctx(), max_steps=3)
+        run_agent(client, MODEL, "teller", "s", "u", make_registry(), Ctx(),
+                  RunOptions(max_steps=3))
 
 
 def test_run_record_dumps_as_camelcase_json(llm: ScriptedLLM) -> None:
@@ -278,7 +278,7 @@ def finishing_registry() -> Registry:
 def run_worker(server: ScriptedLLM, max_steps: int = 6) -> RunRecord:
     client = LLMClient(server.url, None, timeout=5, max_retries=0)
     return run_agent(client, MODEL, "worker", "You are a test.", "hello", finishing_registry(),
-                     Ctx(), max_steps, text_ends_run=False)
+                     Ctx(), RunOptions(max_steps, text_ends_run=False))
 
 
 def test_a_plain_answer_where_a_tool_must_finish_is_corrected_and_the_run_goes_on(llm):
@@ -299,15 +299,16 @@ def test_a_model_that_never_calls_the_finishing_tool_ends_at_the_step_limit(llm)
 
 @pytest.mark.parametrize("written", [
     '{"name": "reply", "arguments": {"text": "hi"}}',
-    '```json\n{"function": {"name": "reply", "arguments": "{}"}}\n```',
+    'Sure.\n```json\n{"function": {"name": "reply", "arguments": "{\\"text\\": \\"hi\\"}"}}\n```',
     '<tool_call>{"name": "reply", "arguments": {"text": "hi"}}</tool_call>',
 ])
-def test_a_tool_call_written_into_the_text_is_not_taken_for_the_answer(llm, written):
-    llm.script(MODEL, text(written), tool_call("reply", text="hi"), text(""))
+def test_a_tool_call_written_into_the_text_is_run_as_the_call(llm, written):
+    llm.script(MODEL, text(written), text(""))
     record, ctx = run(llm)
     assert ctx.replies == ["hi"] and record.finalText == ""
-    correction = llm.requests[1]["messages"][-1]["content"]
-    assert "'reply' written as text" in correction and "tool_calls" in correction
+    call = record.messages[2]["tool_calls"][0]["function"]  # a real call in the transcript
+    assert call["name"] == "reply" and '"hi"' in call["arguments"]
+    assert len(llm.requests) == 2 and llm.requests[1]["messages"][-1]["role"] == "tool"
 
 
 def test_a_finishing_call_beside_other_calls_is_refused_and_the_others_run(llm):

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from mimikit.agents.session import Session
-from mimikit.llm.loop import ToolCallRecord
+from mimikit.llm.record import ToolCallRecord
 from mimikit.models import Usage
 from mimikit.workspace.codex import CodexOutcome, run_codex
 

@@ -26,7 +26,8 @@ from mimikit.delivery.dispatch import warm_sending
 from mimikit.exceptions import TaskCanceled, TaskTimedOut
 from mimikit.llm.client import LLMClient, StreamingClient
 from mimikit.llm.completion import ChatClient
-from mimikit.llm.loop import Observer, RunRecord, run_agent
+from mimikit.llm.loop import RunOptions, run_agent
+from mimikit.llm.record import Observer, RunRecord
 from mimikit.llm.registry import Registry
 from mimikit.memory.service import warm as index_warm
 from mimikit.models import Task
@@ -34,6 +35,7 @@ from mimikit.roles import ROLES, role
 from mimikit.spending.book import Spender
 from mimikit.spending.budget import Caps
 from mimikit.spending.meter import Meter
+from mimikit.store.journal import RunJournal
 from mimikit.store.runtime import Runtime
 from mimikit.tools import (
     eval_tools,
@@ -55,7 +57,8 @@ _clients: dict[tuple[Any, ...], LLMClient] = {}
 @cache
 def registry() -> Registry:
     """The process-wide registry with every role's tools (the seeds' permission matrix)."""
-    built = Registry(propagate=(TaskCanceled, TaskTimedOut, SoftTimeLimitExceeded))
+    built = Registry(propagate=(TaskCanceled, TaskTimedOut, SoftTimeLimitExceeded),
+                     matrix={name: spec.tools for name, spec in ROLES.items()})
     for module in (task_tools, teller_tools, trigger_tools, planner_tools, worker_tools,
                    eval_tools):
         module.register(built)
@@ -97,12 +100,14 @@ def client_for(runtime: Runtime) -> LLMClient:
 def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: str, user_prompt: str,
              timeout: float, on_step: Any = None, owners: tuple[str, ...] = (),
              stream_to: TextSinks | None = None, engine: Engine | None = None,
-             cancel: threading.Event | None = None) -> RunRecord:
+             cancel: threading.Event | None = None, journal: RunJournal | None = None,
+             check_promises: bool = False) -> RunRecord:
     """Run one agent of ``ctx.role`` with ``engine`` (the agent loop by default) and keep its
     transcript under each of ``owners``.
 
     ``stream_to(record, n)`` gives the sink of the reply text of the run's ``n``-th LLM
-    request, which then streams.
+    request, which then streams. With ``journal`` each step is written down, and a run that
+    finds steps there resumes after them.
     """
     model = runtime.settings.model_for(ctx.role)
     record = RunRecord(role=ctx.role, model=model, traceId=ctx.trace_id)
@@ -111,7 +116,9 @@ def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: str, user_prompt
                       meter=metered(runtime, ctx, model, record, stream_to),
                       system=system_prompt, user=user_prompt,
                       deadline=time.monotonic() + timeout, on_step=on_step,
-                      observe=live_steps(runtime, record, task), cancel=cancel)
+                      observe=live_steps(runtime, record, task), cancel=cancel,
+                      journal=journal, check_promises=check_promises)
+    ctx.journal_key = journal.key if journal is not None else None
     try:
         (engine or agent_loop)(session)
     except BaseException as error:  # kept below with what it did so far
@@ -126,13 +133,20 @@ def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: str, user_prompt
 
 def agent_loop(session: Session) -> None:
     """The engine of every role: the agent loop over the OpenAI-compatible API."""
-    ctx, record = session.ctx, session.record
-    run_agent(
-        session.meter, record.model, ctx.role, session.system, session.user, registry(), ctx,
-        session.runtime.settings.max_steps, deadline=session.deadline,
-        on_step=session.on_step, record=record, observer=session.observe,
-        text_ends_run=role(ctx.role).text_ends_run,
-    )
+    ctx, record, settings = session.ctx, session.record, session.runtime.settings
+    spec = role(ctx.role)
+    options = RunOptions(
+        max_steps=settings.max_steps_for(ctx.role), deadline=session.deadline,
+        text_ends_run=spec.text_ends_run, max_tokens=settings.max_tokens_for(ctx.role),
+        tool_choice="required", check_promises=session.check_promises,
+        journal=session.journal, text_as_result=text_result if spec.text_is_result else None)
+    run_agent(session.meter, record.model, ctx.role, session.system, session.user, registry(),
+              ctx, options, on_step=session.on_step, record=record, observer=session.observe)
+
+
+def text_result(text: str) -> dict[str, Any]:
+    """A Planner's or Worker's text answer as its result."""
+    return {"status": "done", "resultType": "text", "result": {"text": text}}
 
 
 def metered(runtime: Runtime, ctx: ToolContext, model: str, record: RunRecord,

@@ -7,10 +7,11 @@ from typing import Any
 
 from mimikit.agents.common import run_role
 from mimikit.agents.context import context_sections
-from mimikit.agents.prompts import build_system_prompt, choose_mode
+from mimikit.agents.prompts import build_prompts, choose_mode
 from mimikit.lifecycle.execution import RunControl, execute
-from mimikit.llm.loop import RunRecord
+from mimikit.llm.record import RunRecord
 from mimikit.models import Result, Task, utcnow
+from mimikit.store.journal import RunJournal
 from mimikit.store.runtime import Runtime
 from mimikit.tools.context import ToolContext
 
@@ -24,12 +25,14 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         task = control.task
         ctx = ToolContext(runtime=runtime, role="planner", trace_id=task.traceId, task=task)
         sections = context_sections(runtime, [task.prompt])
-        system = build_system_prompt("planner", choose_mode("planner", bool(sections)), sections)
         now = utcnow().astimezone(runtime.settings.tz).isoformat(timespec="seconds")
-        user = (f"Current time: {now} (time zone {runtime.settings.timezone})\n\n"
-                f"## User request\n{task.prompt}")
+        system, user = build_prompts(
+            "planner", choose_mode("planner", bool(sections)), sections,
+            f"Current time: {now} (time zone {runtime.settings.timezone})\n\n"
+            f"## User request\n{task.prompt}")
         record = run_role(runtime, ctx, system, user, control.remaining(),
-                          on_step=lambda _r: control.check(), owners=(task.id,))
+                          on_step=lambda _r: control.check(), owners=(task.id,),
+                          journal=RunJournal(runtime.redis, runtime.keys, task.id))
         result = planner_result(task, record)
         if result.status == "done":  # its delegations commit with the result
             control.delivery.staged = list(ctx.staged)

@@ -5,6 +5,10 @@ none.
 - minimal: the role's files only.
 - none: nothing but the inputs / request / task (for tests).
 Only the Teller has the fixed first line and ``voice.md``.
+
+The system message is the static part only, the same for every request of a role (identity,
+rules, tools), so a server can keep it cached; the dynamic context goes into the first user
+message, before the inputs or the request (``build_prompts``).
 """
 
 from __future__ import annotations
@@ -52,3 +56,12 @@ def build_system_prompt(role: str, mode: PromptMode = "minimal",
     if mode == "full" and context_sections:
         text += "\n\n" + "\n\n".join(s for s in context_sections if s)
     return text
+
+
+def build_prompts(role: str, mode: PromptMode, context_sections: list[str] | None,
+                  request: str) -> tuple[str, str]:
+    """The system message and the first user message of a run: the role's static text, then
+    the dynamic context (in full mode) followed by ``request``."""
+    system = build_system_prompt(role, "none" if mode == "none" else "minimal")
+    shown = [s for s in context_sections or [] if s] if mode == "full" else []
+    return system, "\n\n".join([*shown, request])

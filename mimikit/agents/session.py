@@ -6,7 +6,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mimikit.llm.loop import Observer, RunRecord
+from mimikit.llm.journal import Journal
+from mimikit.llm.record import Observer, RunRecord
 from mimikit.spending.meter import Meter
 from mimikit.store.runtime import Runtime
 from mimikit.tools.context import ToolContext
@@ -26,6 +27,8 @@ class Session:
     on_step: Callable[[RunRecord], None] | None = None
     observe: Observer | None = None
     cancel: threading.Event | None = None
+    journal: Journal | None = None
+    check_promises: bool = False
 
 
 Engine = Callable[[Session], None]

@@ -1,13 +1,18 @@
-"""The Teller: answers the user at once and hands real work to the Planner.
+"""The Teller: answers the person at once and hands real work to the Planner.
 
-One run at a time cluster-wide (``teller_gate``); each pass handles everything in the inbox
-(inputs, task results, answers, notices) and acknowledges exactly those items, by id, only
-after the run.
+One run at a time cluster-wide (``teller_gate``, its lease kept alive while a pass runs); each
+pass handles everything in the inbox (inputs, task results, answers, notices) and acknowledges
+exactly those items, by id, once a reply to them is stored. Nothing the person says is dropped:
+a pass that ends without a reply (a timeout, the step limit, an empty or unusable answer, an
+error) is run again, a few times with a pause; after the last try the items stay pending, the
+person is told once that they are kept, and the supervisor brings the Teller back later, as
+when the LLM is away. A pass is journaled: a Teller that dies mid-pass resumes it, and a reply
+already posted is not posted twice. A reply that promises work the model never handed over is
+made true: the request goes to the Planner all the same.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 
@@ -15,39 +20,50 @@ from redis.exceptions import RedisError
 
 from mimikit.agents.common import run_role
 from mimikit.agents.context import context_sections
-from mimikit.agents.prompts import build_system_prompt, choose_mode
+from mimikit.agents.inbox_view import render_inbox
+from mimikit.agents.prompts import build_prompts, choose_mode
 from mimikit.conversation import gate as teller_gate
 from mimikit.conversation import outage
+from mimikit.conversation.gate import PASS_TRIES, RETRY_PAUSES_SECONDS
+from mimikit.delivery.dispatch import TELLER_DELIVERY_PASSES
 from mimikit.exceptions import LLMUnavailable
+from mimikit.lifecycle.submit import submit
+from mimikit.llm.record import RunRecord
 from mimikit.memory import backlog
-from mimikit.models import Result, Task
+from mimikit.models import Task
+from mimikit.store import fingerprints
 from mimikit.store.identity import owner_alive
 from mimikit.store.inbox import AnswerItem, InboxItem, InputItem, ResultItem
+from mimikit.store.journal import RunJournal
 from mimikit.store.outage import when_back
 from mimikit.store.runtime import Runtime
 from mimikit.tools.context import ToolContext
-from mimikit.tools.teller_tools import post_reply
+from mimikit.tools.teller_tools import post_reply, with_earlier_attempt
 
 log = logging.getLogger("mimikit.teller")
-MAX_PASSES = 10
-RESULT_CHARS = 6000
+JOURNAL_OWNER = "teller"
+ANSWERED = "answered"
+
+
+class LLMAwayDuringPass(Exception):
+    """The LLM could not be reached: the items wait for the supervisor's next wake."""
 
 
 def run_teller(runtime: Runtime, owner: str) -> str:
     """One Teller delivery: take the lease, handle the inbox until no wake is pending."""
     if not teller_gate.acquire(runtime, owner, owner_alive):
         return "busy"
+    keeper = teller_gate.LeaseKeeper(runtime, owner).start()
+    until = time.monotonic() + teller_gate.pass_seconds(runtime) * (TELLER_DELIVERY_PASSES - 1)
     try:
-        for _ in range(MAX_PASSES):
-            if not teller_gate.renew(runtime, owner) or not teller_gate.take_wake(runtime):
+        while time.monotonic() < until:  # then the next delivery goes on (``again``)
+            if keeper.lost or not teller_gate.take_wake(runtime):
                 break
-            items = runtime.inbox.read()
-            if not items:
-                continue
-            if not _guarded_pass(runtime, items):
-                break  # the LLM is away: keep the items; the supervisor retries with backoff
-            runtime.inbox.ack([item.id for item in items])
+            items = pass_items(runtime)
+            if items and not handle(runtime, items, keeper):
+                break  # kept for later: the supervisor wakes the Teller again
     finally:
+        keeper.stop()
         # Also after a Redis outage broke the run: a lease left behind would keep every other
         # Teller run out until it expired.
         again = when_back(lambda: teller_gate.release(runtime, owner), "releasing the Teller")
@@ -56,19 +72,74 @@ def run_teller(runtime: Runtime, owner: str) -> str:
     return "ran"
 
 
-def _guarded_pass(runtime: Runtime, items: list[InboxItem]) -> bool:
-    """One pass; False when the items must stay (LLM away). A crash is reported in the chat
-    instead of retrying the same items forever."""
+def journal(runtime: Runtime) -> RunJournal:
+    return RunJournal(runtime.redis, runtime.keys, JOURNAL_OWNER)
+
+
+def pass_items(runtime: Runtime) -> list[InboxItem]:
+    """The items of the next pass: those of a journaled pass a crash cut short (it resumes),
+    else everything in the inbox."""
+    waiting = runtime.inbox.read()
+    started = next((e for e in journal(runtime).entries() if e.get("kind") == "pass"), None)
+    if started is not None:
+        ids = set(started["items"])
+        resumed = [item for item in waiting if item.id in ids]
+        if len(resumed) == len(ids):
+            return resumed
+        journal(runtime).clear()  # its items were handled meanwhile
+    return waiting
+
+
+def handle(runtime: Runtime, items: list[InboxItem], keeper: teller_gate.LeaseKeeper) -> bool:
+    """Answer ``items``, trying a few times; False when they stay pending for later."""
+    reason = "no answer"
+    for attempt in range(PASS_TRIES):
+        if keeper.lost:
+            return False
+        try:
+            reason = _guarded_pass(runtime, items)
+        except LLMAwayDuringPass:
+            _forget_if_untouched(runtime)
+            return False
+        if reason == ANSWERED:
+            runtime.inbox.ack([item.id for item in items])
+            journal(runtime).clear()
+            outage.record_success(runtime)
+            return True
+        journal(runtime).clear()  # the next try starts afresh
+        log.warning("Teller pass %d of %d ended without a reply: %s", attempt + 1, PASS_TRIES,
+                    reason)
+        if attempt < len(RETRY_PAUSES_SECONDS):
+            time.sleep(RETRY_PAUSES_SECONDS[attempt])
+    _keep(runtime, items, reason)
+    return False
+
+
+def _forget_if_untouched(runtime: Runtime) -> None:
+    """A pass the LLM never answered need not resume: the next one takes every item."""
+    if not any(entry.get("kind") == "answer" for entry in journal(runtime).entries()):
+        journal(runtime).clear()
+
+
+def _keep(runtime: Runtime, items: list[InboxItem], reason: str) -> None:
+    """After the last try: the items stay, the person is told once, a later wake retries."""
+    inputs = sum(isinstance(item, InputItem | AnswerItem) for item in items)
+    runtime.events.log("teller_pass_kept", reason=reason, items=len(items))
+    if outage.record_failure(runtime, reason, inputs) and inputs:
+        runtime.conversation.system(
+            f"The assistant could not answer yet ({reason}). Your message is kept and will be "
+            "answered as soon as it can.", traceId=answered_trace(items))
+
+
+def _guarded_pass(runtime: Runtime, items: list[InboxItem]) -> str:
+    """One pass: ``ANSWERED``, or why not."""
     try:
         return teller_pass(runtime, items)
-    except RedisError:
+    except (RedisError, LLMAwayDuringPass):
         raise  # nothing acknowledged: the items wait for the next run
     except Exception as error:
         log.exception("Teller pass failed on %d items", len(items))
-        runtime.conversation.system(
-            f"The assistant hit an internal error and skipped {len(items)} pending item(s): "
-            f"{type(error).__name__}: {error}")
-        return True
+        return f"internal error: {type(error).__name__}: {error}"
 
 
 def answered_trace(items: list[InboxItem]) -> str | None:
@@ -80,36 +151,83 @@ def answered_trace(items: list[InboxItem]) -> str | None:
     return next((item.traceId for item in reversed(items) if item.traceId), None)
 
 
-def teller_pass(runtime: Runtime, items: list[InboxItem]) -> bool:
-    """One Teller run over ``items``; False when the LLM could not be reached."""
+def teller_pass(runtime: Runtime, items: list[InboxItem]) -> str:
+    """One Teller run over ``items``: ``ANSWERED``, or why it ended without a reply.
+
+    Raises:
+        LLMAwayDuringPass: The LLM could not be reached (the person is told, once).
+    """
     trace_id = answered_trace(items)
-    ctx = ToolContext(runtime=runtime, role="teller", trace_id=trace_id)
+    ctx = pass_context(runtime, items, trace_id)
     inputs = [item for item in items if isinstance(item, InputItem)]
-    pending_texts = [item.message["text"] for item in inputs]
-    sections = context_sections(runtime, pending_texts,
+    sections = context_sections(runtime, [item.message["text"] for item in inputs],
                                 exclude_ids={item.message["id"] for item in inputs})
     sections += backlog_section(runtime)
-    system = build_system_prompt("teller", choose_mode("teller", bool(sections)), sections)
+    system, user = build_prompts("teller", choose_mode("teller", bool(sections)), sections,
+                                 render_inbox(runtime, items))
+    pass_journal = journal(runtime)
+    if not pass_journal.entries():
+        pass_journal.append({"kind": "pass", "items": [item.id for item in items]})
     try:
-        record = run_role(runtime, ctx, system, render_inbox(runtime, items),
-                          runtime.settings.teller_timeout,
+        record = run_role(runtime, ctx, system, user, runtime.settings.teller_timeout,
                           owners=("teller", *(t for t in {trace_id} if t)),
                           stream_to=lambda run, n: ReplyStream(runtime, f"{run.id}-{n}",
-                                                               trace_id))
+                                                               trace_id),
+                          journal=pass_journal,
+                          check_promises=any(isinstance(i, InputItem | AnswerItem)
+                                             for i in items))
     except LLMUnavailable as error:
-        runtime.events.log("llm_unavailable", role="teller", error=str(error), traceId=trace_id)
-        if outage.record_failure(runtime, str(error), len(pending_texts)):
-            runtime.conversation.system(
-                f"The assistant cannot answer right now: {error}. Your messages are kept and "
-                "will be answered when the LLM is back.", traceId=trace_id)
-        return False
-    outage.record_success(runtime)
-    if record.status == "done" and record.finalText and not ctx.replies:
+        _llm_away(runtime, str(error), items, trace_id)
+        raise LLMAwayDuringPass(str(error)) from None
+    return _outcome(runtime, ctx, record, items)
+
+
+def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None) -> ToolContext:
+    ctx = ToolContext(runtime=runtime, role="teller", trace_id=trace_id)
+    ctx.needs_input = [item.taskId for item in items
+                       if isinstance(item, ResultItem) and item.status == "needs_input"]
+    ctx.answers = [item for item in items if isinstance(item, AnswerItem) and item.taskId]
+    return ctx
+
+
+def _outcome(runtime: Runtime, ctx: ToolContext, record: RunRecord,
+             items: list[InboxItem]) -> str:
+    if record.status == "done" and record.finalText and record.finalText.strip() \
+            and not ctx.replies:
         post_reply(ctx, record.finalText.strip())
-    elif record.status == "failed":
-        runtime.conversation.system(f"The assistant's run failed: {record.error}",
-                                    traceId=trace_id)
-    return True
+    if record.promised and not ctx.created:
+        hand_over(runtime, ctx, items, record.promised)
+    if ctx.replies or ctx.asked:
+        return ANSWERED
+    if record.status == "failed":
+        return record.error or "the run failed"
+    if not any(isinstance(item, InputItem | AnswerItem) for item in items):
+        return ANSWERED  # results and notices the Teller chose to keep quiet about
+    return "the model answered nothing the user could read"
+
+
+def hand_over(runtime: Runtime, ctx: ToolContext, items: list[InboxItem], promise: str) -> None:
+    """The model promised work it never delegated: delegate the person's request itself."""
+    asked = "\n".join(item.message["text"] for item in items if isinstance(item, InputItem))
+    if not asked and not ctx.answers:
+        return
+    task = Task(role="planner", prompt=with_earlier_attempt(ctx, asked or "Continue."),
+                traceId=ctx.trace_id, priority=7)
+    existing = fingerprints.active_duplicate(runtime, task)
+    if existing is None:
+        submit(runtime, [task], note="handed over: the reply promised it")
+    runtime.events.log("teller_promise_handed_over", traceId=ctx.trace_id,
+                       taskId=existing or task.id, promise=promise[:300])
+
+
+def _llm_away(runtime: Runtime, error: str, items: list[InboxItem],
+              trace_id: str | None) -> None:
+    inputs = sum(isinstance(item, InputItem) for item in runtime.inbox.read())
+    runtime.events.log("llm_unavailable", role="teller", error=error, traceId=trace_id)
+    if outage.record_failure(runtime, error, inputs):
+        runtime.conversation.system(
+            f"The assistant cannot answer right now: {error}. Your messages are kept and will "
+            "be answered when the LLM is back.", traceId=trace_id)
 
 
 def backlog_section(runtime: Runtime) -> list[str]:
@@ -138,48 +256,3 @@ class ReplyStream:
             self.sent_at = now
             self.runtime.events.publish("reply", {"id": self.stream_id,
                                                   "traceId": self.trace_id, "text": self.text})
-
-
-def render_inbox(runtime: Runtime, items: list[InboxItem]) -> str:
-    """The Teller's user prompt: pending inputs, answers, task results, notices."""
-    inputs, results, notices = [], [], []
-    done_ids = [item.taskId for item in items if isinstance(item, ResultItem)]
-    done_tasks = {task.id: task for task in runtime.tasks.by_id(done_ids)}
-    done_results = runtime.tasks.results_by_id(done_ids)
-    for item in items:
-        if isinstance(item, InputItem):
-            inputs.append(f"- [{item.message['createdAt']}] user: {item.message['text']}")
-        elif isinstance(item, AnswerItem):
-            inputs.append(f"- Answer to your question {item.question!r}: "
-                          f"{json.dumps({'answer': item.answer, 'source': item.source})}")
-        elif isinstance(item, ResultItem):
-            results.append(_render_result(runtime, item.taskId, done_tasks.get(item.taskId),
-                                          done_results.get(item.taskId)))
-        else:
-            notices.append(f"- {item.text}")
-    blocks = []
-    for title, lines in (("Pending inputs", inputs), ("Task results", results),
-                         ("Notices", notices)):
-        if lines:
-            blocks.append(f"## {title}\n" + "\n".join(lines))
-    return "\n\n".join(blocks) or "## Pending inputs\n(none)"
-
-
-def _render_result(runtime: Runtime, task_id: str, task: Task | None, result: Result | None
-                   ) -> str:
-    if task is None or result is None:
-        return f"### {task_id}\n(result not found)"
-    label = task.title or task.prompt[:120]
-    lines = [f"### {task_id} ({task.role}: {label}) — {result.status}, resultType "
-             f"{result.resultType}", "```json", json.dumps(result.result, ensure_ascii=False,
-                                                          indent=1)[:RESULT_CHARS], "```"]
-    if result.error:
-        lines.append(f"error: {result.error}")
-    if result.question:
-        lines.append(f"question for the user: {result.question}")
-    retired = runtime.redis.get(runtime.keys.retired_by(task_id))
-    if retired:
-        lines.append("not run, since they waited on it: " + ", ".join(json.loads(retired)))
-    if task.role == "planner":
-        lines.append(f"original request: {task.prompt[:2000]}")
-    return "\n".join(lines)

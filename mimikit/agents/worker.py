@@ -14,9 +14,10 @@ from typing import Any
 from mimikit.agents.common import BACKENDS, run_role
 from mimikit.agents.prompts import build_system_prompt
 from mimikit.lifecycle.execution import RunControl, execute
-from mimikit.llm.loop import RunRecord
+from mimikit.llm.record import RunRecord
 from mimikit.models import Result, Task
 from mimikit.scheduling.conditions import task_refs
+from mimikit.store.journal import RunJournal
 from mimikit.store.runtime import Runtime
 from mimikit.tools.context import ToolContext
 from mimikit.workspace.local import Workspace
@@ -39,7 +40,8 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         record = run_role(runtime, ctx, build_system_prompt("worker", "minimal"),
                           worker_prompt(runtime, task), control.remaining(),
                           on_step=lambda _r: control.check(), owners=(task.id,),
-                          engine=BACKENDS[settings.worker_backend], cancel=control.cancel_event)
+                          engine=BACKENDS[settings.worker_backend], cancel=control.cancel_event,
+                          journal=RunJournal(runtime.redis, runtime.keys, task.id))
         if record.status != "stopped":  # e.g. a backend stopped because of a cancel
             control.check()
         return worker_result(task, record)

@@ -2,7 +2,7 @@
 are, and described to models as JSON Schema (one branch per kind).
 
 ``ConditionArg`` is the type of a ``condition`` argument (the Planner's ``delegate`` and
-``schedule``, the Teller's ``edit_task``, the API); what it accepts is stored as
+``schedule``, a trigger's edit, the API); what it accepts is stored as
 ``models.Condition``.
 """
 

@@ -1,4 +1,5 @@
-"""``mimikit prompt``: the exact system prompt a role gets."""
+"""``mimikit prompt``: the exact system prompt a role gets (and, in full mode, the context that
+opens its first user message)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import sys
 from redis.exceptions import RedisError
 
 from mimikit.agents.context import context_sections
-from mimikit.agents.prompts import PromptMode, build_system_prompt
+from mimikit.agents.prompts import PromptMode, build_prompts
 from mimikit.config import Settings
 from mimikit.store.runtime import build_runtime
 
 
 def print_prompt(settings: Settings | None, role: str, mode: PromptMode = "minimal") -> int:
-    """Print a role's system prompt; ``full`` adds this instance's memory and history.
+    """Print a role's system prompt; ``full`` adds the memory and history this instance would
+    put at the start of the first user message.
 
     ``settings`` is needed (and Redis read) only in ``full`` mode.
     """
@@ -22,7 +24,10 @@ def print_prompt(settings: Settings | None, role: str, mode: PromptMode = "minim
         sections = _context_sections(settings) if settings is not None else None
         if sections is None:
             mode = "minimal"
-    print(build_system_prompt(role, mode=mode, context_sections=sections))
+    system, context = build_prompts(role, mode, sections, "")
+    print(system)
+    if context.strip():
+        print("\n--- first user message starts with ---\n" + context.strip())
     return 0
 
 

@@ -1,16 +1,22 @@
 """One Teller at a time, cluster-wide, with wakes coalesced and none lost: every wake rule.
 
 A wake sets a flag and enqueues a Teller run unless one is already queued. A run holds a lease
-while it loops over the flag; after releasing the lease it looks at the flag once more, so a wake
-that raced with its end starts the next run. The supervisor wakes the Teller for anything left in
-the inbox (``wake_for_pending``), except while the LLM is away.
+while it loops over the flag, kept alive by a thread of its own however long a pass takes
+(``LeaseKeeper``: it lapses only when the process dies); after releasing the lease it looks at
+the flag once more, so a wake that raced with its end starts the next run. The supervisor
+wakes the Teller for anything left in the inbox (``wake_for_pending``), except while the LLM
+is away.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
+
+from redis.exceptions import RedisError
 
 from mimikit.conversation import outage
 from mimikit.delivery.dispatch import queue_depths, send_teller
@@ -18,12 +24,22 @@ from mimikit.models import utcnow
 from mimikit.store import lease
 from mimikit.store.runtime import Runtime
 
+log = logging.getLogger("mimikit.teller")
 STALE_QUEUED_SECONDS = 30
+LEASE_SECONDS = 30  # how long a Teller whose process died keeps the others out
+PASS_TRIES = 3  # a pass that ends without a reply is run again, this many times in all
+RETRY_PAUSES_SECONDS = (1.0, 3.0)  # between the tries of a pass
+RENEW_SECONDS = 5
 
 
 def wake(runtime: Runtime) -> bool:
     """Ask for a Teller run; coalesced with any run already queued or running."""
-    return wake_teller(runtime, send_teller)
+    return wake_teller(runtime, lambda: send_teller(pass_seconds(runtime)))
+
+
+def pass_seconds(runtime: Runtime) -> float:
+    """The longest one Teller pass may take: its tries, each up to ``TELLER_TIMEOUT``."""
+    return (runtime.settings.teller_timeout + 5) * PASS_TRIES + sum(RETRY_PAUSES_SECONDS)
 
 
 def wake_for_pending(runtime: Runtime) -> bool:
@@ -87,7 +103,36 @@ def renew(runtime: Runtime, owner: str) -> bool:
 
 
 def _lease_seconds(runtime: Runtime) -> int:
-    return runtime.settings.teller_timeout + 30
+    return LEASE_SECONDS
+
+
+class LeaseKeeper:
+    """Renews the Teller lease every ``RENEW_SECONDS`` from a thread while a run goes on;
+    ``lost`` once it found the lease gone (another Teller holds it now)."""
+
+    def __init__(self, runtime: Runtime, owner: str) -> None:
+        self.runtime, self.owner = runtime, owner
+        self._stop = threading.Event()
+        self.lost = False
+        self._thread = threading.Thread(target=self._run, daemon=True, name="teller-lease")
+
+    def start(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(RENEW_SECONDS):
+            try:
+                if not renew(self.runtime, self.owner):
+                    self.lost = True
+                    log.error("the Teller lease was lost while a pass ran")
+                    return
+            except RedisError as error:  # Redis briefly away: the lease outlives a blip
+                log.warning("cannot renew the Teller lease: %s", error)
 
 
 def take_wake(runtime: Runtime) -> bool:

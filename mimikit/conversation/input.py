@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from mimikit.conversation.gate import wake
+from mimikit.conversation.question import is_answer
 from mimikit.models import Message
 from mimikit.store.runtime import Runtime
 
@@ -21,8 +22,18 @@ class UserInput(BaseModel):
 def post_input(runtime: Runtime, text: str) -> Message:
     """Store a user message in history and the Teller's inbox, then wake the Teller.
 
-    Its id is also its trace id, which follows it through every run and task it causes.
+    Its id is also its trace id, which follows it through every run and task it causes. While a
+    question is pending, a message that answers it (``question.is_answer``) is its answer.
     """
+    pending = runtime.conversation.question()
+    if pending is not None and is_answer(pending, text):
+        answered = Message(role="user", text=text, traceId=pending.traceId)
+        if runtime.conversation.resolve(text, source="user", question_id=pending.id):
+            runtime.conversation.append(answered)
+            runtime.events.log("question_answered_in_chat", messageId=answered.id,
+                               traceId=pending.traceId)
+            wake(runtime)
+            return answered
     message = Message(role="user", text=text)
     message.traceId = message.id
     runtime.conversation.append(message, to_inbox=True)

@@ -1,20 +1,45 @@
-"""The pending question: answered by the user, or expired with its default or a timeout."""
+"""The pending question: answered by the person (in its card, or typed in the chat box),
+or expired with its default or a timeout.
+
+A message typed in the chat box while a question is pending answers it, unless it clearly is
+something else (``is_answer``): a question of its own (ending in "?"), or one that says it is
+another matter ("btw", "also", "new request", "另外", "顺便" ...).
+"""
 
 from __future__ import annotations
 
+import re
+
 from mimikit.conversation.gate import wake
-from mimikit.models import Message, utcnow
+from mimikit.models import Message, PendingQuestion, utcnow
 from mimikit.store.runtime import Runtime
 
+_ASIDE = re.compile(r"^\s*(?:btw|by the way|also|another thing|new (?:request|question|task)|"
+                    r"unrelated|different question)\b|^\s*(?:另外|顺便|还有|新的?(?:问题|请求|任务))",
+                    re.IGNORECASE)
 
-def answer_question(runtime: Runtime, answer: str) -> bool:
-    """The user's answer: resolves the pending question, enters history, wakes the Teller.
+
+def is_answer(question: PendingQuestion, text: str) -> bool:
+    """Whether ``text``, typed while ``question`` is pending, answers it: anything but an aside
+    or a question of its own (a question that is just one of the options still answers)."""
+    if _ASIDE.search(text):
+        return False
+    if text.rstrip().endswith(("?", "？")):
+        said = text.strip().rstrip("?？").strip().casefold()
+        return any(said == option.strip().casefold() for option in question.options or [])
+    return True
+
+
+def answer_question(runtime: Runtime, answer: str, trace_id: str | None = None) -> bool:
+    """The person's answer: resolves the pending question, enters history, wakes the Teller.
 
     Returns False, changing nothing, when no question is pending.
     """
+    question = runtime.conversation.question()
     if not runtime.conversation.resolve(answer, source="user"):
         return False
-    runtime.conversation.append(Message(role="user", text=answer))
+    traced = trace_id or (question.traceId if question else None)
+    runtime.conversation.append(Message(role="user", text=answer, traceId=traced))
     wake(runtime)
     return True
 

@@ -29,10 +29,19 @@ def warm_sending() -> None:
             producer.maybe_declare(queue)
 
 
-def send_teller() -> None:
-    """Enqueue one Teller run (callers go through ``conversation.gate.wake``)."""
+# A Teller delivery runs passes for at most ``TELLER_DELIVERY_PASSES`` pass times (each its
+# tries of ``MIMIKIT_TELLER_TIMEOUT``); Celery's time limit stands behind that.
+TELLER_DELIVERY_PASSES = 4
+
+
+def send_teller(pass_seconds: float) -> None:
+    """Enqueue one Teller run (callers go through ``conversation.gate.wake``); Celery stops
+    it if it runs longer than ``TELLER_DELIVERY_PASSES`` passes of ``pass_seconds`` (plus a
+    margin), where its pool can."""
+    limit = pass_seconds * TELLER_DELIVERY_PASSES
     app.send_task(TELLER.task_name, queue=TELLER.queue, priority=to_broker_priority(10),
-                  ignore_result=True)
+                  ignore_result=True, soft_time_limit=limit + SOFT_LIMIT_MARGIN_SECONDS,
+                  time_limit=limit + TIME_LIMIT_MARGIN_SECONDS)
 
 
 def enqueue(runtime: Runtime, task: Task) -> str:

@@ -166,8 +166,12 @@ def _retry_later(runtime: Runtime, task: Task, result: Result) -> bool:
     if not may_retry(task):
         return False
     until = next_attempt_at(task, utcnow())
+
+    def fresh_start(pipe: Any, _task: Task) -> None:
+        pipe.delete(runtime.keys.journal(task.id))  # the next attempt does not replay this one
+
     deferred = runtime.tasks.set_status(task.id, "deferred", reason=result.error,
-                                        deferUntil=until)
+                                        deferUntil=until, also=fresh_start)
     return deferred is not None
 
 

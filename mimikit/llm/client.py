@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import random
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import openai
@@ -18,8 +15,17 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from mimikit.config import secret_text
 from mimikit.exceptions import LLMUnavailable
 from mimikit.llm.completion import Completion, ToolCall
-from mimikit.llm.streaming import read_stream
-from mimikit.models import Usage
+from mimikit.llm.responses import (
+    SAMPLE_CHUNK,
+    SAMPLE_COMPLETION,
+    NotACompletion,
+    cause,
+    completion_of,
+    detail,
+    server_delay,
+    with_estimate,
+)
+from mimikit.llm.streaming import PastDeadline, read_stream
 
 logger = logging.getLogger("mimikit.llm")
 
@@ -60,11 +66,12 @@ class StreamingClient:
         self.requests = 0
 
     def chat(self, model: str, messages: list[dict[str, Any]],
-             tools: list[dict[str, Any]] | None = None, deadline: float | None = None,
-             **options: Any) -> Completion:
+             tools: list[dict[str, Any]] | None = None, deadline: float | None = None, *,
+             max_tokens: int | None = None, tool_choice: Any = None) -> Completion:
         self.requests += 1
         return self.client.chat(model, messages, tools, deadline=deadline,
-                                on_text=self.sink_for(self.requests), **options)
+                                on_text=self.sink_for(self.requests), max_tokens=max_tokens,
+                                tool_choice=tool_choice)
 
 
 class LLMClient:
@@ -95,6 +102,7 @@ class LLMClient:
         self._random = rng or random.Random()
         self._sdk: openai.OpenAI | None = None
         self.streams = True  # False once the server answered a streamed request whole
+        self.tool_choice_ok = True  # False once the server refused a tool_choice
 
     @classmethod
     def from_settings(cls, settings: Any) -> LLMClient:
@@ -137,8 +145,8 @@ class LLMClient:
             return
         sdk = self._client()
         _ = sdk.chat.completions.with_raw_response, sdk.default_headers
-        ChatCompletion.model_validate(_SAMPLE_COMPLETION)
-        ChatCompletionChunk.model_validate(_SAMPLE_CHUNK)
+        ChatCompletion.model_validate(SAMPLE_COMPLETION)
+        ChatCompletionChunk.model_validate(SAMPLE_CHUNK)
 
     def chat(
         self,
@@ -147,6 +155,9 @@ class LLMClient:
         tools: list[dict[str, Any]] | None = None,
         deadline: float | None = None,
         on_text: Callable[[str], None] | None = None,
+        *,
+        max_tokens: int | None = None,
+        tool_choice: Any = None,
     ) -> Completion:
         """Send one chat request and return the answer.
 
@@ -154,22 +165,31 @@ class LLMClient:
             model: The model name.
             messages: The OpenAI-style transcript so far.
             tools: Function-calling schemas to offer, or None.
-            deadline: A ``time.monotonic()`` value no attempt or backoff may pass.
+            deadline: A ``time.monotonic()`` value no attempt, backoff or streamed answer may
+                pass: a stream still going then is closed.
             on_text: Given the reply text piece by piece as it streams in (the request is
                 then streamed; a server that does not stream gives it in one piece).
+            max_tokens: The most tokens the answer may have (a longer one ends with
+                ``finish_reason`` ``length``).
+            tool_choice: ``"required"``, ``{"type": "function", ...}`` or None; a server that
+                refuses it is asked again without it, and not asked with it again.
 
         Returns:
-            The parsed completion.
+            The parsed completion, its usage counted here (``estimated``) when the server sent
+            none.
 
         Raises:
             LLMUnavailable: Not configured, rejected, or unreachable after the retries.
             LLMDeadline: ``deadline`` passed before an answer came (an ``LLMUnavailable``).
         """
         sdk = self._client()
+        options = {key: value for key, value in (("tools", tools), ("max_tokens", max_tokens),
+                                                 ("tool_choice", tool_choice)) if value}
         attempt = 0
         while True:
             try:
-                return self._attempt(sdk, model, messages, tools, deadline, on_text)
+                completion = self._attempt(sdk, model, messages, options, deadline, on_text)
+                return with_estimate(completion, messages, tools)
             except _Retryable as failure:
                 attempt += 1
                 tries = f"{attempt} attempt{'s' if attempt > 1 else ''}"
@@ -201,7 +221,7 @@ class LLMClient:
             raise LLMUnavailable(str(failure)) from None
         except openai.APIError as error:  # unreachable, timed out, or not an OpenAI answer
             raise LLMUnavailable(
-                f"cannot reach the LLM at {self.url}: {_cause(error)}; set MIMIKIT_LLM_BASE_URL"
+                f"cannot reach the LLM at {self.url}: {cause(error)}; set MIMIKIT_LLM_BASE_URL"
             ) from None
 
     def _delay(self, attempt: int, failure: _Retryable, tries: str) -> float:
@@ -228,33 +248,34 @@ class LLMClient:
         step = min(self.backoff_base * (2 ** min(attempt, 64)), self.backoff_max)
         return step * (1 - BACKOFF_JITTER * self._random.random())
 
-    def _attempt(
-        self,
-        sdk: openai.OpenAI,
-        model: str,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        deadline: float | None,
-        on_text: Callable[[str], None] | None = None,
-    ) -> Completion:
+    def _attempt(self, sdk: openai.OpenAI, model: str, messages: list[dict[str, Any]],
+                 options: dict[str, Any], deadline: float | None,
+                 on_text: Callable[[str], None] | None = None) -> Completion:
+        if "tool_choice" in options and not self.tool_choice_ok:
+            options = {k: v for k, v in options.items() if k != "tool_choice"}
         timeout = self.timeout
         if deadline is not None:
             timeout = max(min(timeout, deadline - time.monotonic()), 0.05)
-        extra: dict[str, Any] = {"tools": tools} if tools else {}
         try:
             if on_text is not None and self.streams:
-                streamed = self._streamed(sdk, model, messages, timeout, extra, on_text)
+                streamed = self._streamed(sdk, model, messages, timeout, options, on_text,
+                                          deadline)
                 if streamed is not None:
                     return streamed
             response = sdk.chat.completions.create(
-                model=model, messages=messages, timeout=timeout, **extra  # type: ignore[arg-type]
+                model=model, messages=messages, timeout=timeout, **options  # type: ignore[arg-type]
             )
         except openai.APITimeoutError:
             raise _Retryable(f"the LLM at {self.url} did not answer within {timeout:g} s") from None
         except openai.APIConnectionError as error:
             raise _Retryable(
-                f"cannot reach the LLM at {self.url}: {_cause(error)}; set MIMIKIT_LLM_BASE_URL"
+                f"cannot reach the LLM at {self.url}: {cause(error)}; set MIMIKIT_LLM_BASE_URL"
             ) from None
+        except openai.BadRequestError as error:
+            if "tool_choice" in options and "tool_choice" in detail(error).lower():
+                self.tool_choice_ok = False  # not this server: ask without it from now on
+                return self._attempt(sdk, model, messages, options, deadline, on_text)
+            raise self._status_error(error, model) from None
         except openai.APIStatusError as error:
             raise self._status_error(error, model) from None
         except json.JSONDecodeError as error:
@@ -263,138 +284,62 @@ class LLMClient:
         if isinstance(response, str):  # a body that is not JSON at all (e.g. a proxy page)
             raise _Retryable(f"the LLM at {self.url} answered with a body that is not JSON: "
                              f"{response[:80]!r}")
-        return _parse(response, self.url)
+        return self._parse(response)
+
+    def _parse(self, response: Any) -> Completion:
+        try:
+            return completion_of(response)
+        except NotACompletion as error:
+            raise _Retryable(f"the LLM at {self.url} answered with a body that is not a chat "
+                             f"completion ({error})") from None
 
     def _streamed(self, sdk: openai.OpenAI, model: str, messages: list[dict[str, Any]],
-                  timeout: float, extra: dict[str, Any], on_text: Callable[[str], None]
-                  ) -> Completion | None:
+                  timeout: float, options: dict[str, Any], on_text: Callable[[str], None],
+                  deadline: float | None) -> Completion | None:
         """One streamed request; a server that answers it whole is not asked to stream again
         (its whole answer is used); None when it refused the request as streamed."""
         try:
             raw = sdk.chat.completions.with_raw_response.create(  # type: ignore[call-overload]
                 model=model, messages=messages, timeout=timeout,
-                stream=True, stream_options={"include_usage": True}, **extra)
-        except openai.BadRequestError:  # e.g. no stream_options here: ask again, unstreamed
-            self.streams = False
+                stream=True, stream_options={"include_usage": True}, **options)
+        except openai.BadRequestError as error:
+            if "tool_choice" in options and "tool_choice" in detail(error).lower():
+                raise  # the caller asks again without it
+            self.streams = False  # e.g. no stream_options here: ask again, unstreamed
             return None
         if "text/event-stream" not in raw.headers.get("content-type", ""):
             self.streams = False
             raw.http_response.read()
-            return _parse(ChatCompletion.model_validate(raw.http_response.json()), self.url)
-        found = read_stream(raw.parse(), on_text)
+            return self._parse(ChatCompletion.model_validate(raw.http_response.json()))
+        stream = raw.parse()
+        names = [tool["function"]["name"] for tool in options.get("tools", [])] or ["reply"]
+        try:
+            found = read_stream(stream, on_text, deadline, names)
+        except PastDeadline as late:
+            stream.close()
+            raise LLMDeadline(f"the LLM at {self.url} was still answering when the run's "
+                              f"deadline passed ({late.received} characters received)") from None
         if found is None:
             raise _Retryable(f"the LLM at {self.url} ended its streamed answer empty")
-        content, calls, usage = found
-        return Completion.of(content, [ToolCall(id=i, name=n, arguments=a) for i, n, a in calls],
-                             usage)
+        calls = [ToolCall(id=i, name=n, arguments=a) for i, n, a in found.calls]
+        return Completion.of(found.content, calls, found.usage, found.finish_reason)
 
     def _status_error(self, error: openai.APIStatusError, model: str) -> Exception:
         status = error.status_code
-        detail = _detail(error)
+        detail_text = detail(error)
         if status == 429 or status >= 500:
             return _Retryable(
-                f"the LLM at {self.url} answered HTTP {status}: {detail}",
+                f"the LLM at {self.url} answered HTTP {status}: {detail_text}",
                 server_delay(error.response.headers),
             )
         if status in (401, 403):
             return LLMUnavailable(
-                f"the LLM at {self.url} rejected the API key (HTTP {status}: {detail}); "
+                f"the LLM at {self.url} rejected the API key (HTTP {status}: {detail_text}); "
                 "set MIMIKIT_LLM_API_KEY"
             )
         if status == 404:
             return LLMUnavailable(
                 f"the LLM at {self.url} does not know model {model!r} or the chat endpoint "
-                f"(HTTP 404: {detail}); check MIMIKIT_MODEL and MIMIKIT_LLM_BASE_URL"
+                f"(HTTP 404: {detail_text}); check MIMIKIT_MODEL and MIMIKIT_LLM_BASE_URL"
             )
-        return LLMUnavailable(f"the LLM at {self.url} refused the request (HTTP {status}: {detail})")
-
-
-def _cause(error: Exception) -> str:
-    """The innermost readable reason of a connection error (e.g. 'connection refused')."""
-    reason: BaseException = error
-    while reason.__cause__ is not None or reason.__context__ is not None:
-        reason = reason.__cause__ or reason.__context__  # type: ignore[assignment]
-    text = str(reason) or type(reason).__name__
-    if "refused" in text.lower():
-        return "connection refused"
-    return text
-
-
-def _detail(error: openai.APIStatusError) -> str:
-    body = error.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])
-        return str(inner)
-    return error.message or "no details"
-
-
-def server_delay(headers: Any) -> float | None:
-    """The wait the server asks for: ``retry-after-ms`` (milliseconds), else ``Retry-After``
-    (seconds, or an HTTP date); None when it names none or nothing readable."""
-    millis = _number(headers.get("retry-after-ms"))
-    if millis is not None:
-        return millis / 1000
-    value = headers.get("retry-after")
-    seconds = _number(value)
-    if seconds is not None or not value:
-        return seconds
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        return None
-    return (when - datetime.now(UTC)).total_seconds()
-
-
-def _number(value: str | None) -> float | None:
-    """A finite float from a header value, else None."""
-    if not value:
-        return None
-    try:
-        number = float(value)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) else None
-
-
-_SAMPLE_CALL = {"id": "call", "type": "function", "function": {"name": "reply", "arguments": "{}"}}
-_SAMPLE_USAGE = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
-_SAMPLE_COMPLETION = {
-    "id": "warm", "object": "chat.completion", "created": 0, "model": "warm", "usage": _SAMPLE_USAGE,
-    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-        "role": "assistant", "content": None, "tool_calls": [_SAMPLE_CALL]}}]}
-_SAMPLE_CHUNK = {
-    "id": "warm", "object": "chat.completion.chunk", "created": 0, "model": "warm",
-    "usage": _SAMPLE_USAGE, "choices": [{"index": 0, "finish_reason": None, "delta": {
-        "role": "assistant", "tool_calls": [{**_SAMPLE_CALL, "index": 0}]}}]}
-
-
-def _parse(response: Any, url: str) -> Completion:
-    if not getattr(response, "choices", None):
-        raise LLMUnavailable(f"the LLM at {url} returned no choices: {str(response)[:200]}")
-    try:
-        return _completion(response)
-    except (AttributeError, TypeError, IndexError, KeyError) as error:
-        # The SDK builds its objects without validation: a wrong shape shows up only here.
-        raise _Retryable(f"the LLM at {url} answered with a body that is not a chat "
-                         f"completion ({type(error).__name__}: {error})") from None
-
-
-def _completion(response: Any) -> Completion:
-    message = response.choices[0].message
-    calls = [
-        ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
-        for call in (message.tool_calls or [])
-        if getattr(call, "function", None) is not None
-    ]
-    usage = Usage()
-    if response.usage is not None:
-        usage = Usage(
-            promptTokens=response.usage.prompt_tokens or 0,
-            completionTokens=response.usage.completion_tokens or 0,
-            totalTokens=response.usage.total_tokens or 0,
-        )
-    return Completion.of(message.content, calls, usage)
+        return LLMUnavailable(f"the LLM at {self.url} refused the request (HTTP {status}: {detail_text})")

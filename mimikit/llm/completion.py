@@ -20,15 +20,21 @@ class ToolCall:
 
 @dataclass
 class Completion:
-    """The model's answer to one chat request."""
+    """The model's answer to one chat request.
+
+    ``finish_reason`` is the server's (``stop``, ``tool_calls``, ``length`` when the answer was
+    cut at ``max_tokens``...); ``usage.estimated`` says the server sent no token counts.
+    """
 
     content: str | None
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     raw_message: dict[str, Any] = field(default_factory=dict)
+    finish_reason: str | None = None
 
     @classmethod
-    def of(cls, content: str | None, calls: list[ToolCall], usage: Usage) -> Completion:
+    def of(cls, content: str | None, calls: list[ToolCall], usage: Usage,
+           finish_reason: str | None = None) -> Completion:
         """A completion and the assistant message it adds to the transcript."""
         raw: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
@@ -36,12 +42,13 @@ class Completion:
                 {"id": c.id, "type": "function",
                  "function": {"name": c.name, "arguments": c.arguments}} for c in calls
             ]
-        return cls(content=content, tool_calls=calls, usage=usage, raw_message=raw)
+        return cls(content=content, tool_calls=calls, usage=usage, raw_message=raw,
+                   finish_reason=finish_reason)
 
 
 class ChatClient(Protocol):
     """Anything that answers chat completions like ``LLMClient.chat``."""
 
     def chat(self, model: str, messages: list[dict[str, Any]],
-             tools: list[dict[str, Any]] | None = None, deadline: float | None = None
-             ) -> Completion: ...
+             tools: list[dict[str, Any]] | None = None, deadline: float | None = None, *,
+             max_tokens: int | None = None, tool_choice: Any = None) -> Completion: ...

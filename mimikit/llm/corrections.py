@@ -1,62 +1,70 @@
-"""What to tell a model that answered in text where a tool call was due.
+"""What to tell a model whose answer cannot be taken as it is, so that it converges.
 
-A plain answer ends a run only where the role may answer in text (the Teller's reply). A tool
-call written into the message text (as some models do when their server does not parse tool
-calls) is never taken for an answer: the model is told to use function calling.
+Each correction names the exact call to make; when the same problem comes back, the next
+request forces that one function (``tool_choice``), where the server allows it. What each
+problem gets:
+
+- text where a finishing tool was due (Planner, Worker, llm_eval): call the finisher;
+- a Teller's text, or ``reply``, that promises work without the call that does it: call
+  ``delegate`` with the request;
+- an empty answer: call a tool (the Teller: ``reply``);
+- a call of a tool that does not exist, or one that cannot be read: the tools there are;
+- an answer cut at ``max_tokens``: the same, shorter.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
-from mimikit.llm.registry import Registry
+from mimikit.llm.answers import Answer
 
-_FENCES = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
-_TOOL_CALL_TAGS = re.compile(r"</?tool_call>|<\|python_tag\|>")
-_NAME_KEYS = ("name", "tool", "function", "tool_name")
-
-
-def plain_answer_correction(content: str | None, registry: Registry, role: str,
-                            text_ends_run: bool) -> str | None:
-    """The corrective message for an answer without tool calls, or None when it is final."""
-    names = registry.names_for(role)
-    written = embedded_tool_call(content or "", names)
-    if written is not None:
-        return (f"error: your message holds a call of {written!r} written as text. Call tools "
-                "through the function-calling interface (tool_calls), not in the message.")
-    if text_ends_run:
-        return None
-    finishers = registry.finishers(role) or names
-    return (f"error: you answered in plain text without calling a tool, and only "
-            f"{' or '.join(repr(n) for n in finishers)} ends this run. Call it now with your "
-            "result, or call the tools you still need.")
+EMPTY = "empty"
+PLAIN = "plain"
+PROMISE = "promise"
+UNREADABLE = "unreadable"
+CUT = "cut"
 
 
-def embedded_tool_call(content: str, names: list[str]) -> str | None:
-    """The tool name when ``content`` is a JSON tool call of one of ``names`` (else None)."""
-    text = _TOOL_CALL_TAGS.sub("", _FENCES.sub("", content.strip())).strip()
-    if not text.startswith(("{", "[")):
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    for item in value if isinstance(value, list) else [value]:
-        name = _named(item)
-        if name in names:
-            return name
-    return None
+def force(name: str) -> dict[str, Any]:
+    """The ``tool_choice`` that makes the model call ``name``."""
+    return {"type": "function", "function": {"name": name}}
 
 
-def _named(item: Any) -> str | None:
-    if not isinstance(item, dict):
-        return None
-    for key in _NAME_KEYS:
-        value = item.get(key)
-        if isinstance(value, dict):
-            value = value.get("name")
-        if isinstance(value, str):
-            return value
-    return None
+def plain_text(finishers: list[str]) -> tuple[str, str]:
+    """A Planner's or Worker's answer in plain text: the finisher to call, and the message."""
+    finisher = finishers[0] if finishers else "submit_result"
+    return finisher, (f"error: you answered in plain text, and only a call of {finisher!r} ends "
+                      f"this run. Call {finisher} now with your result (or call the tools you "
+                      "still need first); do not answer in text.")
+
+
+def promise(text: str) -> str:
+    """A Teller that promised work it did not hand over."""
+    return (f"error: you told the user {text[:160]!r}, but nothing does that work until you "
+            "call 'delegate'. Call delegate now with a self-contained prompt for the request "
+            "(what to do, with every detail the user gave); do not answer in text.")
+
+
+def empty(teller: bool) -> tuple[str, str]:
+    """An answer with neither text nor a call: the call to make, and the message."""
+    name = "reply" if teller else "submit_result"
+    return name, (f"error: your answer was empty. Call {name!r} now"
+                  + (" with your answer to the user." if teller else " with your result."))
+
+
+def unreadable(answer: Answer, names: list[str]) -> str:
+    """Calls of unknown tools, or calls that could not be read."""
+    parts = []
+    if answer.unknown:
+        parts.append(f"there is no tool {', '.join(map(repr, answer.unknown))}")
+    if answer.broken:
+        parts.append(f"this call could not be read: {answer.broken[0][:200]!r}")
+    return (f"error: {'; '.join(parts)}. The tools are: {', '.join(names)}. Call one of them "
+            "with its arguments as one JSON object.")
+
+
+def cut(max_tokens: int | None) -> str:
+    """An answer that reached ``max_tokens`` before its end."""
+    limit = f" of {max_tokens} tokens" if max_tokens else ""
+    return (f"error: your answer was cut off at the limit{limit} before it ended. Answer again, "
+            "shorter: fewer words, or write a long file in several smaller calls.")

@@ -1,59 +1,70 @@
 """The agent loop: ask the model, run the tool calls it makes, feed results back, repeat.
 
-Real models do not always call tools the way they are asked to. An answer in plain text (where
-the role must finish with a tool), a tool call written as JSON in the message text, or a
-finishing call sent together with other calls each get one corrective message and the run goes
-on; the step limit still bounds a model that never complies.
+Real models do not always call tools the way they are asked to (``answers``, ``corrections``):
+a call written into the text is run as the call; an answer that cannot be taken as it is gets
+a correction naming the call to make, then that call forced; a problem that persists ends the
+run with the reason, as does the step limit. Every step is written to the run's journal before
+the next one, and a run that is delivered again replays it (``journal``).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable
-from datetime import datetime
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
-from pydantic import Field
-
+from mimikit.llm import corrections
+from mimikit.llm.answers import Answer, read_answer
 from mimikit.llm.client import LLMDeadline
 from mimikit.llm.completion import ChatClient, Completion, ToolCall
-from mimikit.llm.corrections import plain_answer_correction
+from mimikit.llm.journal import INTERRUPTED, Journal, Replay
+from mimikit.llm.promises import promises_work
+from mimikit.llm.record import (
+    STEP_TEXT_LIMIT,
+    Observer,
+    RunRecord,
+    RunStatus,
+    ToolCallRecord,
+)
 from mimikit.llm.registry import Registry, ToolOutcome
-from mimikit.models import Model, Usage, new_id, utcnow
 
+__all__ = ["Observer", "RunOptions", "RunRecord", "RunStatus", "ToolCallRecord", "run_agent"]
 logger = logging.getLogger("mimikit.llm")
-
-RunStatus = Literal["running", "done", "failed", "stopped", "canceled"]
-Observer = Callable[[dict[str, Any]], None]
-STEP_TEXT_LIMIT = 2000  # characters of a model's text or a tool's output kept in a live step
-
-
-class ToolCallRecord(Model):
-    name: str
-    arguments: str
-    ok: bool
-    content: str
-    durationMs: int
+# How often one kind of problem is corrected before the run gives up on it (or, for text, takes
+# it as it is): the first time a message, the second time the call forced.
+GIVE_UP_AFTER = {corrections.EMPTY: 2, corrections.PLAIN: 2, corrections.PROMISE: 2,
+                 corrections.UNREADABLE: 3, corrections.CUT: 1}
 
 
-class RunRecord(Model):
-    """One LLM run: its transcript, tool calls, token usage and outcome."""
+@dataclass
+class RunOptions:
+    """How one run goes.
 
-    id: str = Field(default_factory=lambda: new_id("run"))
-    role: str
-    model: str
-    status: RunStatus = "running"
-    error: str | None = None
-    messages: list[dict[str, Any]] = Field(default_factory=list)
-    toolCalls: list[ToolCallRecord] = Field(default_factory=list)
-    usage: Usage = Field(default_factory=Usage)
-    steps: int = 0
-    startedAt: datetime = Field(default_factory=utcnow)
-    durationMs: int = 0
-    finalText: str | None = None
-    stopValue: Any = None
-    traceId: str | None = None
+    Args:
+        max_steps: The most LLM requests the run may make.
+        deadline: A ``time.monotonic()`` value after which the run fails as timed out.
+        text_ends_run: Whether a plain answer ends the run (the Teller's reply); otherwise it
+            is corrected until a finishing tool ends the run.
+        max_tokens: The most tokens one answer may have.
+        tool_choice: What every request asks for (``"required"``: some tool call).
+        check_promises: Whether a text promising work without a ``delegate`` is corrected
+            (a Teller answering the person).
+        journal: Where each step is written, and read back when the run resumes.
+        text_as_result: Where a finishing tool is due, what a text answer becomes once the
+            corrections did not get the call (None: the run goes on to the step limit).
+    """
+
+    max_steps: int
+    deadline: float | None = None
+    text_ends_run: bool = True
+    max_tokens: int | None = None
+    tool_choice: Any = None
+    check_promises: bool = False
+    journal: Journal | None = None
+    text_as_result: Callable[[str], Any] | None = None
 
 
 def run_agent(
@@ -64,37 +75,20 @@ def run_agent(
     user_prompt: str,
     registry: Registry,
     ctx: Any,
-    max_steps: int,
-    deadline: float | None = None,
+    options: RunOptions,
     on_step: Callable[[RunRecord], None] | None = None,
-    text_ends_run: bool = True,
     record: RunRecord | None = None,
     observer: Observer | None = None,
 ) -> RunRecord:
     """Run one agent until it answers without a tool call, a tool stops it, or a limit hits.
 
-    Args:
-        client: The LLM client.
-        model: The model name.
-        role: "teller", "planner", "worker" or "llm_eval"; selects the tools offered.
-        system_prompt: The system message.
-        user_prompt: The first user message.
-        registry: The tools.
-        ctx: Passed to every tool handler unchanged.
-        max_steps: The most LLM requests this run may make.
-        deadline: A ``time.monotonic()`` value after which the run fails as timed out.
-        on_step: Called with the record before each LLM request; may raise to abort the run
-            (the exception propagates).
-        text_ends_run: Whether a plain answer ends the run (the Teller's reply); otherwise it
-            is corrected and the run goes on until a tool ends it.
-        record: The record to fill (a caller that keeps it however the run ends); a new one
-            when omitted.
-        observer: Called with each step as it happens: an LLM call (``kind: llm``, its usage
-            and text) or a tool call (``kind: tool``, its arguments and bounded output).
+    ``on_step`` is called with the record before each LLM request and may raise to abort the
+    run; ``observer`` is given each step as it happens (``kind: llm`` with its usage and text,
+    or ``kind: tool`` with its arguments and bounded output).
 
     Returns:
         The run record: status "done" (plain answer, see ``finalText``), "stopped" (a tool
-        ended the run, see ``stopValue``) or "failed" (step limit or deadline, see ``error``).
+        ended the run, see ``stopValue``) or "failed" (see ``error``).
 
     Raises:
         LLMUnavailable: The LLM is not configured or cannot be reached.
@@ -104,8 +98,7 @@ def run_agent(
         {"role": "system", "content": system_prompt},
         {"role": "user", "content": user_prompt},
     ]
-    loop = _Loop(client, record, registry, ctx, max_steps, deadline, on_step, text_ends_run)
-    loop.observer = observer
+    loop = _Loop(client, record, registry, ctx, options, on_step, observer)
     try:
         loop.run()
     finally:
@@ -115,51 +108,73 @@ def run_agent(
 
 
 class _Loop:
-    """The steps of one run: each asks the model, then handles its answer."""
+    """The steps of one run: each asks the model (or replays its answer), then handles it."""
 
     def __init__(self, client: ChatClient, record: RunRecord, registry: Registry, ctx: Any,
-                 max_steps: int, deadline: float | None,
-                 on_step: Callable[[RunRecord], None] | None, text_ends_run: bool) -> None:
+                 options: RunOptions, on_step: Callable[[RunRecord], None] | None,
+                 observer: Observer | None) -> None:
         self.client, self.record, self.registry, self.ctx = client, record, registry, ctx
-        self.max_steps, self.deadline, self.on_step = max_steps, deadline, on_step
-        self.text_ends_run = text_ends_run
+        self.options, self.on_step, self.observer = options, on_step, observer
         self.started = time.monotonic()
         self.last_error: str | None = None
+        self.names = registry.names_for(record.role)
         self.tools = registry.schemas_for(record.role) or None
-        self.observer: Observer | None = None
+        self.replay = Replay(options.journal)
+        self.problems: Counter[str] = Counter()
+        self.forced: Any = None  # the tool_choice of the next request, after a correction
+        self.delegated = False
+        self.called = False  # some call of the run succeeded
+
+    # -- the cycle --
 
     def run(self) -> None:
         record = self.record
-        while record.steps < self.max_steps:
+        if not self.replay.empty:
+            self._observe({"kind": "resume", "journaled": len(self.replay.answers)})
+        while record.steps < self.options.max_steps:
             completion = self._ask()
             if completion is None:
                 return
-            if not completion.tool_calls:
-                if self._plain_answer(completion.content):
-                    return
-            elif self._run_calls(completion.tool_calls):
+            if self._handle(read_answer(completion, self.names, record.steps)):
                 return
-        record.status = "failed"
-        record.error = (f"step limit of {self.max_steps} reached without finishing; last tool "
-                        f"error: {self.last_error or 'none (the model kept calling tools)'}")
+        self._fail(f"step limit of {self.options.max_steps} reached without finishing; last "
+                   f"error: {self.last_error or 'none (the model kept calling tools)'}")
 
     def _ask(self) -> Completion | None:
-        """One LLM request; None when the run timed out (its record says so)."""
-        if self.deadline is not None and time.monotonic() >= self.deadline:
-            self._timed_out(self.deadline)
-            return None
-        if self.on_step is not None:
-            self.on_step(self.record)
+        """One answer: replayed from the journal, or one LLM request; None when the run
+        timed out (its record says so)."""
+        step = self.record.steps + 1
+        replayed = self.replay.answer(step)
+        if replayed is None:
+            deadline = self.options.deadline
+            if deadline is not None and time.monotonic() >= deadline:
+                self._timed_out(deadline)
+                return None
+            if self.on_step is not None:
+                self.on_step(self.record)
+            completion = self._request()
+            if completion is None:
+                return None
+            self.replay.write_answer(step, completion)
+        else:
+            completion = replayed
+            self.record.resumed += 1
+        self.record.steps = step
+        self.record.usage = self.record.usage + completion.usage
+        return completion
+
+    def _request(self) -> Completion | None:
         began = time.monotonic()
+        tool_choice = self.forced or (self.options.tool_choice if self.tools else None)
+        self.forced = None
         try:
             completion = self.client.chat(self.record.model, self.record.messages, self.tools,
-                                          deadline=self.deadline)
+                                          deadline=self.options.deadline,
+                                          max_tokens=self.options.max_tokens,
+                                          tool_choice=tool_choice)
         except LLMDeadline:
-            self._timed_out(self.deadline or self.started)
+            self._timed_out(self.options.deadline or self.started)
             return None
-        self.record.steps += 1
-        self.record.usage = self.record.usage + completion.usage
-        self.record.messages.append(completion.raw_message)
         self._observe({"kind": "llm", "model": self.record.model,
                        "usage": completion.usage.model_dump(),
                        "elapsedMs": int((time.monotonic() - began) * 1000),
@@ -167,25 +182,79 @@ class _Loop:
                        "calls": [call.name for call in completion.tool_calls]})
         return completion
 
-    def _observe(self, step: dict[str, Any]) -> None:
-        if self.observer is not None:
-            self.observer({"step": self.record.steps, **step})
+    def _handle(self, answer: Answer) -> bool:
+        """Handle one answer; True when the run ended."""
+        self.record.messages.append(answer.message)
+        if answer.cut:
+            return self._problem(corrections.CUT, corrections.cut(self.options.max_tokens))
+        if answer.calls:
+            return self._run_calls(answer.calls)
+        if answer.unknown or answer.broken:
+            return self._problem(corrections.UNREADABLE,
+                                 corrections.unreadable(answer, self.names))
+        if answer.empty:
+            if self.options.text_ends_run and self.called:
+                # it said what it had to through its calls, and has nothing to add
+                self.record.status, self.record.finalText = "done", ""
+                return True
+            name, text = corrections.empty(self.options.text_ends_run)
+            return self._problem(corrections.EMPTY, text, force=name)
+        return self._plain(answer.text or "")
 
-    def _observe_call(self, call: ToolCallRecord) -> None:
-        self._observe({"kind": "tool", "name": call.name,
-                       "arguments": call.arguments[:STEP_TEXT_LIMIT], "ok": call.ok,
-                       "output": call.content[:STEP_TEXT_LIMIT], "durationMs": call.durationMs})
+    def _plain(self, text: str) -> bool:
+        """A plain text answer; True when it ends the run."""
+        if not self.options.text_ends_run:
+            finisher, message = corrections.plain_text(self.registry.finishers(self.record.role))
+            if self.options.text_as_result is not None and \
+                    self.problems[corrections.PLAIN] >= GIVE_UP_AFTER[corrections.PLAIN]:
+                return self._take_text_as_result(text)
+            self._correct(corrections.PLAIN, message, force=finisher)  # to the step limit
+            return False
+        if self._broken_promise(text):
+            return self._problem(corrections.PROMISE, corrections.promise(text),
+                                 force="delegate", give_up=lambda: self._give_up_promise(text))
+        self.record.status, self.record.finalText = "done", text
+        return True
 
-    def _plain_answer(self, content: str | None) -> bool:
-        """True when a plain answer ends the run; otherwise it is corrected."""
-        correction = plain_answer_correction(content, self.registry, self.record.role,
-                                             self.text_ends_run)
-        if correction is None:
-            self.record.status, self.record.finalText = "done", content
+    # -- problems and corrections --
+
+    def _problem(self, kind: str, message: str, force: str | None = None,
+                 give_up: Callable[[], bool] | None = None) -> bool:
+        """Correct a problem (the second time forcing ``force``); past its allowance end the
+        run (``give_up``, or failed with the reason). True when the run ended."""
+        if self.problems[kind] >= GIVE_UP_AFTER[kind]:
+            if give_up is not None:
+                return give_up()
+            self._fail(f"the model's answers could not be used ({kind}, "
+                       f"{self.problems[kind] + 1} times): {message.removeprefix('error: ')}")
             return True
-        self.record.messages.append({"role": "user", "content": correction})
-        self.last_error = correction
+        self._correct(kind, message, force)
         return False
+
+    def _correct(self, kind: str, message: str, force: str | None = None) -> None:
+        """Tell the model what to do instead; the second time of a kind, force the call."""
+        self.problems[kind] += 1
+        self.last_error = message
+        self.record.messages.append({"role": "user", "content": message})
+        if force is not None and self.problems[kind] > 1:
+            self.forced = corrections.force(force)
+
+    def _broken_promise(self, text: str) -> bool:
+        return self.options.check_promises and not self.delegated and promises_work(text)
+
+    def _give_up_promise(self, text: str) -> bool:
+        self.record.status, self.record.finalText, self.record.promised = "done", text, text
+        return True
+
+    def _take_text_as_result(self, text: str) -> bool:
+        """After the corrections, a Planner's or Worker's text is its result."""
+        assert self.options.text_as_result is not None
+        self.record.status = "stopped"
+        self.record.stopValue = self.options.text_as_result(text)
+        self._observe({"kind": "note", "text": "took the model's text answer as its result"})
+        return True
+
+    # -- tool calls --
 
     def _run_calls(self, calls: list[ToolCall]) -> bool:
         """Run one message's tool calls; True when one of them ended the run."""
@@ -193,59 +262,104 @@ class _Loop:
         for index, call in enumerate(calls):
             if len(calls) > 1 and self.registry.must_be_alone(self.record.role, call.name):
                 outcome = self._refuse(call, f"{call.name!r} ends the run: call it alone, in a "
-                                             "message of its own, once your other calls' results "
-                                             "are in")
+                                             "message of its own, once your other calls' "
+                                             "results are in")
             else:
-                outcome = _execute(self.registry, self.record, call, self.ctx)
-            self._observe_call(self.record.toolCalls[-1])
+                outcome = self._call(call)
+            self.called = self.called or outcome.ok
+            if call.name == "delegate" and outcome.ok:
+                self.delegated = True
             if not outcome.ok:
                 self.last_error = outcome.content
             if outcome.stop and outcome.after_batch:
                 finish = finish or outcome
             elif outcome.stop:
-                _skip_rest(self.record, calls[index + 1 :], call.name)
+                self._skip_rest(calls[index + 1:], call.name)
                 self.record.status, self.record.stopValue = "stopped", outcome.value
                 return True
         if finish is not None:
-            self.record.status, self.record.stopValue = "stopped", finish.value
-            return True
+            return self._finish_batch(finish, calls)
         return False
 
+    def _finish_batch(self, finish: ToolOutcome, calls: list[ToolCall]) -> bool:
+        """A call that ends the run after its message (``reply``): unless what it said
+        promises work that no call of the message does."""
+        said = " ".join(str(c.arguments) for c in calls if c.name == "reply")
+
+        def stop(promised: str | None = None) -> bool:
+            self.record.status, self.record.stopValue = "stopped", finish.value
+            self.record.promised = promised
+            return True
+
+        if self._broken_promise(said):
+            return self._problem(corrections.PROMISE, corrections.promise(said),
+                                 force="delegate", give_up=lambda: stop(said))
+        return stop()
+
+    def _call(self, call: ToolCall) -> ToolOutcome:
+        """Run one call (or give back its journaled result), and record it."""
+        began = time.monotonic()
+        recorded = self.replay.result(call.id)
+        if recorded is not None and recorded.get("interrupted") and \
+                self.registry.idempotent(self.record.role, call.name):
+            recorded = None  # it may run again: its effect, if it happened, is not repeated
+        if recorded is None:
+            self.replay.write_start(call.id)
+            if hasattr(self.ctx, "call_id"):
+                self.ctx.call_id = call.id
+            outcome = self.registry.call(self.record.role, call.name, call.arguments, self.ctx)
+            self.replay.write_done(call.id, _journaled(outcome, self.ctx))
+        elif recorded.get("interrupted"):
+            outcome = ToolOutcome(ok=False, content=INTERRUPTED)
+        else:
+            outcome = _replayed(recorded, self.ctx)
+        self._note(call, outcome, int((time.monotonic() - began) * 1000))
+        return outcome
+
+    def _note(self, call: ToolCall, outcome: ToolOutcome, elapsed_ms: int) -> None:
+        self.record.messages.append({"role": "tool", "tool_call_id": call.id,
+                                     "content": outcome.content})
+        entry = ToolCallRecord(name=call.name, arguments=call.arguments, ok=outcome.ok,
+                               content=outcome.content, durationMs=elapsed_ms)
+        self.record.toolCalls.append(entry)
+        self._observe({"kind": "tool", "name": call.name,
+                       "arguments": call.arguments[:STEP_TEXT_LIMIT], "ok": outcome.ok,
+                       "output": outcome.content[:STEP_TEXT_LIMIT], "durationMs": elapsed_ms})
+
     def _refuse(self, call: ToolCall, reason: str) -> ToolOutcome:
-        content = f"error: {reason}"
-        self.record.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
-        self.record.toolCalls.append(ToolCallRecord(name=call.name, arguments=call.arguments,
-                                                    ok=False, content=content, durationMs=0))
-        return ToolOutcome(ok=False, content=content)
+        outcome = ToolOutcome(ok=False, content=f"error: {reason}")
+        self._note(call, outcome, 0)
+        return outcome
+
+    def _skip_rest(self, calls: list[ToolCall], stopper: str) -> None:
+        # Every tool call needs an answer in the transcript, even the ones never run.
+        for call in calls:
+            self.record.messages.append({"role": "tool", "tool_call_id": call.id,
+                                         "content": f"error: not run: the run ended at "
+                                                    f"{stopper!r}"})
+
+    # -- endings --
+
+    def _observe(self, step: dict[str, Any]) -> None:
+        if self.observer is not None:
+            self.observer({"step": self.record.steps, **step})
+
+    def _fail(self, error: str) -> None:
+        self.record.status, self.record.error = "failed", error
 
     def _timed_out(self, deadline: float) -> None:
-        self.record.status = "failed"
-        self.record.error = f"timed out after {round(deadline - self.started, 1):g} s"
+        self._fail(f"timed out after {round(deadline - self.started, 1):g} s")
 
 
-def _execute(registry: Registry, record: RunRecord, call: ToolCall, ctx: Any) -> ToolOutcome:
-    began = time.monotonic()
-    outcome = registry.call(record.role, call.name, call.arguments, ctx)
-    record.messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.content})
-    record.toolCalls.append(
-        ToolCallRecord(
-            name=call.name,
-            arguments=call.arguments,
-            ok=outcome.ok,
-            content=outcome.content,
-            durationMs=int((time.monotonic() - began) * 1000),
-        )
-    )
-    return outcome
+def _journaled(outcome: ToolOutcome, ctx: Any) -> dict[str, Any]:
+    """What the journal keeps of a call's end: its result and what it left in the context."""
+    state = ctx.snapshot() if hasattr(ctx, "snapshot") else None
+    return {"ok": outcome.ok, "content": outcome.content, "value": outcome.value,
+            "stop": outcome.stop, "afterBatch": outcome.after_batch, "state": state}
 
 
-def _skip_rest(record: RunRecord, calls: list[ToolCall], stopper: str) -> None:
-    # Every tool call needs an answer in the transcript, even the ones never run.
-    for call in calls:
-        record.messages.append(
-            {
-                "role": "tool",
-                "tool_call_id": call.id,
-                "content": f"error: not run: the run ended at {stopper!r}",
-            }
-        )
+def _replayed(entry: dict[str, Any], ctx: Any) -> ToolOutcome:
+    if entry.get("state") is not None and hasattr(ctx, "restore"):
+        ctx.restore(entry["state"])
+    return ToolOutcome(ok=entry["ok"], content=entry["content"], value=entry.get("value"),
+                       stop=entry.get("stop", False), after_batch=entry.get("afterBatch", False))

@@ -50,6 +50,9 @@ class Tool:
     roles: frozenset[str]
     handler: Handler
     alone: bool = False  # ends the run: only valid as the one call of its message
+    # Running it again has no further effect (it reads, or its effect is keyed by the call):
+    # a call of it that a crash interrupted is run again instead of reported as interrupted.
+    idempotent: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,12 +72,16 @@ class Registry:
     Args:
         propagate: Exception types a handler may raise through ``call`` unchanged (e.g. a
             caller's cancellation or Celery's ``SoftTimeLimitExceeded``).
+        matrix: Which tools each role may have (``roles.ROLES``); a tool registered for a role
+            that does not list it is refused. None: any (a registry for tests).
     """
 
-    def __init__(self, propagate: tuple[type[BaseException], ...] = ()) -> None:
+    def __init__(self, propagate: tuple[type[BaseException], ...] = (),
+                 matrix: dict[str, tuple[str, ...]] | None = None) -> None:
         self._tools: dict[tuple[str, str], Tool] = {}
         self._schemas: dict[str, list[dict[str, Any]]] = {}
         self.propagate = propagate
+        self.matrix = matrix
 
     def register(self, tool: Tool) -> Tool:
         """Add a tool; its roles must be known and not already have a tool of that name."""
@@ -85,7 +92,7 @@ class Registry:
                 f"use some of {sorted(ROLES)}"
             )
         for role in sorted(tool.roles):
-            if tool.name not in ROLES[role].tools:
+            if self.matrix is not None and tool.name not in self.matrix.get(role, ()):
                 raise InvalidValue(f"tool {tool.name!r} is not among the {role}'s tools in "
                                  "mimikit/roles.py; add it there first")
         for role in tool.roles:
@@ -98,7 +105,7 @@ class Registry:
 
     def tool(
         self, name: str, *, roles: Iterable[str], description: str | None = None,
-        alone: bool = False,
+        alone: bool = False, idempotent: bool = False,
     ) -> Callable[[Handler], Handler]:
         """Decorator: register ``handler(ctx, args)``; the args model is its annotation.
 
@@ -116,6 +123,7 @@ class Registry:
                     roles=frozenset(roles),
                     handler=handler,
                     alone=alone,
+                    idempotent=idempotent,
                 )
             )
             return handler
@@ -125,6 +133,11 @@ class Registry:
     def get(self, role: str, name: str) -> Tool | None:
         """The tool ``name`` as the role sees it, or None."""
         return self._tools.get((role, name))
+
+    def idempotent(self, role: str, name: str) -> bool:
+        """True when the role's tool ``name`` may run again without further effect."""
+        tool = self._tools.get((role, name))
+        return bool(tool and tool.idempotent)
 
     def must_be_alone(self, role: str, name: str) -> bool:
         """True when the role's tool ``name`` must be the only call of its message."""

@@ -1,21 +1,35 @@
-"""Reading a streamed chat completion, passing the reply text on as it arrives.
+"""Reading a streamed chat completion, passing on as it arrives the text a person should read.
 
-The reply text is the assistant's content, or the ``text`` argument of a ``reply`` tool call,
-whose JSON arrives in fragments: it is decoded as far as it is complete at each fragment.
+That text is the assistant's content, through a ``ProseFilter`` (a tool call the model wrote
+into its text is never shown), or the ``text`` argument of a ``reply`` tool call, whose JSON
+arrives in fragments: it is decoded as far as it is complete at each fragment. The whole
+stream must end before the caller's deadline, however slowly the tokens come.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
+from mimikit.llm.prose import ProseFilter
+from mimikit.llm.responses import usage_of
 from mimikit.models import Usage
 
 REPLY_TOOL = "reply"
 _TEXT_VALUE = re.compile(r'"text"\s*:\s*"')
 _PARTIAL_ESCAPE = re.compile(r'\\(u[0-9a-fA-F]{0,3})?$')
+
+
+class PastDeadline(Exception):
+    """Raised while reading a stream whose deadline passed (``received``: characters so far)."""
+
+    def __init__(self, received: int) -> None:
+        super().__init__(f"deadline passed after {received} characters")
+        self.received = received
 
 
 class ReplyText:
@@ -57,50 +71,80 @@ def _decode_prefix(body: str) -> str:
     return text
 
 
-Call = tuple[str, str, str]  # id, name, arguments
+@dataclass
+class Streamed:
+    """What a stream of chunks made up."""
+
+    content: str | None
+    calls: list[tuple[str, str, str]] = field(default_factory=list)  # id, name, arguments
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
 
 
-def read_stream(chunks: Iterable[Any], on_text: Callable[[str], None]
-                ) -> tuple[str | None, list[Call], Usage] | None:
-    """The content, tool calls and usage a stream of chunks makes up; None when no chunk came
-    (the server answered without streaming)."""
-    content: list[str] = []
-    calls: dict[int, dict[str, str]] = {}
-    replies: dict[int, ReplyText] = {}
-    usage, seen = Usage(), False
+class _Reader:
+    """The state of one stream being read."""
+
+    def __init__(self, on_text: Callable[[str], None], names: Collection[str]) -> None:
+        self.on_text = on_text
+        self.prose = ProseFilter(names)
+        self.content: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.replies: dict[int, ReplyText] = {}
+        self.usage, self.finish_reason, self.received = Usage(), None, 0
+
+    def take(self, chunk: Any) -> None:
+        if getattr(chunk, "usage", None) is not None:
+            self.usage = usage_of(chunk.usage, getattr(chunk, "timings", None))
+        for choice in chunk.choices or []:
+            self.finish_reason = getattr(choice, "finish_reason", None) or self.finish_reason
+            self._delta(choice.delta)
+
+    def _delta(self, delta: Any) -> None:
+        if delta is None:
+            return
+        if delta.content:
+            self.content.append(delta.content)
+            self.received += len(delta.content)
+            self._show(self.prose.feed(delta.content))
+        for part in delta.tool_calls or []:
+            call = self.calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
+            call["id"] = part.id or call["id"]
+            function = part.function
+            if function is None:
+                continue
+            call["name"] += function.name or ""
+            arguments = function.arguments or ""
+            if not isinstance(arguments, str):  # an object in one piece (some servers)
+                arguments = json.dumps(arguments, ensure_ascii=False)
+            call["arguments"] += arguments
+            self.received += len(arguments)
+            if call["name"] == REPLY_TOOL and arguments:
+                self._show(self.replies.setdefault(part.index, ReplyText()).feed(arguments))
+
+    def _show(self, text: str) -> None:
+        if text:
+            self.on_text(text)
+
+    def done(self) -> Streamed:
+        self._show(self.prose.finish())
+        found = [(c["id"], c["name"], c["arguments"]) for _index, c in sorted(self.calls.items())]
+        return Streamed("".join(self.content) or None, found, self.usage, self.finish_reason)
+
+
+def read_stream(chunks: Iterable[Any], on_text: Callable[[str], None],
+                deadline: float | None = None, names: Collection[str] = (REPLY_TOOL,)
+                ) -> Streamed | None:
+    """What a stream of chunks makes up; None when no chunk came (the server answered without
+    streaming). ``names`` are the tools offered (a call of one written as text is not shown).
+
+    Raises:
+        PastDeadline: ``deadline`` (a ``time.monotonic()`` value) passed while reading.
+    """
+    reader = _Reader(on_text, names)
+    seen = False
     for chunk in chunks:
         seen = True
-        if getattr(chunk, "usage", None) is not None:
-            usage = _usage(chunk.usage)
-        for choice in chunk.choices or []:
-            _take_delta(choice.delta, content, calls, replies, on_text)
-    if not seen:
-        return None
-    found = [(c["id"], c["name"], c["arguments"]) for _index, c in sorted(calls.items())]
-    return "".join(content) or None, found, usage
-
-
-def _take_delta(delta: Any, content: list[str], calls: dict[int, dict[str, str]],
-                replies: dict[int, ReplyText], on_text: Callable[[str], None]) -> None:
-    if delta is None:
-        return
-    if delta.content:
-        content.append(delta.content)
-        on_text(delta.content)
-    for part in delta.tool_calls or []:
-        call = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
-        call["id"] = part.id or call["id"]
-        function = part.function
-        if function is None:
-            continue
-        call["name"] += function.name or ""
-        call["arguments"] += function.arguments or ""
-        if call["name"] == REPLY_TOOL and function.arguments:
-            text = replies.setdefault(part.index, ReplyText()).feed(function.arguments)
-            if text:
-                on_text(text)
-
-
-def _usage(raw: Any) -> Usage:
-    return Usage(promptTokens=raw.prompt_tokens or 0, completionTokens=raw.completion_tokens or 0,
-                 totalTokens=raw.total_tokens or 0)
+        reader.take(chunk)
+        if deadline is not None and time.monotonic() > deadline:
+            raise PastDeadline(reader.received)
+    return reader.done() if seen else None

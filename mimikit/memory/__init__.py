@@ -10,7 +10,7 @@ from mimikit.memory.files import file_date, remember
 from mimikit.memory.inject import extract_keywords, format_history, format_memory, select_history
 from mimikit.memory.search import MemoryHit, MemoryIndex
 from mimikit.memory.tokenize import tokenize
-from mimikit.memory.tokens import estimate_tokens
+from mimikit.tokens import estimate_tokens
 
 __all__ = [
     "ArchiveReport",

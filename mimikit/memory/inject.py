@@ -9,8 +9,8 @@ from collections.abc import Iterable, Sequence
 from mimikit.memory.passages import truncate
 from mimikit.memory.search import MemoryHit
 from mimikit.memory.tokenize import cut_chinese, is_stop_word
-from mimikit.memory.tokens import estimate_tokens
 from mimikit.models import Message
+from mimikit.tokens import estimate_tokens
 
 KEYWORD_PATTERN = re.compile("[a-z0-9_]{2,}|[\u4e00-\u9fff]{2,}", re.IGNORECASE)
 _CHINESE = re.compile("[\u4e00-\u9fff]+")

@@ -38,9 +38,10 @@ class Spender:
         return {scope: ident for scope, ident in found.items() if ident}
 
 
-# Adds one call to each scope's hash KEYS[i] and sets its time to live ARGV[4 + i] (i from 1).
-# ARGV: prompt, completion and total tokens, cost ('' when the model has no price). lastCall is
-# the last call's cost: what the next call reserves at least.
+# Adds one call to each scope's hash KEYS[i] and sets its time to live ARGV[5 + i] (i from 1).
+# ARGV: prompt, completion and total tokens, cost ('' when the model has no price), '1' when the
+# tokens were counted here (the server sent none). lastCall is the last call's cost: what the
+# next call reserves at least.
 _ADD_CALL = """
 for i, key in ipairs(KEYS) do
   redis.call('HINCRBY', key, 'promptTokens', ARGV[1])
@@ -53,7 +54,8 @@ for i, key in ipairs(KEYS) do
     redis.call('HINCRBYFLOAT', key, 'cost', ARGV[4])
     redis.call('HSET', key, 'lastCall', ARGV[4])
   end
-  redis.call('EXPIRE', key, ARGV[4 + i])
+  if ARGV[5] == '1' then redis.call('HINCRBY', key, 'estimatedCalls', 1) end
+  redis.call('EXPIRE', key, ARGV[5 + i])
 end
 """
 
@@ -69,6 +71,7 @@ def record(runtime: Runtime, spender: Spender, usage: Usage, cost: float | None,
     keys = [runtime.keys.usage(scope, ident) for scope, ident in scopes.items()]
     target.eval(_ADD_CALL, len(keys), *keys, usage.promptTokens, usage.completionTokens,
                 usage.totalTokens, "" if cost is None else repr(cost),
+                "1" if usage.estimated else "0",
                 *(KEEP_DAYS[scope] * 86400 for scope in scopes))
     for scope, ident in scopes.items():
         if scope in LISTED_SCOPES:
@@ -97,6 +100,9 @@ def _totals(raw: dict[Any, Any]) -> dict[str, Any]:
     found: dict[str, Any] = {name: int(fields.get(name, 0)) for name in TOKEN_FIELDS}
     found["cost"] = round(float(fields["cost"]), 6) if "cost" in fields else None
     found["unpricedTokens"] = int(fields.get("unpricedTokens", 0))
+    estimated = int(fields.get("estimatedCalls", 0))
+    if estimated:  # some calls were counted here: the server sent no token counts
+        found.update(estimated=True, estimatedCalls=estimated)
     return found
 
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from mimikit.exceptions import MimikitError
-from mimikit.memory.tokens import estimate_tokens
 from mimikit.prices import PER_TOKENS, Price
 from mimikit.spending.book import Spender
 from mimikit.store.runtime import Runtime
+from mimikit.tokens import estimate_tokens
 
 TELLER_RESERVE = 0.05  # the Teller may spend 5 % past the daily cap
 ANSWER_TOKENS_GUESS = 256  # an answer's tokens before the run has seen one

@@ -32,15 +32,16 @@ class Meter:
         self.last_cost = 0.0
 
     def chat(self, model: str, messages: list[dict[str, Any]],
-             tools: list[dict[str, Any]] | None = None, deadline: float | None = None,
-             **options: Any) -> Completion:
+             tools: list[dict[str, Any]] | None = None, deadline: float | None = None, *,
+             max_tokens: int | None = None, tool_choice: Any = None) -> Completion:
         """One call, if the budgets allow it (else ``BudgetExceeded``), booked when it ends.
 
         Raises:
             BudgetExceeded: The call could take a capped scope past its budget.
         """
         def call() -> tuple[Completion, Usage]:
-            completion = self.client.chat(model, messages, tools, deadline=deadline, **options)
+            completion = self.client.chat(model, messages, tools, deadline=deadline,
+                                          max_tokens=max_tokens, tool_choice=tool_choice)
             return completion, completion.usage
 
         return self.spend(messages, call)

@@ -22,6 +22,7 @@ from mimikit.store.writepipe import Transactions
 SEARCH_BATCH_MESSAGES = 200
 
 _APPEND_MESSAGE = """
+if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return 0 end
 if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
@@ -41,9 +42,10 @@ class Conversation:
         self.inbox = inbox
 
     def append(self, message: Message, *, to_inbox: bool = False) -> bool:
-        """Add a message to history (de-duplicated by createdAt + text); maybe to the inbox.
+        """Add a message to history (de-duplicated by id, and by createdAt + text); maybe to the
+        inbox.
 
-        Returns False, writing nothing, when the same createdAt + text is already there.
+        Returns False, writing nothing, when the same id, or createdAt + text, is already there.
         """
         body = message.model_dump_json(exclude_none=True)
         inbox_item = ""
@@ -148,7 +150,7 @@ class Conversation:
             pipe.delete(self.keys.question)
             self.inbox.queue_push(pipe, AnswerItem(
                 question=question.question, answer=answer, source=source,
-                questionId=question.id, traceId=question.traceId))
+                questionId=question.id, traceId=question.traceId, taskId=question.taskId))
             pipe.log(self.keys, "question_answered", traceId=question.traceId, source=source)
             pipe.event(self.keys, "question", {"question": None})
             return True

@@ -49,6 +49,7 @@ class AnswerItem(_Item):
     answer: str
     source: str
     questionId: str | None = None
+    taskId: str | None = None  # the Planner task that asked (a needs_input)
 
 
 class NoticeItem(_Item):

@@ -39,7 +39,11 @@ class Keys:
         return [self.task(task_id), self.result(task_id), self.task_log(task_id),
                 self.runs(task_id), self.usage("task", task_id),
                 self.meta(f"lastresult:{task_id}"), self.meta(f"summary:{task_id}"),
-                self.retired_by(task_id)]
+                self.retired_by(task_id), self.journal(task_id)]
+
+    def journal(self, owner: str) -> str:
+        """List of the journaled steps (JSON) of the run of a task, or of the Teller's pass."""
+        return self._k("journal", owner)
 
     def retired_by(self, task_id: str) -> str:
         """JSON list of the names of the dependents a task's outcome retired."""

@@ -40,6 +40,7 @@ class WritePipe:
             self._pipe.hincrby(keys.counters, f"tasks|{task.role}|{task.status}", 1)
         if task.status in FINISHED and previous_status not in FINISHED:
             self._finished.append(task)
+            self._pipe.delete(keys.journal(task.id))  # its run will not resume
 
     def seal(self, keys: Keys) -> None:
         """Put the tasks that finished in this transaction under retention; called last, so

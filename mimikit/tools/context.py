@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from mimikit.models import Task, Usage
+from mimikit.models import Task, Usage, load
 from mimikit.store.runtime import Runtime
 
 
@@ -24,9 +25,38 @@ class ToolContext:
     replies: list[str] = field(default_factory=list)
     staged: list[Task] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
+    asked: bool = False
+    # A Teller pass: the Planner tasks whose needs_input it reports, and the answers it got.
+    needs_input: list[str] = field(default_factory=list)
+    answers: list[Any] = field(default_factory=list)
+    # The journal of the run and the call being made: what makes a call's effect happen once
+    # however often the run is replayed (e.g. a reply's message id).
+    journal_key: str | None = None
+    call_id: str | None = None
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
+
+    def once_key(self) -> str | None:
+        """A name for the effect of the call being made, the same in every replay of the run
+        (None when the run keeps no journal)."""
+        if self.journal_key is None or self.call_id is None:
+            return None
+        return f"{self.journal_key}:{self.call_id}"
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the calls so far left here, for the run's journal."""
+        return {"replies": list(self.replies), "created": list(self.created),
+                "asked": self.asked,
+                "staged": [task.model_dump(mode="json", exclude_none=True)
+                           for task in self.staged]}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Take back what ``snapshot`` kept (a replayed call)."""
+        self.replies = list(state.get("replies", []))
+        self.created = list(state.get("created", []))
+        self.asked = bool(state.get("asked", False))
+        self.staged = [load(Task, json.dumps(raw)) for raw in state.get("staged", [])]
 
     def add_usage(self, usage: Usage) -> None:
         """Count one completion's tokens toward this run (a reply carries the run's usage)."""

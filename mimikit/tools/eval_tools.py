@@ -34,7 +34,7 @@ class ListArgs(Args):
 def register(registry: Registry) -> None:
     roles = {"llm_eval"}
 
-    @registry.tool("submit_verdicts", roles=roles, alone=True)
+    @registry.tool("submit_verdicts", roles=roles, alone=True, idempotent=True)
     def submit_verdicts(ctx: ToolContext, args: VerdictsArgs) -> StopRun:
         """Give one verdict per condition id (satisfied true/false, a short reason); ends the run."""
         wanted = {c["id"] for c in parse(ctx.task.prompt)} if ctx.task else set()
@@ -48,12 +48,12 @@ def register(registry: Registry) -> None:
                 f"ids: {sorted(wanted)}")
         return StopRun({"verdicts": [v.model_dump(exclude_none=True) for v in args.verdicts]})
 
-    @registry.tool("read_file", roles=roles)
+    @registry.tool("read_file", roles=roles, idempotent=True)
     def read_file(ctx: ToolContext, args: PathArgs) -> str:
         """Read a text file inside the work directory."""
         return ctx.workspace.read_file(args.path)
 
-    @registry.tool("list_files", roles=roles)
+    @registry.tool("list_files", roles=roles, idempotent=True)
     def list_files(ctx: ToolContext, args: ListArgs) -> dict[str, Any]:
         """List a directory inside the work directory (directories end with /)."""
         return {"entries": ctx.workspace.list_files(args.path)}

@@ -127,7 +127,7 @@ def _messages(found: list[Any]) -> dict[str, Any]:
 def register(registry: Registry) -> None:  # noqa: C901 - one nested function per tool
     planner = {"planner"}
 
-    @registry.tool("delegate", roles=planner)
+    @registry.tool("delegate", roles=planner, idempotent=True)
     def delegate(ctx: ToolContext, args: PlannerDelegateArgs) -> dict[str, Any]:
         """Create a Worker sub-task (oneshot now, or conditional); returns its taskId."""
         task = _task(type=args.type, prompt=args.prompt, condition=_checked(ctx, args.condition),
@@ -136,7 +136,7 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
                      parentId=ctx.task.id if ctx.task else None)
         return _stage(ctx, task)
 
-    @registry.tool("schedule", roles=planner)
+    @registry.tool("schedule", roles=planner, idempotent=True)
     def schedule(ctx: ToolContext, args: ScheduleArgs) -> dict[str, Any]:
         """Create a recurring (interval/cron), scheduled (runAt) or conditional trigger."""
         shape: dict[str, Any] = {}
@@ -151,12 +151,12 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
                      traceId=ctx.trace_id, parentId=ctx.task.id if ctx.task else None, **shape)
         return _stage(ctx, task, **about)
 
-    @registry.tool("get_recent_history", roles=planner)
+    @registry.tool("get_recent_history", roles=planner, idempotent=True)
     def get_recent_history(ctx: ToolContext, args: RecentHistoryArgs) -> dict[str, Any]:
         """The newest messages (skip `offset`), oldest first."""
         return _messages(ctx.runtime.conversation.recent(args.count, args.offset))
 
-    @registry.tool("get_history_by_time", roles=planner)
+    @registry.tool("get_history_by_time", roles=planner, idempotent=True)
     def get_history_by_time(ctx: ToolContext, args: HistoryByTimeArgs) -> dict[str, Any]:
         """Messages between two ISO 8601 times (inclusive; either order)."""
         zone = ctx.runtime.settings.tz
@@ -166,7 +166,7 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
             low, high = high, low
         return _messages(ctx.runtime.conversation.between(low, high, limit=500))
 
-    @registry.tool("search_memory", roles=planner)
+    @registry.tool("search_memory", roles=planner, idempotent=True)
     def search_memory(ctx: ToolContext, args: SearchMemoryArgs) -> dict[str, Any]:
         """BM25 search over memory files and project docs."""
         zone = ctx.runtime.settings.tz
@@ -175,7 +175,7 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
         return {"hits": search(ctx.runtime.settings, args.query, after=after, before=before,
                                limit=args.limit)}
 
-    @registry.tool("submit_result", roles=planner, alone=True)
+    @registry.tool("submit_result", roles=planner, alone=True, idempotent=True)
     def submit_result(ctx: ToolContext, args: PlannerResultArgs) -> StopRun:
         """Finish planning: done (commits your delegations), needs_input, or failed."""
         if args.status == "needs_input" and not args.question:

@@ -27,7 +27,7 @@ class CancelTaskArgs(Args):
 def register(registry: Registry) -> None:
     roles = {"teller", "planner"}
 
-    @registry.tool("list_tasks", roles=roles)
+    @registry.tool("list_tasks", roles=roles, idempotent=True)
     def list_tasks(ctx: ToolContext, args: ListTasksArgs) -> dict[str, Any]:
         """List tasks: queued, running, triggers (recurring/scheduled/conditional) or all."""
         return {"tasks": listing(ctx.runtime, args.scope, args.role)}

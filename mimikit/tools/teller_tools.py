@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, Literal
 
 from pydantic import Field
@@ -47,28 +49,49 @@ class BacklogArgs(Args):
 
 
 def post_reply(ctx: ToolContext, text: str) -> Message:
-    """Write an assistant message with the run's usage and elapsed time so far."""
+    """Write an assistant message with the run's usage and elapsed time so far (once: a call
+    run again after a crash finds its message there)."""
     message = Message(role="assistant", text=text, usage=ctx.usage.model_copy(),
                       elapsedMs=ctx.elapsed_ms(), traceId=ctx.trace_id)
+    once = ctx.once_key()
+    if once is not None:
+        message.id = "msg-" + hashlib.sha1(once.encode()).hexdigest()[:12]
     ctx.runtime.conversation.append(message)
     ctx.replies.append(text)
     return message
 
 
+def with_earlier_attempt(ctx: ToolContext, prompt: str) -> str:
+    """The prompt of a delegation that follows an answered question of a Planner task: with
+    the original request, the partial result, the question and the answer appended (what a
+    model re-delegating tends to leave out)."""
+    blocks = [prompt]
+    for answer in ctx.answers:
+        task = ctx.runtime.tasks.get(answer.taskId) if answer.taskId else None
+        if task is None or task.prompt in prompt:
+            continue
+        result = ctx.runtime.tasks.result(task.id)
+        partial = json.dumps(result.result, ensure_ascii=False)[:4000] if result else "(none)"
+        blocks.append(f"## Earlier attempt ({task.id}), which needed the user's answer\n"
+                      f"Original request: {task.prompt[:4000]}\nPartial result: {partial}\n"
+                      f"Question: {answer.question}\nAnswer ({answer.source}): {answer.answer}")
+    return "\n\n".join(blocks)
+
+
 def register(registry: Registry) -> None:
     teller = {"teller"}
 
-    @registry.tool("reply", roles=teller)
+    @registry.tool("reply", roles=teller, idempotent=True)
     def reply(ctx: ToolContext, args: ReplyArgs) -> StopRun:
         """Send a message to the user (ends the run after this message's tool calls)."""
         post_reply(ctx, args.text)
         return StopRun({"ok": True}, after_batch=True)
 
-    @registry.tool("delegate", roles=teller)
+    @registry.tool("delegate", roles=teller, idempotent=True)
     def delegate(ctx: ToolContext, args: TellerDelegateArgs) -> dict[str, Any]:
         """Hand real work to the Planner; returns its taskId."""
-        task = Task(role="planner", prompt=args.prompt, timeout=args.timeout,
-                    traceId=ctx.trace_id, priority=7)
+        task = Task(role="planner", prompt=with_earlier_attempt(ctx, args.prompt),
+                    timeout=args.timeout, traceId=ctx.trace_id, priority=7)
         existing = fingerprint.active_duplicate(ctx.runtime, task)
         if existing:
             return {"taskId": existing, "duplicate": True,
@@ -92,8 +115,14 @@ def register(registry: Registry) -> None:
             raise ToolError(f"default {args.default!r} is not one of the options {args.options}")
         question = PendingQuestion(question=args.question, options=args.options,
                                    timeout=args.timeout, default=args.default,
-                                   traceId=ctx.trace_id)
+                                   traceId=ctx.trace_id,
+                                   taskId=ctx.needs_input[0] if ctx.needs_input else None)
         ctx.runtime.conversation.ask(question)
+        ctx.asked = True
+        # The question enters the history, so later turns (and the Planner) know it was asked.
+        ctx.runtime.conversation.append(Message(
+            role="assistant", text=args.question + "".join(
+                f"\n- {option}" for option in args.options or []), traceId=ctx.trace_id))
         return StopRun({"asked": True, "expiresAt": str(question.expiresAt)})
 
     @registry.tool("update_backlog", roles=teller)

@@ -1,60 +1,63 @@
-"""The Teller's tools to steer triggers the person asks about: pause, resume, run now, edit."""
+"""The Teller's one tool to steer a trigger the person asks about: pause, resume, run now, edit.
+
+One tool instead of four keeps the Teller's prompt small (it is sent with every request); the
+edit's fields are checked when it is called, and every problem comes back as a message naming
+the field.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from mimikit.exceptions import InvalidValue, ToolError
 from mimikit.llm.registry import Registry
 from mimikit.scheduling import control
+from mimikit.tasks.checks import problems
 from mimikit.tasks.edit import TriggerEdit, edit, run_now
 from mimikit.tools.args import Args
 from mimikit.tools.context import ToolContext
 
 
-class TriggerArgs(Args):
+class ManageTriggerArgs(Args):
     taskId: str = Field(min_length=1, description="the trigger's id (see list_tasks)")
-
-
-class EditTriggerArgs(TriggerEdit):
-    taskId: str = Field(min_length=1, description="the trigger's id (see list_tasks)")
+    action: Literal["pause", "resume", "run", "edit"]
+    changes: dict[str, Any] | None = Field(
+        None, description="edit only: the fields to change, e.g. {\"cron\": \"0 9 * * 1-5\"} "
+                          "(prompt, title, interval, cron, runAt, condition, cooldown, budget, "
+                          "notify, priority, timeout, misfire)")
 
 
 def register(registry: Registry) -> None:
     teller = {"teller"}
 
-    @registry.tool("pause_task", roles=teller)
-    def pause_task(ctx: ToolContext, args: TriggerArgs) -> dict[str, Any]:
-        """Pause a trigger: it keeps its schedule or condition but does not fire until resumed."""
-        return _outcome(*control.pause(ctx.runtime, args.taskId, "paused at the user's request",
-                                       source="teller"))
-
-    @registry.tool("resume_task", roles=teller)
-    def resume_task(ctx: ToolContext, args: TriggerArgs) -> dict[str, Any]:
-        """Resume a paused trigger (from its next slot on; what happened meanwhile is skipped)."""
-        return _outcome(*control.resume(ctx.runtime, args.taskId, source="teller"))
-
-    @registry.tool("run_task", roles=teller)
-    def run_task(ctx: ToolContext, args: TriggerArgs) -> dict[str, Any]:
-        """Run a trigger's work once now, whatever its schedule or condition says."""
+    @registry.tool("manage_trigger", roles=teller)
+    def manage_trigger(ctx: ToolContext, args: ManageTriggerArgs) -> dict[str, Any]:
+        """Pause, resume, run now or edit a trigger (recurring, scheduled or conditional work)."""
+        runtime, task_id = ctx.runtime, args.taskId
+        if args.action == "pause":
+            return _outcome(*control.pause(runtime, task_id, "paused at the user's request",
+                                           source="teller"))
+        if args.action == "resume":
+            return _outcome(*control.resume(runtime, task_id, source="teller"))
         try:
-            return {"taskId": run_now(ctx.runtime, args.taskId).id}
-        except InvalidValue as error:
-            raise ToolError(str(error)) from None
-
-    @registry.tool("edit_task", roles=teller)
-    def edit_task(ctx: ToolContext, args: EditTriggerArgs) -> dict[str, Any]:
-        """Change a trigger: prompt, title, interval or cron (recurring), runAt (scheduled),
-        condition and cooldown (conditional), budget, notify, priority, timeout, misfire."""
-        changes = TriggerEdit.model_validate(args.model_dump(exclude={"taskId"},
-                                                             exclude_unset=True))
-        try:
-            edited, about = edit(ctx.runtime, args.taskId, changes)
+            if args.action == "run":
+                return {"taskId": run_now(runtime, task_id).id}
+            edited, about = edit(runtime, task_id, _changes(args.changes))
         except InvalidValue as error:
             raise ToolError(str(error)) from None
         return {"taskId": edited.id, "edited": True, **about}
+
+
+def _changes(raw: dict[str, Any] | None) -> TriggerEdit:
+    if not raw:
+        raise ToolError("action 'edit' needs 'changes', an object of the fields to change, "
+                        'e.g. {"cron": "0 9 * * 1-5"} or {"prompt": "..."}')
+    try:
+        return TriggerEdit.model_validate(raw)
+    except ValidationError as error:
+        raise ToolError(f"invalid changes: {problems(error)}") from None
 
 
 def _outcome(success: bool, message: str) -> dict[str, Any]:

@@ -44,22 +44,22 @@ def register(registry: Registry) -> None:
         """Run a shell command in the work directory (no stdin; killed at its timeout)."""
         return ctx.workspace.shell(args.command, args.timeout)
 
-    @registry.tool("read_file", roles=worker)
+    @registry.tool("read_file", roles=worker, idempotent=True)
     def read_file(ctx: ToolContext, args: PathArgs) -> str:
         """Read a text file inside the work directory."""
         return ctx.workspace.read_file(args.path)
 
-    @registry.tool("write_file", roles=worker)
+    @registry.tool("write_file", roles=worker, idempotent=True)
     def write_file(ctx: ToolContext, args: WriteArgs) -> dict[str, Any]:
         """Create or overwrite a file inside the work directory."""
         return ctx.workspace.write_file(args.path, args.content)
 
-    @registry.tool("list_files", roles=worker)
+    @registry.tool("list_files", roles=worker, idempotent=True)
     def list_files(ctx: ToolContext, args: ListArgs) -> dict[str, Any]:
         """List a directory inside the work directory (directories end with /)."""
         return {"entries": ctx.workspace.list_files(args.path)}
 
-    @registry.tool("submit_result", roles=worker, alone=True)
+    @registry.tool("submit_result", roles=worker, alone=True, idempotent=True)
     def submit_result(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
         """Finish the task with its structured result (must match resultType's schema)."""
         return finish_with_result(args)

@@ -71,7 +71,9 @@
   function usageText(usage, elapsedMs) {
     const parts = [];
     if (usage && typeof usage.totalTokens === 'number') {
-      parts.push(`${numberFormat.format(usage.totalTokens)} tokens`);
+      // estimated: the server sent no token counts; Mimikit counted them itself
+      const about = usage.estimated ? '≈' : '';
+      parts.push(`${about}${numberFormat.format(usage.totalTokens)} tokens${usage.estimated ? ' (estimated)' : ''}`);
     }
     if (typeof elapsedMs === 'number') parts.push(duration(elapsedMs));
     return parts.join(' · ');

@@ -261,8 +261,9 @@
   function spendingView(usage) {
     if (!usage || !usage.calls) return null;
     const cost = usage.cost !== null && usage.cost !== undefined ? ` · cost ${usage.cost.toFixed(4)}` : '';
+    const estimated = usage.estimated ? ' (estimated: the server sent no token counts)' : '';
     return section('Spent', h('p', { class: 'detail-spent' },
-      `${usage.calls} LLM calls · ${usage.totalTokens} tokens${cost}`));
+      `${usage.calls} LLM calls · ${usage.totalTokens} tokens${estimated}${cost}`));
   }
 
   function renderDetail(data) {

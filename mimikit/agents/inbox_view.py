@@ -1,0 +1,58 @@
+"""How the Teller's inbox is shown to it: pending inputs and answers, task results (with what
+a failure left unrun, and what a Planner asked), and notices."""
+
+from __future__ import annotations
+
+import json
+
+from mimikit.models import Result, Task
+from mimikit.store.inbox import AnswerItem, InboxItem, InputItem, ResultItem
+from mimikit.store.runtime import Runtime
+
+RESULT_CHARS = 6000
+
+
+def render_inbox(runtime: Runtime, items: list[InboxItem]) -> str:
+    """The Teller's user prompt: pending inputs, answers, task results, notices."""
+    inputs, results, notices = [], [], []
+    done_ids = [item.taskId for item in items if isinstance(item, ResultItem)]
+    done_tasks = {task.id: task for task in runtime.tasks.by_id(done_ids)}
+    done_results = runtime.tasks.results_by_id(done_ids)
+    for item in items:
+        if isinstance(item, InputItem):
+            inputs.append(f"- [{item.message['createdAt']}] user: {item.message['text']}")
+        elif isinstance(item, AnswerItem):
+            asked_for = f" (asked for task {item.taskId})" if item.taskId else ""
+            inputs.append(f"- Answer to your question {item.question!r}{asked_for}: "
+                          f"{json.dumps({'answer': item.answer, 'source': item.source})}")
+        elif isinstance(item, ResultItem):
+            results.append(_render_result(runtime, item.taskId, done_tasks.get(item.taskId),
+                                          done_results.get(item.taskId)))
+        else:
+            notices.append(f"- {item.text}")
+    blocks = []
+    for title, lines in (("Pending inputs", inputs), ("Task results", results),
+                         ("Notices", notices)):
+        if lines:
+            blocks.append(f"## {title}\n" + "\n".join(lines))
+    return "\n\n".join(blocks) or "## Pending inputs\n(none)"
+
+
+def _render_result(runtime: Runtime, task_id: str, task: Task | None, result: Result | None
+                   ) -> str:
+    if task is None or result is None:
+        return f"### {task_id}\n(result not found)"
+    label = task.title or task.prompt[:120]
+    lines = [f"### {task_id} ({task.role}: {label}) — {result.status}, resultType "
+             f"{result.resultType}", "```json", json.dumps(result.result, ensure_ascii=False,
+                                                          indent=1)[:RESULT_CHARS], "```"]
+    if result.error:
+        lines.append(f"error: {result.error}")
+    if result.question:
+        lines.append(f"question for the user: {result.question}")
+    retired = runtime.redis.get(runtime.keys.retired_by(task_id))
+    if retired:
+        lines.append("not run, since they waited on it: " + ", ".join(json.loads(retired)))
+    if task.role == "planner":
+        lines.append(f"original request: {task.prompt[:2000]}")
+    return "\n".join(lines)

@@ -1,0 +1,67 @@
+"""What a model's answer holds, however it sent it: the tool calls (from ``tool_calls``, or
+written into its text in any shape ``quirks`` reads), the text a person may read, and what went
+wrong (an unknown or unreadable call, an answer cut at ``max_tokens``, nothing at all).
+
+A call written as text becomes a real call in the transcript, so the model sees in its next
+turn how a call looks, and its text never reaches the person.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from mimikit.llm.completion import Completion, ToolCall
+from mimikit.llm.quirks import arguments_text, looks_truncated, written_calls
+
+
+@dataclass
+class Answer:
+    """One answer, read."""
+
+    calls: list[ToolCall]
+    text: str | None
+    message: dict[str, Any]
+    written: bool = False
+    unknown: list[str] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)
+    cut: bool = False
+
+    @property
+    def empty(self) -> bool:
+        """Neither a call nor any text (nor anything that tried to be a call)."""
+        return not (self.calls or self.text or self.unknown or self.broken)
+
+
+def read_answer(completion: Completion, names: Collection[str], step: int = 0) -> Answer:
+    """The calls and text of ``completion``; ``names`` are the tools the model was offered,
+    ``step`` numbers the ids given to calls written as text."""
+    cut = completion.finish_reason == "length"
+    if completion.tool_calls:
+        calls = [ToolCall(id=call.id or f"call-{step}-{index}", name=call.name,
+                          arguments=arguments_text(call.arguments))
+                 for index, call in enumerate(completion.tool_calls)]
+        text = (completion.content or "").strip() or None
+        return Answer(calls, text, _message(text, calls), cut=cut)
+    content = completion.content or ""
+    found = written_calls(content, names) if content.strip() else None
+    if found is None:
+        text = content.strip() or None
+        return Answer([], text, {"role": "assistant", "content": completion.content},
+                      cut=cut or (text is not None and looks_truncated(text)))
+    calls = [ToolCall(id=f"text-{step}-{index}", name=name, arguments=arguments)
+             for index, (name, arguments) in enumerate(found.calls)]
+    prose = found.prose or None
+    return Answer(calls, prose, _message(prose, calls), written=bool(calls),
+                  unknown=list(found.unknown), broken=list(found.broken),
+                  cut=cut or looks_truncated(content))
+
+
+def _message(text: str | None, calls: list[ToolCall]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if calls:
+        message["tool_calls"] = [{"id": c.id, "type": "function",
+                                  "function": {"name": c.name, "arguments": c.arguments}}
+                                 for c in calls]
+    return message
