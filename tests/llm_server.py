@@ -10,7 +10,8 @@ Usage::
     server.shutdown()
 
 A response is a plain dict built by the helpers below (``text``, ``tool_call``, ``tool_calls``,
-``raw_arguments``, ``error``, ``delay``, ``with_usage``, ``streamed``), or a callable
+``raw_arguments``, ``error``, ``delay``, ``with_usage``, ``without_usage``, ``streamed``,
+``cut_off``, ``object_arguments``), or a callable
 ``fn(request_body) -> response``. A request with ``stream: true`` is answered as server-sent
 chunks (unless ``server.streams`` is False: then whole, as some servers do).
 Fault modes: ``error(429, headers={"Retry-After": "1"})`` or ``{"retry-after-ms": "300"}``,
@@ -91,6 +92,22 @@ def streamed(response: dict[str, Any], pause: float, chunk_chars: int = 8) -> di
     return {**response, "stream_delay": pause, "chunk_chars": chunk_chars}
 
 
+def cut_off(response: dict[str, Any]) -> dict[str, Any]:
+    """``response`` ending with ``finish_reason`` ``length`` (it reached ``max_tokens``)."""
+    return {**response, "finish": "length"}
+
+
+def object_arguments(response: dict[str, Any]) -> dict[str, Any]:
+    """``response`` with its calls' arguments sent as JSON objects, not strings (as TGI and
+    some llama-server builds do)."""
+    return {**response, "object_arguments": True}
+
+
+def without_usage(response: dict[str, Any]) -> dict[str, Any]:
+    """``response`` sent without token counts (as llama-cpp-python's streams)."""
+    return {**response, "usage": False}
+
+
 def delay(seconds: float, response: Response) -> dict[str, Any]:
     """Sleep ``seconds`` before answering ``response``."""
     return {"delay": seconds, "then": response}
@@ -168,6 +185,12 @@ class ScriptedLLM:
         """The ``time.monotonic()`` at which each request arrived, parallel to ``requests``."""
         with self._lock:
             return list(self._arrivals)
+
+    def arrivals_for(self, model: str) -> list[float]:
+        """When each request for one model arrived (``time.monotonic()``)."""
+        with self._lock:
+            return [at for body, at in zip(self._requests, self._arrivals, strict=True)
+                    if body.get("model") == model]
 
     def requests_for(self, model: str) -> list[dict[str, Any]]:
         """The chat request bodies sent for one model."""
@@ -261,6 +284,9 @@ def completion(model: str, response: dict[str, Any], body: dict[str, Any]) -> di
          "function": {"name": call["name"], "arguments": _arguments_text(call)}}
         for call in response.get("tool_calls") or []
     ]
+    if response.get("object_arguments"):
+        for call in calls:
+            call["function"]["arguments"] = json.loads(call["function"]["arguments"] or "{}")
     message: dict[str, Any] = {"role": "assistant", "content": response.get("content"),
                                "refusal": None}
     if calls:
@@ -268,21 +294,25 @@ def completion(model: str, response: dict[str, Any], body: dict[str, Any]) -> di
     # Roughly four characters a token, as real tokenizers average on English text.
     prompt_tokens = max(len(json.dumps(body.get("messages", []))) // 4, 1)
     produced = (response.get("content") or "") + "".join(
-        c["function"]["arguments"] for c in calls
+        _arguments_text(c["function"]) for c in calls
     )
     completion_tokens = max(len(produced) // 4, 1) + 3 * len(calls)
-    return {
+    answer = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:29]}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
         "system_fingerprint": "fp_scripted",
         "choices": [{"index": 0, "message": message, "logprobs": None,
-                     "finish_reason": "tool_calls" if calls else "stop"}],
+                     "finish_reason": response.get("finish")
+                     or ("tool_calls" if calls else "stop")}],
         "usage": response.get("usage") or {
             "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens},
     }
+    if response.get("usage") is False:
+        answer["usage"] = None
+    return answer
 
 
 def stream_chunks(answer: dict[str, Any], size: int) -> list[dict[str, Any]]:
@@ -302,6 +332,10 @@ def stream_chunks(answer: dict[str, Any], size: int) -> list[dict[str, Any]]:
                 "function": {"name": call["function"]["name"], "arguments": ""}}
         chunks.append(chunk({"tool_calls": [head]}))
         arguments = call["function"]["arguments"]
+        if not isinstance(arguments, str):  # an object: in one piece
+            chunks.append(chunk({"tool_calls": [{"index": index,
+                                                 "function": {"arguments": arguments}}]}))
+            continue
         chunks += [chunk({"tool_calls": [{"index": index,
                                           "function": {"arguments": arguments[i:i + size]}}]})
                    for i in range(0, len(arguments), size)]
@@ -365,7 +399,7 @@ class _Handler(BaseHTTPRequestHandler):
         pause = float(response.get("stream_delay", 0))
         events = [f"data: {json.dumps(c)}\n\n" for c in
                   stream_chunks(answer, int(response.get("chunk_chars", 8)))]
-        if (body.get("stream_options") or {}).get("include_usage"):
+        if (body.get("stream_options") or {}).get("include_usage") and answer.get("usage"):
             events.append(f"data: {json.dumps({**answer, 'choices': [], 'object': 'chat.completion.chunk'})}\n\n")
         events.append("data: [DONE]\n\n")
         try:  # chunked, as real servers stream: the connection stays open for the next request

@@ -60,26 +60,19 @@ def checked(value: Any, where: str = "condition") -> dict[str, Any]:
 
 
 def schema() -> JsonSchemaValue:
-    """The JSON Schema of a condition: an atom of one of the kinds, or an ``and``/``or`` of
-    conditions (nested groups are described once)."""
-    atoms = [{"type": "object", "required": ["type", "params"],
-              "properties": {"type": {"const": kind.name},
-                             "params": _plain(kind.params.model_json_schema())}}
-             for kind in ATOMS.values()]
-    group = {"type": "object", "required": ["type", "conditions"],
-             "properties": {"type": {"enum": list(GROUPS)},
-                            "conditions": {"type": "array", "minItems": 1, "items": {
-                                "anyOf": [*atoms, {"type": "object",
-                                                   "description": "a nested and/or"}]}}}}
-    return {"anyOf": [*atoms, group]}
-
-
-def _plain(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: _plain(v) for k, v in node.items() if k != "title"}
-    if isinstance(node, list):
-        return [_plain(item) for item in node]
-    return node
+    """The JSON Schema of a condition, compact (it goes with every Planner request): one
+    object whose ``type`` is a kind of atom (with ``params``) or ``and``/``or`` (with
+    ``conditions``); each kind's params are named once, in the description. What is sent is
+    checked in full by ``checked``."""
+    kinds = "; ".join(f"{kind.name} {{{', '.join(kind.params.model_fields)}}}"
+                      for kind in ATOMS.values())
+    return {"type": "object", "required": ["type"],
+            "description": f"an atom {{type, params}} or a group {{type: and|or, conditions}}; "
+                           f"atom params by type: {kinds}",
+            "properties": {"type": {"enum": [*GROUPS, *ATOMS]},
+                           "params": {"type": "object"},
+                           "conditions": {"type": "array", "items": {"type": "object"},
+                                          "description": "and/or only: the conditions"}}}
 
 
 def _shown(value: Any) -> str:

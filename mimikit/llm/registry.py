@@ -272,23 +272,46 @@ def _schema(tool: Tool) -> dict[str, Any]:
     }
 
 
-def _clean(node: Any) -> Any:
-    """Make pydantic's schema plain JSON Schema that every OpenAI-compatible server accepts.
+# Bounds the arguments are checked against when a call comes in (with a message naming the
+# field): sent to the model they only lengthen every prompt.
+_CHECKED_NOT_SENT = frozenset({"maxLength", "minLength", "maxItems", "minItems", "maximum",
+                               "minimum", "exclusiveMaximum", "exclusiveMinimum", "gt", "ge",
+                               "lt", "le", "additionalProperties", "discriminator", "pattern"})
 
-    Drops ``title`` noise (but keeps a property named ``title``) and the OpenAPI-only
-    ``discriminator``; a discriminated ``oneOf`` becomes ``anyOf`` (same meaning, since each
-    branch pins its ``type`` with ``const``, and the form strict servers require).
+
+def _clean(node: Any) -> Any:
+    """Make pydantic's schema plain, compact JSON Schema that every OpenAI-compatible server
+    accepts and a model reads quickly.
+
+    Drops ``title`` noise (but keeps a property named ``title``), the bounds the arguments are
+    checked against anyway (``_CHECKED_NOT_SENT``) and ``default: null``; an optional field's
+    ``anyOf [X, null]`` is just ``X``; a discriminated ``oneOf`` becomes ``anyOf``.
     """
     if isinstance(node, list):
         return [_clean(item) for item in node]
     if not isinstance(node, dict):
         return node
+    node = _without_null(node)
     cleaned: dict[str, Any] = {}
     for key, value in node.items():
-        if (key == "title" and isinstance(value, str)) or key == "discriminator":
+        if (key == "title" and isinstance(value, str)) or key in _CHECKED_NOT_SENT:
+            continue
+        if key == "default" and value is None:
             continue
         if key in ("properties", "$defs") and isinstance(value, dict):
             cleaned[key] = {name: _clean(schema) for name, schema in value.items()}
         else:
             cleaned["anyOf" if key == "oneOf" else key] = _clean(value)
     return cleaned
+
+
+def _without_null(node: dict[str, Any]) -> dict[str, Any]:
+    """``{anyOf: [X, {type: null}], ...rest}`` as ``{...X, ...rest}`` (the field is optional)."""
+    branches = node.get("anyOf")
+    if not isinstance(branches, list):
+        return node
+    kept = [branch for branch in branches if branch != {"type": "null"}]
+    if len(kept) != 1 or len(kept) == len(branches) or not isinstance(kept[0], dict):
+        return node
+    rest = {key: value for key, value in node.items() if key != "anyOf"}
+    return {**kept[0], **rest}

@@ -1,0 +1,272 @@
+"""What real models and servers send, played by the scripted server on the real stack: calls
+written as text in every shape, object arguments, empty and cut answers, a reply then a
+delegate, promises without the work, an answer typed in the chat box, a Teller call that hangs,
+and the LLM calls a chat turn costs."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from agent_helpers import history, post_input, user_prompt, wait_history
+from llm_server import (
+    cut_off,
+    hang,
+    object_arguments,
+    raw_arguments,
+    text,
+    tool_call,
+    tool_calls,
+)
+from processes import wait_for
+
+DELEGATE = {"name": "delegate", "arguments": {"prompt": "Create notes.txt with 'hello'"}}
+REPLY = {"name": "reply", "arguments": {"text": "I'll create notes.txt."}}
+WRITTEN = {
+    "bare": json.dumps([DELEGATE, REPLY]),
+    "parameters": json.dumps({"name": "delegate", "parameters": DELEGATE["arguments"]}),
+    "fenced": "Sure.\n```json\n" + json.dumps(DELEGATE) + "\n```",
+    "tagged": "<tool_call>\n" + json.dumps(DELEGATE) + "\n</tool_call>\n<tool_call>\n"
+              + json.dumps(REPLY) + "\n</tool_call>",
+    "prose around": "Of course! " + json.dumps(DELEGATE) + " That's on its way.",
+    "python_tag": "<|python_tag|>" + json.dumps({"name": "delegate",
+                                                 "parameters": DELEGATE["arguments"]}),
+    "mistral": "[TOOL_CALLS] " + json.dumps([DELEGATE]),
+    "function tag": "<function=delegate>" + json.dumps(DELEGATE["arguments"]) + "</function>",
+}
+
+
+@pytest.fixture(autouse=True)
+def planner_plans(llm):
+    llm.default("planner", tool_call("submit_result", status="done", resultType="text",
+                                     result={"text": "planned"}))
+
+
+def _planned(stack, llm):
+    return wait_for(lambda: [t for t in stack.tasks.with_status("done") if t.role == "planner"],
+                    timeout=30, message="the Planner task the Teller delegated")
+
+
+@pytest.mark.parametrize("shape", sorted(WRITTEN))
+def test_a_teller_call_written_as_text_is_run_and_never_shown(stack, llm, shape):
+    llm.script("teller", text(WRITTEN[shape]))
+    llm.default("teller", tool_call("reply", text="On it."))
+    post_input(stack, "create notes.txt saying hello")
+    planned = _planned(stack, llm)
+    assert planned[0].prompt.startswith("Create notes.txt with 'hello'")
+    wait_history(stack, lambda h: any(r == "assistant" for r, _t in h), message="a reply")
+    shown = [t for r, t in history(stack) if r == "assistant"]
+    assert not any("delegate" in t or "{" in t or "<" in t for t in shown), shown
+
+
+def test_arguments_sent_as_objects_are_read(stack, llm):
+    llm.script("teller", object_arguments(tool_calls([("delegate", {"prompt": "count files"}),
+                                                      ("reply", {"text": "Counting."})])))
+    post_input(stack, "how many files?")
+    wait_history(stack, lambda h: ("assistant", "Counting.") in h, message="the reply")
+    assert _planned(stack, llm)[0].prompt.startswith("count files")
+    assert not any("internal error" in t for _r, t in history(stack))
+
+
+def test_an_empty_answer_is_corrected_not_taken_for_the_reply(stack, llm):
+    llm.script("teller", text(""), tool_call("reply", text="Hello!"))
+    post_input(stack, "hi")
+    wait_history(stack, lambda h: ("assistant", "Hello!") in h, message="the reply")
+    second = llm.requests_for("teller")[1]
+    assert "empty" in second["messages"][-1]["content"]
+    assert second.get("tool_choice") == {"type": "function", "function": {"name": "reply"}} \
+        or len(llm.requests_for("teller")) == 2
+
+
+def test_a_cut_off_answer_is_asked_again_shorter(stack, llm):
+    llm.script("teller", cut_off(raw_arguments("reply", '{"text": "A very long answer th')),
+               tool_call("reply", text="Short answer."))
+    post_input(stack, "tell me everything")
+    wait_history(stack, lambda h: ("assistant", "Short answer.") in h, message="the reply")
+    assert "cut off" in llm.requests_for("teller")[1]["messages"][-1]["content"]
+    assert not any("A very long" in t for _r, t in history(stack))
+
+
+def test_reply_first_then_delegate_in_the_next_message_is_not_lost(stack, llm):
+    llm.script("teller", tool_call("reply", text="I'll create notes.txt for you."),
+               tool_call("delegate", prompt="Create notes.txt"), text(""))
+    post_input(stack, "create notes.txt")
+    assert _planned(stack, llm)[0].prompt.startswith("Create notes.txt")
+    replies = [t for r, t in history(stack) if r == "assistant"]
+    assert replies == ["I'll create notes.txt for you."]
+
+
+def test_a_promise_in_plain_text_gets_its_delegate(stack, llm):
+    llm.script("teller", text("I'll delegate this to the Planner."),
+               tool_call("delegate", prompt="Remind the user every day at 9am to drink water"),
+               tool_call("reply", text="Done: a daily reminder at 9."))
+    post_input(stack, "every day at 9am remind me to drink water")
+    assert "drink water" in _planned(stack, llm)[0].prompt
+    forced = llm.requests_for("teller")[1]
+    assert "delegate" in forced["messages"][-1]["content"]
+
+
+def test_a_promise_the_model_never_backs_is_handed_to_the_planner(stack, llm):
+    llm.default("teller", text("好的，我来为你创建这个文件。"))
+    post_input(stack, "创建一个文件 notes.txt")
+    planned = _planned(stack, llm)
+    assert "notes.txt" in planned[0].prompt
+    assert ("assistant", "好的，我来为你创建这个文件。") in history(stack)
+    assert len(llm.requests_for("teller")) == 3  # the text, then twice corrected
+
+
+def test_a_greeting_costs_one_call_and_reply_with_delegate_too(stack, llm):
+    llm.script("teller", tool_call("reply", text="Hi! How can I help?"))
+    post_input(stack, "hello")
+    wait_history(stack, lambda h: ("assistant", "Hi! How can I help?") in h, message="reply")
+    llm.script("teller", tool_calls([("delegate", {"prompt": "Summarize README.md"}),
+                                     ("reply", {"text": "Summarizing it now."})]))
+    post_input(stack, "summarize the readme")
+    wait_history(stack, lambda h: ("assistant", "Summarizing it now.") in h, message="reply")
+    assert len(llm.requests_for("teller")) == 2
+    assert all(body.get("tool_choice") == "required" for body in llm.requests_for("teller"))
+
+
+def test_an_answer_typed_in_the_chat_box_answers_the_pending_question(stack, llm):
+    from mimikit.models import PendingQuestion
+
+    stack.conversation.ask(PendingQuestion(question="Staging or production?",
+                                           options=["staging", "production"], traceId="t1"))
+    llm.default("teller", tool_call("reply", text="Deploying to staging."))
+    post_input(stack, "staging please")
+    wait_history(stack, lambda h: ("assistant", "Deploying to staging.") in h, message="reply")
+    assert stack.conversation.question() is None
+    prompt = user_prompt(llm.requests_for("teller")[0])
+    assert "Answer to your question 'Staging or production?'" in prompt
+    assert '"source": "user"' in prompt and "Pending inputs" in prompt
+
+
+def test_a_question_typed_while_a_question_is_pending_is_a_new_input(stack, llm):
+    from mimikit.models import PendingQuestion
+
+    stack.conversation.ask(PendingQuestion(question="Staging or production?",
+                                           options=["staging", "production"]))
+    llm.default("teller", tool_call("reply", text="Staging is the test server."))
+    post_input(stack, "what is staging?")
+    wait_history(stack, lambda h: ("assistant", "Staging is the test server.") in h,
+                 message="reply")
+    assert stack.conversation.question() is not None  # still waiting for its answer
+    assert "] user: what is staging?" in user_prompt(llm.requests_for("teller")[0])
+
+
+@pytest.mark.slow
+def test_a_teller_call_hanging_past_its_timeout_keeps_the_message_and_answers_later(
+        runtime, procs, llm, monkeypatch):
+    from mimikit.store.runtime import reset_runtime
+
+    monkeypatch.setenv("MIMIKIT_LLM_BASE_URL", llm.url)
+    monkeypatch.setenv("MIMIKIT_TELLER_TIMEOUT", "3")
+    reset_runtime()
+    procs.worker(queues="teller,planner,supervisor", concurrency=2, name="agents")
+    llm.script("teller", hang(30), hang(30), hang(30))
+    llm.default("teller", tool_call("reply", text="Sorry for the wait: hello!"))
+    began = time.monotonic()
+    post_input(runtime, "hello?")
+    notice = wait_history(runtime, lambda h: any("kept" in t for r, t in h if r == "system"),
+                          timeout=40, message="one notice that the message is kept")
+    assert [r for r, _t in notice].count("system") == 1
+    assert len(runtime.inbox.read()) == 1
+    procs.beat()  # the supervisor brings the Teller back
+    wait_history(runtime, lambda h: ("assistant", "Sorry for the wait: hello!") in h,
+                 timeout=60, message="the kept message answered")
+    assert runtime.inbox.read() == []
+    assert sum("kept" in t for r, t in history(runtime) if r == "system") == 1
+    print(f"answered after {time.monotonic() - began:.1f} s")  # noqa: T201
+
+
+def test_a_glob_with_double_star_is_accepted_and_evaluated(stack, llm):
+    from mimikit.agents.common import registry
+    from mimikit.lifecycle.submit import submit
+    from mimikit.models import utcnow
+    from mimikit.supervisor.tick import fire_watched
+    from mimikit.tools.context import ToolContext
+
+    work = stack.settings.work_dir
+    (work / "reports" / "2026").mkdir(parents=True)
+    ctx = ToolContext(runtime=stack, role="planner", trace_id="t1")
+    for pattern in ("reports/**.md", "src/**/*.ts", "*.log"):
+        made = registry().call("planner", "schedule", json.dumps(
+            {"prompt": f"look at {pattern}", "type": "conditional",
+             "condition": {"type": "file_changed", "params": {"path": pattern}}}), ctx)
+        assert made.ok, made.content
+    refused = registry().call("planner", "schedule", json.dumps(
+        {"prompt": "x", "type": "conditional",
+         "condition": {"type": "file_changed", "params": {"path": "reports/[abc.md"}}}), ctx)
+    assert not refused.ok and "never closes" in refused.content
+    triggers = submit(stack, list(ctx.staged))
+    assert fire_watched(stack, utcnow()) == []
+    (work / "reports" / "2026" / "june.md").write_text("new")
+    (work / "app.log").write_text("x")
+    fired = fire_watched(stack, utcnow())
+    assert set(fired) == {triggers[0].id, triggers[2].id}
+    assert not any(t.status == "failed" for t in stack.tasks.by_id([t.id for t in triggers]))
+
+
+def test_a_teller_answer_in_chinese_is_understood(stack, llm):
+    call = json.dumps({"name": "remember", "arguments": {"content": "用户喜欢喝绿茶。",
+                                                          "longTerm": True}},
+                      ensure_ascii=False)
+    llm.script("teller", text(f"好的，我记住了。\n<tool_call>\n{call}\n</tool_call>"),
+               tool_call("reply", text="记住了：你喜欢绿茶。"))
+    post_input(stack, "记住我喜欢喝绿茶")
+    wait_history(stack, lambda h: ("assistant", "记住了：你喜欢绿茶。") in h, message="reply")
+    memory = (stack.settings.state_dir / "memory.md").read_text(encoding="utf-8")
+    assert "绿茶" in memory
+
+
+def test_tools_are_offered_with_tool_choice_and_a_server_refusing_it_is_asked_without(
+        stack, llm):
+    from llm_server import error
+
+    def picky(body):
+        if "tool_choice" in body:
+            return error(400, {"error": {"message": "tool_choice is not supported"}})
+        return tool_call("reply", text="fine without it")
+
+    llm.default("teller", picky)
+    post_input(stack, "hi")
+    wait_history(stack, lambda h: ("assistant", "fine without it") in h, message="reply")
+    assert "tool_choice" in llm.requests_for("teller")[0]
+    assert "tool_choice" not in llm.requests_for("teller")[-1]
+
+
+def test_a_slow_answer_streams_only_what_the_person_reads(stack, llm):
+    from llm_server import streamed
+
+    written = "Let me check. <tool_call>" + json.dumps(
+        {"name": "reply", "arguments": {"text": "It is sunny."}}) + "</tool_call>"
+    llm.script("teller", streamed(text(written), pause=0.02, chunk_chars=4))
+    cursor = stack.redis.xrevrange(stack.keys.events, count=1)
+    since = cursor[0][0].decode() if cursor else "0"
+    post_input(stack, "weather?")
+    wait_history(stack, lambda h: ("assistant", "It is sunny.") in h, message="the reply")
+    shown = [json.loads(data)["text"] for _id, event, data in stack.events.read(since, 10)
+             if event == "reply"]
+    assert not any("tool_call" in t or "{" in t for t in shown), shown
+
+
+def test_a_stream_that_runs_away_is_cut_at_the_deadline(runtime, procs, llm, monkeypatch):
+    from llm_server import streamed
+
+    from mimikit.store.runtime import reset_runtime
+
+    monkeypatch.setenv("MIMIKIT_LLM_BASE_URL", llm.url)
+    monkeypatch.setenv("MIMIKIT_TELLER_TIMEOUT", "4")
+    reset_runtime()
+    procs.worker(queues="teller,planner,supervisor", concurrency=2, name="agents")
+    llm.script("teller", streamed(text("la " * 4000), pause=0.05, chunk_chars=3))
+    llm.default("teller", tool_call("reply", text="Hello."))
+    began = time.monotonic()
+    post_input(runtime, "hi")
+    wait_history(runtime, lambda h: ("assistant", "Hello.") in h, timeout=40, message="reply")
+    first = llm.arrivals_for("teller")
+    assert first[1] - first[0] < 4 + 5, "the runaway answer outlived its deadline"
+    assert not any(t.startswith("la la") for _r, t in history(runtime))
+    print(f"runaway cut after {first[1] - first[0]:.1f} s; answered in "  # noqa: T201
+          f"{time.monotonic() - began:.1f} s")
