@@ -24,6 +24,7 @@ from mimikit.delivery.queues import QUEUES
 from mimikit.delivery.workers import WORKER_TTL_SECONDS, worker_keys, workers
 from mimikit.exceptions import LLMUnavailable
 from mimikit.llm.client import LLMClient
+from mimikit.llm.probe import probe
 from mimikit.models import utcnow
 from mimikit.roles import ROLES
 from mimikit.scheduling.beat import LIVENESS_SECONDS, liveness
@@ -34,6 +35,7 @@ from mimikit.workspace.sandbox import sandbox_report
 Status = Literal["ok", "warn", "fail", "skip"]
 CLOCK_SKEW_LIMIT_SECONDS = 2.0  # beyond this, schedules fire off time and liveness misjudges
 LLM_CHECK_TIMEOUT_SECONDS = 10.0
+LLM_PROBE_TIMEOUT_SECONDS = 120.0  # a small local model takes a while for its first answer
 MODEL_ROLES = tuple(ROLES)
 NTP_FIX = "sync the clocks with NTP (e.g. `timedatectl set-ntp true`, or chrony)"
 
@@ -61,7 +63,8 @@ def run_checks(runtime: Runtime) -> list[Check]:
         needs_redis = [Check(name, "skip", "needs Redis") for name in (
             "persistence", *(f"queue {q}" for q in QUEUES), "beat", "clocks")]
     settings = runtime.settings
-    return [redis, *needs_redis, check_llm(settings),
+    llm = check_llm(settings)
+    return [redis, *needs_redis, llm, check_llm_server(settings, llm),
             check_directory("state dir", settings.state_dir, "MIMIKIT_STATE_DIR"),
             check_directory("work dir", settings.work_dir, "MIMIKIT_WORK_DIR"),
             check_sandbox(settings, workers(runtime) if redis.status == "ok" else [])]
@@ -205,6 +208,20 @@ def _worker_skews(runtime: Runtime) -> dict[str, float]:
 
 
 # --- the LLM ------------------------------------------------------------------------------------
+
+
+def check_llm_server(settings: Settings, llm: Check) -> Check:
+    """How the server handles tools, in one line (one small request to the Teller's model)."""
+    if llm.status != "ok":
+        return Check("llm server", "skip", "needs the LLM")
+    client = LLMClient(settings.llm_base_url, secret_text(settings.llm_api_key),
+                       timeout=LLM_PROBE_TIMEOUT_SECONDS, max_retries=0)
+    try:
+        traits = probe(client, settings.model_for("teller"))
+    except LLMUnavailable as error:
+        return Check("llm server", "warn", f"could not ask it a tool question: {error}",
+                     "check that the server supports tool calls (llama-server needs --jinja)")
+    return Check("llm server", "ok", traits.line())
 
 
 def check_llm(settings: Settings) -> Check:

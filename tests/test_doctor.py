@@ -26,7 +26,8 @@ from mimikit.workspace.sandbox import choose_sandbox
 
 MODELS = ("teller", "planner", "worker", "default")  # the models conftest configures
 CHECKS = ["redis", "persistence", "queue teller", "queue planner", "queue worker",
-          "queue supervisor", "beat", "clocks", "llm", "state dir", "work dir", "sandbox"]
+          "queue supervisor", "beat", "clocks", "llm", "llm server", "state dir", "work dir",
+          "sandbox"]
 
 
 def serve_models(llm, *models: str) -> None:
@@ -197,3 +198,21 @@ def test_directories_missing_not_a_directory_or_present(runtime, tmp_path):
         locked = tmp_path / "locked"
         locked.mkdir(mode=0o500)
         assert check_directory("state dir", locked, "MIMIKIT_STATE_DIR").status == "fail"
+
+
+def test_doctor_says_in_one_line_how_the_server_handles_tools(llm, tmp_path):
+    """A server that writes calls into the text and sends no usage, as llama.cpp's may."""
+    from llm_server import text, without_usage
+
+    from mimikit.config import load_settings
+    from mimikit.doctor import check_llm, check_llm_server
+
+    serve_models(llm, *MODELS)
+    llm.default("teller", without_usage(text('<tool_call>{"name": "reply", "arguments": '
+                                             '{"text": "ok"}}</tool_call>')))
+    settings = load_settings(llm_base_url=llm.url)
+    line = check_llm_server(settings, check_llm(settings)).detail
+    assert "tool calls returned as text; handled" in line
+    assert "no usage sent; tokens estimated" in line and "tool_choice accepted" in line
+    probe = llm.requests_for("teller")[-1]
+    assert probe["tool_choice"] == "required" and probe["max_tokens"] == 64

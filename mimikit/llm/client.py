@@ -224,6 +224,21 @@ class LLMClient:
                 f"cannot reach the LLM at {self.url}: {cause(error)}; set MIMIKIT_LLM_BASE_URL"
             ) from None
 
+    def model_owners(self) -> list[str]:
+        """The ``owned_by`` of each model the server lists (says what kind of server it is).
+
+        Raises:
+            LLMUnavailable: Not configured, or unreachable.
+        """
+        sdk = self._client()
+        try:
+            return [str(getattr(model, "owned_by", "")) for model in
+                    sdk.models.list(timeout=self.timeout)]
+        except openai.APIStatusError:
+            return []
+        except openai.APIError as error:
+            raise LLMUnavailable(f"cannot reach the LLM at {self.url}: {cause(error)}") from None
+
     def _delay(self, attempt: int, failure: _Retryable, tries: str) -> float:
         """Seconds to wait before retry ``attempt + 1``: the server's wish, else the backoff.
 
