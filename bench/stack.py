@@ -83,7 +83,8 @@ class Services:
 class Instance:
     """One ``mimikit up`` on its own Redis database and state dir, in the foreground."""
 
-    def __init__(self, services: Services, name: str, db: int) -> None:
+    def __init__(self, services: Services, name: str, db: int,
+                 env: dict[str, str] | None = None) -> None:
         self.dir = services.tmp / name
         self.port = free_port()
         self.settings = {
@@ -92,16 +93,19 @@ class Instance:
             "MIMIKIT_CONCURRENCY": str(services.concurrency),
             "MIMIKIT_LLM_BASE_URL": services.llm.url, "MIMIKIT_TELLER_MODEL": "teller",
             "MIMIKIT_PLANNER_MODEL": "planner", "MIMIKIT_WORKER_MODEL": "worker",
+            **(env or {}),
         }
         (self.dir / "work").mkdir(parents=True, exist_ok=True)
         self.output: list[str] = []
         self._ready = threading.Event()
+        self.ready_timeout = float(self.settings.get("MIMIKIT_BENCH_READY_SECONDS",
+                                                    READY_TIMEOUT_SECONDS))
         began = time.monotonic()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "mimikit", "up"], env={**os.environ, **self.settings},
             cwd=self.dir / "work", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         threading.Thread(target=self._read_output, daemon=True).start()
-        if not self._ready.wait(READY_TIMEOUT_SECONDS):
+        if not self._ready.wait(self.ready_timeout):
             self.stop()
             raise SystemExit("mimikit up did not say ready:\n" + "".join(self.output[-30:]))
         self.ready_seconds = time.monotonic() - began

@@ -20,8 +20,11 @@ from processes import ProcessPool, RedisServer, free_port, wait_for
 
 SESSION_DIR = Path(tempfile.mkdtemp(prefix="mimikit-tests-"))
 REDIS_PORT = free_port()
+# The instance under test is configured here alone; what the test run itself is told
+# (MIMIKIT_TEST_*: a real LLM to try; MIMIKIT_REQUIRE_BROWSER) is kept.
 for name in list(os.environ):
-    if name.startswith(("MIMIKIT_", "OPENAI_")):
+    if name.startswith(("MIMIKIT_", "OPENAI_")) and not name.startswith(
+            ("MIMIKIT_TEST_", "MIMIKIT_REQUIRE_")):
         del os.environ[name]
 os.environ.update({
     "MIMIKIT_REDIS_URL": f"redis://127.0.0.1:{REDIS_PORT}/0",

@@ -36,14 +36,18 @@ class Answer:
 
 def read_answer(completion: Completion, names: Collection[str], step: int = 0) -> Answer:
     """The calls and text of ``completion``; ``names`` are the tools the model was offered,
-    ``step`` numbers the ids given to calls written as text."""
+    ``step`` numbers the ids given to calls written as text.
+
+    An answer that reached ``max_tokens`` counts as cut only when it holds no whole call: a
+    small model often writes its call and then blank lines to the limit.
+    """
     cut = completion.finish_reason == "length"
     if completion.tool_calls:
         calls = [ToolCall(id=call.id or f"call-{step}-{index}", name=call.name,
                           arguments=arguments_text(call.arguments))
                  for index, call in enumerate(completion.tool_calls)]
         text = (completion.content or "").strip() or None
-        return Answer(calls, text, _message(text, calls), cut=cut)
+        return Answer(calls, text, _message(text, calls))
     content = completion.content or ""
     found = written_calls(content, names) if content.strip() else None
     if found is None:
@@ -55,7 +59,7 @@ def read_answer(completion: Completion, names: Collection[str], step: int = 0) -
     prose = found.prose or None
     return Answer(calls, prose, _message(prose, calls), written=bool(calls),
                   unknown=list(found.unknown), broken=list(found.broken),
-                  cut=cut or looks_truncated(content))
+                  cut=not calls and (cut or looks_truncated(content)))
 
 
 def _message(text: str | None, calls: list[ToolCall]) -> dict[str, Any]:

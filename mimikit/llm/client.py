@@ -35,6 +35,9 @@ NOT_CONFIGURED = (
 )
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRY_AFTER_MAX_SECONDS = 60.0
+# Small models often write their answer (or call), then blank lines until ``max_tokens``: the
+# server stops them at this run of newlines instead.
+BLANK_LINES_STOP = "\n\n\n\n\n\n"
 # Each backoff waits a random time between half and all of its exponential step ("equal
 # jitter"), so clients that failed together do not retry together.
 BACKOFF_JITTER = 0.5
@@ -185,6 +188,7 @@ class LLMClient:
         sdk = self._client()
         options = {key: value for key, value in (("tools", tools), ("max_tokens", max_tokens),
                                                  ("tool_choice", tool_choice)) if value}
+        options["stop"] = [BLANK_LINES_STOP]
         attempt = 0
         while True:
             try:
