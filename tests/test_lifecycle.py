@@ -153,8 +153,8 @@ def test_the_backlog_is_listed_injected_into_the_teller_and_served(stack, llm):
     llm.script("teller", tool_call("reply", text="ok"))
     post_input(stack, "anything else?")
     wait_history(stack, lambda h: ("assistant", "ok") in h, message="the second reply")
-    system = llm.requests_for("teller")[-1]["messages"][0]["content"]
-    assert "## Backlog\n- [ ] buy milk" in system
+    context = user_prompt(llm.requests_for("teller")[-1])  # the first user message
+    assert "## Backlog\n- [ ] buy milk" in context
     client = create_app(stack.settings).test_client()
     assert client.get("/api/backlog").get_json() == {"items": [{"item": "buy milk",
                                                                 "done": False}]}

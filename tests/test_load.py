@@ -49,7 +49,8 @@ def _teller_inputs(llm) -> Counter[str]:
     seen: Counter[str] = Counter()
     for body in llm.requests_for("teller"):
         prompt = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        for line in prompt.splitlines():
+        pending = prompt.split("## Pending inputs", 1)[-1]  # not the history before it
+        for line in pending.splitlines():
             if "] user: client " in line:
                 seen[line.split("] user: ", 1)[1]] += 1
     return seen

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from mimikit.lifecycle.event import Completion
+from mimikit.lifecycle.memory_sink import summary_target
+from mimikit.lifecycle.pipeline import finish
 from mimikit.models import Message, Result, utcnow
 from mimikit.supervisor import archival as memory_jobs
 
@@ -45,8 +48,9 @@ def test_a_summary_workers_result_is_written_to_memory_summary(runtime):
     task = next(t for t in _summary_tasks(runtime) if "daily" in t.title)
     result = Result(id=task.id, status="done", resultType="summary",
                     result={"summary": "Talked about deploys.", "keyPoints": ["staging first"]})
-    assert memory_jobs.write_summary(runtime, task, result)
-    kind, period = memory_jobs.summary_target(runtime, task.id)
+    runtime.tasks.start(task.id, "h:1:x", None, lambda _h: True)
+    finish(runtime, Completion(task=task, result=result))  # its memory sink writes it
+    kind, period = summary_target(runtime, task.id)
     path = runtime.settings.state_dir / "memory" / "summary" / f"{period}.md"
     assert kind == "daily" and "staging first" in path.read_text()
 

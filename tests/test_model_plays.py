@@ -113,7 +113,9 @@ def test_a_promise_the_model_never_backs_is_handed_to_the_planner(stack, llm):
     planned = _planned(stack, llm)
     assert "notes.txt" in planned[0].prompt
     assert ("assistant", "好的，我来为你创建这个文件。") in history(stack)
-    assert len(llm.requests_for("teller")) == 3  # the text, then twice corrected
+    first, corrected, forced = llm.requests_for("teller")[:3]  # the text, corrected twice
+    assert "delegate" in corrected["messages"][-1]["content"]
+    assert forced["tool_choice"] == {"type": "function", "function": {"name": "delegate"}}
 
 
 def test_a_greeting_costs_one_call_and_reply_with_delegate_too(stack, llm):

@@ -86,7 +86,7 @@ def test_an_absolute_path_inside_the_work_dir_is_made_relative(runtime, planner)
     outcome, ctx = planner("schedule", type="conditional", prompt="lint", condition={
         "type": "file_changed", "params": {"path": str(inside)}})
     assert outcome.ok, outcome.content
-    assert ctx.staged[0].condition.params.path == "src/*.py"
+    assert ctx.staged[0].condition.params["path"] == "src/*.py"
 
 
 @pytest.mark.parametrize("path", ["/etc/*.conf", "../secrets/*", "src/../../x"])

@@ -11,6 +11,7 @@ import pytest
 
 from mimikit.config import load_settings
 from mimikit.exceptions import ConfigError
+from mimikit.lifecycle.cancel import cancel_task
 from mimikit.models import IntervalSchedule, Message, Result, Task, utcnow
 from mimikit.spending.book import KEEP_DAYS
 from mimikit.store import fingerprints as fingerprint
@@ -80,7 +81,7 @@ def test_active_tasks_and_triggers_never_expire(runtime):
     retention.prune(runtime, utcnow() + timedelta(days=400))
     assert runtime.tasks.get(queued.id) and runtime.tasks.get(trigger.id)
 
-    runtime.tasks.request_cancel(trigger.id)  # a trigger that ends is kept like a task
+    cancel_task(runtime, trigger.id, stop_running=True)  # a trigger that ends is kept like a task
     assert ttl(runtime, keys.task(trigger.id)) > 0
     assert runtime.redis.zscore(keys.finished, trigger.id) is not None
 

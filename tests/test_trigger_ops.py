@@ -98,13 +98,17 @@ def test_pause_and_resume_move_the_beat_entry(runtime, client):
 def test_the_teller_edits_and_pauses_triggers_with_the_same_checks(runtime):
     trigger = recurring(runtime)
     ctx = ToolContext(runtime=runtime, role="teller", trace_id="t")
-    bad = registry().call("teller", "edit_task", json.dumps({"taskId": trigger.id,
-                                                             "cron": "61 * * * *"}), ctx)
+    def manage(**args):
+        return registry().call("teller", "manage_trigger",
+                               json.dumps({"taskId": trigger.id, **args}), ctx)
+
+    bad = manage(action="edit", changes={"cron": "61 * * * *"})
     assert not bad.ok and "invalid" in bad.content
-    good = registry().call("teller", "edit_task",
-                           json.dumps({"taskId": trigger.id, "interval": "2h"}), ctx)
+    unknown = manage(action="edit", changes={"every": "2h"})
+    assert not unknown.ok and "changes" in unknown.content and "every" in unknown.content
+    good = manage(action="edit", changes={"interval": "2h"})
     assert good.ok and runtime.tasks.require(trigger.id).schedule.interval == 7200
-    paused = registry().call("teller", "pause_task", json.dumps({"taskId": trigger.id}), ctx)
+    paused = manage(action="pause")
     assert paused.ok and runtime.tasks.require(trigger.id).paused
 
 

@@ -249,7 +249,7 @@ def test_input_is_accepted_with_its_id_stored_and_queued_for_the_teller(client, 
     message_id = response.get_json()["id"]
     (stored,) = runtime.conversation.recent(10)
     assert (stored.id, stored.role, stored.text) == (message_id, "user", "hello **there**")
-    assert runtime.inbox.read()[0]["message"]["id"] == message_id
+    assert runtime.inbox.read()[0].message["id"] == message_id
     assert runtime.redis.exists(runtime.keys.teller_queued)
 
 
@@ -566,7 +566,7 @@ def test_answer_resolves_the_question_and_queues_it_for_the_teller(client, runti
     response = client.post("/api/question/answer", json={"answer": "yes"})
     assert response.status_code == 200
     assert runtime.conversation.question() is None
-    assert runtime.inbox.read()[-1]["answer"] == "yes"
+    assert runtime.inbox.read()[-1].answer == "yes"
     assert runtime.conversation.recent(1)[0].text == "yes"
     # answering again: nothing is pending any more
     assert_json_error(client.post("/api/question/answer", json={"answer": "no"}), 409, "pending")

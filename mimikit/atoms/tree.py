@@ -15,6 +15,7 @@ from pydantic.json_schema import JsonSchemaValue
 
 from mimikit.atoms import ATOMS
 from mimikit.exceptions import InvalidValue
+from mimikit.models import check_condition_size
 
 GROUPS = ("and", "or")
 
@@ -86,5 +87,10 @@ class _Schema:
         return schema()
 
 
-ConditionArg = Annotated[dict[str, Any], BeforeValidator(checked), _Schema()]
+def checked_tree(value: Any) -> dict[str, Any]:
+    """``checked``, after the tree's size is bounded (``models.check_condition_size``)."""
+    return checked(check_condition_size(value))
+
+
+ConditionArg = Annotated[dict[str, Any], BeforeValidator(checked_tree), _Schema()]
 __all__ = ["ConditionArg", "checked", "schema"]

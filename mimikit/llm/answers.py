@@ -8,6 +8,7 @@ turn how a call looks, and its text never reaches the person.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,7 +48,8 @@ def read_answer(completion: Completion, names: Collection[str], step: int = 0) -
                           arguments=arguments_text(call.arguments))
                  for index, call in enumerate(completion.tool_calls)]
         text = (completion.content or "").strip() or None
-        return Answer(calls, text, _message(text, calls))
+        return Answer(calls, text, _message(text, calls), cut=cut and not all(
+            _whole(call.arguments) for call in calls))
     content = completion.content or ""
     found = written_calls(content, names) if content.strip() else None
     if found is None:
@@ -69,3 +71,12 @@ def _message(text: str | None, calls: list[ToolCall]) -> dict[str, Any]:
                                   "function": {"name": c.name, "arguments": c.arguments}}
                                  for c in calls]
     return message
+
+
+def _whole(arguments: str) -> bool:
+    """True when ``arguments`` is whole JSON (not cut off at ``max_tokens``)."""
+    try:
+        json.loads(arguments or "{}")
+    except (json.JSONDecodeError, RecursionError):
+        return False
+    return True

@@ -142,17 +142,18 @@ def recover_on_startup(runtime: Runtime) -> dict[str, Any]:
 
 
 def _say_started(runtime: Runtime, done: dict[str, Any]) -> None:
-    """The start-up line in the chat, when the instance has a history or tasks to go on with."""
-    if not (runtime.conversation.count()
-            or runtime.redis.exists(runtime.keys.finished, runtime.keys.triggers)):
-        return
+    """The start-up line in the chat, when there is a conversation to go on with or something
+    was recovered."""
     recovered = [f"{len(done['restored'])} trigger(s) restored" if done["restored"] else "",
                  f"{done['requeued']} queued task(s) sent again" if done["requeued"] else "",
                  "the pending question expired while it was down" if done["expired"] else "",
                  f"{runtime.inbox.size()} message(s) waiting to be answered"
                  if done["woke"] else ""]
-    said = "; ".join(part for part in recovered if part) or "nothing needed recovering"
-    runtime.conversation.system(f"Mimikit {_version()} started. Recovered: {said}.")
+    said = "; ".join(part for part in recovered if part)
+    if not said and not runtime.conversation.count():
+        return
+    runtime.conversation.system(
+        f"Mimikit {_version()} started. Recovered: {said or 'nothing needed recovering'}.")
 
 
 def _version() -> str:
