@@ -213,6 +213,6 @@ def test_doctor_says_in_one_line_how_the_server_handles_tools(llm, tmp_path):
     settings = load_settings(llm_base_url=llm.url)
     line = check_llm_server(settings, check_llm(settings)).detail
     assert "tool calls returned as text; handled" in line
-    assert "no usage sent; tokens estimated" in line and "tool_choice accepted" in line
+    assert "no usage sent; tokens estimated" in line and "tool_choice not honoured" in line
     probe = llm.requests_for("teller")[-1]
     assert probe["tool_choice"] == "required" and probe["max_tokens"] == 64

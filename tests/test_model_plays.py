@@ -113,8 +113,19 @@ def test_a_promise_the_model_never_backs_is_handed_to_the_planner(stack, llm):
     planned = _planned(stack, llm)
     assert "notes.txt" in planned[0].prompt
     assert ("assistant", "好的，我来为你创建这个文件。") in history(stack)
-    first, corrected, forced = llm.requests_for("teller")[:3]  # the text, corrected twice
+    _first, corrected, again = llm.requests_for("teller")[:3]  # the text, corrected twice
     assert "delegate" in corrected["messages"][-1]["content"]
+    assert "delegate" in again["messages"][-1]["content"]
+
+
+def test_a_promising_reply_gets_delegate_forced_the_second_time(stack, llm):
+    llm.script("teller", tool_call("reply", text="I'll create notes.txt."),
+               tool_call("reply", text="I'll create it right away."),
+               tool_call("delegate", prompt="Create notes.txt"), text(""))
+    post_input(stack, "create notes.txt")
+    assert _planned(stack, llm)[0].prompt.startswith("Create notes.txt")
+    corrected, forced = llm.requests_for("teller")[1:3]
+    assert corrected["tool_choice"] == "required"
     assert forced["tool_choice"] == {"type": "function", "function": {"name": "delegate"}}
 
 

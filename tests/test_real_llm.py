@@ -22,7 +22,7 @@ from processes import wait_for
 URL = os.environ.get("MIMIKIT_TEST_LLM_URL")
 MODEL = os.environ.get("MIMIKIT_TEST_LLM_MODEL", "default")
 TURN_SECONDS = float(os.environ.get("MIMIKIT_TEST_LLM_TURN_SECONDS", "600"))
-pytestmark = [pytest.mark.real_llm,
+pytestmark = [pytest.mark.real_llm, pytest.mark.timeout(3600),
               pytest.mark.skipif(not URL, reason="MIMIKIT_TEST_LLM_URL is not set")]
 
 

@@ -158,10 +158,15 @@ def metered(runtime: Runtime, ctx: ToolContext, model: str, record: RunRecord,
                       task=task.id if task else None, trigger=task.triggerId if task else None)
     trigger = runtime.tasks.get(task.triggerId) if task and task.triggerId else None
     caps = Caps.for_run(runtime, spender, trigger.budget if trigger else None)
-    client: ChatClient = client_for(runtime)
-    if stream_to is not None:
-        client = StreamingClient(client_for(runtime), lambda n: stream_to(record, n))
+    # Every answer streams (a reply's text to the page, for the Teller): so the run's deadline
+    # holds over the whole answer, and a server ignoring tool_choice is noticed at its first word.
+    sinks = (lambda n: stream_to(record, n)) if stream_to is not None else _no_sink
+    client: ChatClient = StreamingClient(client_for(runtime), sinks)
     return Meter(runtime, client, spender, caps, on_usage=ctx.add_usage)
+
+
+def _no_sink(_request: int) -> Callable[[str], None]:
+    return lambda _piece: None
 
 
 def live_steps(runtime: Runtime, record: RunRecord, task: Task | None) -> Observer | None:

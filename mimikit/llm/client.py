@@ -25,7 +25,7 @@ from mimikit.llm.responses import (
     server_delay,
     with_estimate,
 )
-from mimikit.llm.streaming import PastDeadline, read_stream
+from mimikit.llm.streaming import IgnoresToolChoice, PastDeadline, read_stream
 
 logger = logging.getLogger("mimikit.llm")
 
@@ -175,7 +175,9 @@ class LLMClient:
             max_tokens: The most tokens the answer may have (a longer one ends with
                 ``finish_reason`` ``length``).
             tool_choice: ``"required"``, ``{"type": "function", ...}`` or None; a server that
-                refuses it is asked again without it, and not asked with it again.
+                refuses it is asked again without it, and one that answers it without a
+                ``tool_calls`` (it does not hold its model to it, and small models answer worse
+                for it) is not asked with it again.
 
         Returns:
             The parsed completion, its usage counted here (``estimated``) when the server sent
@@ -193,6 +195,7 @@ class LLMClient:
         while True:
             try:
                 completion = self._attempt(sdk, model, messages, options, deadline, on_text)
+                self._note_tool_choice(options, completion)
                 return with_estimate(completion, messages, tools)
             except _Retryable as failure:
                 attempt += 1
@@ -227,6 +230,12 @@ class LLMClient:
             raise LLMUnavailable(
                 f"cannot reach the LLM at {self.url}: {cause(error)}; set MIMIKIT_LLM_BASE_URL"
             ) from None
+
+    def _note_tool_choice(self, options: dict[str, Any], completion: Completion) -> None:
+        if "tool_choice" in options and self.tool_choice_ok and not completion.tool_calls:
+            self.tool_choice_ok = False
+            logger.info("the LLM at %s answered a required tool call without tool_calls: "
+                        "tool_choice is not sent again", self.url)
 
     def model_owners(self) -> list[str]:
         """The ``owned_by`` of each model the server lists (says what kind of server it is).
@@ -333,7 +342,14 @@ class LLMClient:
         stream = raw.parse()
         names = [tool["function"]["name"] for tool in options.get("tools", [])] or ["reply"]
         try:
-            found = read_stream(stream, on_text, deadline, names)
+            found = read_stream(stream, on_text, deadline, names, "tool_choice" in options)
+        except IgnoresToolChoice as began:
+            stream.close()  # a model let loose here often runs on to max_tokens: ask again
+            self.tool_choice_ok = False
+            logger.info("the LLM at %s answered a required tool call with text (%r): "
+                        "tool_choice is not sent again", self.url, str(began))
+            options = {k: v for k, v in options.items() if k != "tool_choice"}
+            return self._streamed(sdk, model, messages, timeout, options, on_text, deadline)
         except PastDeadline as late:
             stream.close()
             raise LLMDeadline(f"the LLM at {self.url} was still answering when the run's "

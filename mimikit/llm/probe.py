@@ -39,8 +39,8 @@ class ServerTraits:
         calls = {"tool_calls": "tool calls parsed by the server",
                  "text": "tool calls returned as text; handled",
                  "none": "answered without a tool call; corrected, then forced"}[self.calls]
-        parts = [calls, "tool_choice accepted" if self.tool_choice
-                 else "tool_choice refused; asked without it",
+        parts = [calls, "tool_choice honoured" if self.tool_choice
+                 else "tool_choice not honoured; not sent",
                  "usage sent" if self.usage else "no usage sent; tokens estimated"]
         return f"{self.server}: " + "; ".join(parts)
 

@@ -79,6 +79,11 @@ class ProseFilter:
         # characters read, the rest is held (never shown early) and ``finish`` decides.
         self._budget = 65536
 
+    @property
+    def holding(self) -> bool:
+        """True while a call may have begun (part of the answer is held back)."""
+        return self._called or self._blob is not None or bool(self._held.strip())
+
     def feed(self, piece: str) -> str:
         """Add the next piece of the answer; returns the text that may now be shown."""
         self._budget += SCAN_BUDGET_READS_PER_CHAR * len(piece)

@@ -24,6 +24,17 @@ _TEXT_VALUE = re.compile(r'"text"\s*:\s*"')
 _PARTIAL_ESCAPE = re.compile(r'\\(u[0-9a-fA-F]{0,3})?$')
 
 
+# An answer asked for a tool call (``tool_choice``) that runs on in prose this long, with no call
+# begun, shows that the server does not hold its model to the call; small models let loose there
+# often repeat themselves up to ``max_tokens``.
+PROSE_BEFORE_GIVING_UP = 160
+
+
+class IgnoresToolChoice(Exception):
+    """Raised while reading a stream asked for a tool call (``tool_choice``) that ran on in
+    prose (``PROSE_BEFORE_GIVING_UP`` characters): the server does not hold its model to it."""
+
+
 class PastDeadline(Exception):
     """Raised while reading a stream whose deadline passed (``received``: characters so far)."""
 
@@ -84,8 +95,10 @@ class Streamed:
 class _Reader:
     """The state of one stream being read."""
 
-    def __init__(self, on_text: Callable[[str], None], names: Collection[str]) -> None:
+    def __init__(self, on_text: Callable[[str], None], names: Collection[str],
+                 calls_only: bool = False) -> None:
         self.on_text = on_text
+        self.calls_only = calls_only
         self.prose = ProseFilter(names)
         self.content: list[str] = []
         self.calls: dict[int, dict[str, str]] = {}
@@ -104,6 +117,8 @@ class _Reader:
             return
         if delta.content:
             self.content.append(delta.content)
+            if self.calls_only and not self.calls:
+                self._check_prose()
             self.received += len(delta.content)
             self._show(self.prose.feed(delta.content))
         for part in delta.tool_calls or []:
@@ -121,6 +136,12 @@ class _Reader:
             if call["name"] == REPLY_TOOL and arguments:
                 self._show(self.replies.setdefault(part.index, ReplyText()).feed(arguments))
 
+    def _check_prose(self) -> None:
+        text = "".join(self.content).lstrip()
+        if len(text) >= PROSE_BEFORE_GIVING_UP and not text.startswith(("{", "[", "<", "`")) \
+                and not self.prose.holding:
+            raise IgnoresToolChoice(text[:80])
+
     def _show(self, text: str) -> None:
         if text:
             self.on_text(text)
@@ -132,15 +153,18 @@ class _Reader:
 
 
 def read_stream(chunks: Iterable[Any], on_text: Callable[[str], None],
-                deadline: float | None = None, names: Collection[str] = (REPLY_TOOL,)
-                ) -> Streamed | None:
+                deadline: float | None = None, names: Collection[str] = (REPLY_TOOL,),
+                calls_only: bool = False) -> Streamed | None:
     """What a stream of chunks makes up; None when no chunk came (the server answered without
-    streaming). ``names`` are the tools offered (a call of one written as text is not shown).
+    streaming). ``names`` are the tools offered (a call of one written as text is not shown);
+    ``calls_only``: a tool call was required, so text before any call means the server did not
+    hold its model to it.
 
     Raises:
         PastDeadline: ``deadline`` (a ``time.monotonic()`` value) passed while reading.
+        IgnoresToolChoice: ``calls_only``, and the answer began with text.
     """
-    reader = _Reader(on_text, names)
+    reader = _Reader(on_text, names, calls_only)
     seen = False
     for chunk in chunks:
         seen = True
