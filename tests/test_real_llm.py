@@ -55,9 +55,12 @@ def _turn(runtime: Any, text: str, figures: Any, label: str) -> list[tuple[str, 
     post_input(runtime, text)
     found = wait_for(lambda: [m for m in history(runtime)[before:] if m[0] == "assistant"],
                      timeout=TURN_SECONDS, interval=0.5, message=f"an answer to {text!r}")
-    calls = sum(run.get("steps", 0) for run in runtime.runs.of("teller"))
+    runs = runtime.runs.of("teller")
+    calls = sum(run.get("steps", 0) for run in runs)
+    tools = [f"{c['name']}({c['arguments'][:80]})" for run in runs
+             for c in run.get("toolCalls", [])]
     figures.record(label, seconds=time.monotonic() - began, teller_calls=calls,
-                   reply=found[0][1][:120])
+                   reply=found[0][1][:120], tools="; ".join(tools)[:400])
     return found
 
 
@@ -94,8 +97,11 @@ def test_a_daily_schedule_is_made(real, figures):
                                 if t.role == "planner"], timeout=2 * TURN_SECONDS, interval=2,
                        message="the Planner to finish")
     triggers = [t for t in real.triggers.all() if t.type == "recurring"]
+    calls = [f"{c['name']}({c['arguments'][:120]})" for run in real.runs.of(planner[0].id)
+             for c in run.get("toolCalls", [])]
     figures.record("daily schedule planner", seconds=time.monotonic() - began,
-                   status=planner[0].status, recurring_triggers=len(triggers))
+                   status=planner[0].status, recurring_triggers=len(triggers),
+                   calls="; ".join(calls)[:600])
 
 
 def test_a_chinese_remember_is_kept(real, figures):

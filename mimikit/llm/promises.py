@@ -1,8 +1,10 @@
-"""Whether a text promises work: "I'll create the file", "Let me set that up", "我来安排".
+"""Whether a text promises work: "I'll create the file", "Let me set that up", "我来安排", a
+claim that it is done ("Reminder set for 9am.", "已创建"), or talk of handing it over
+("Delegate: remind_me", "I'll pass this to the planner").
 
-A Teller that answers with such a promise and does not delegate leaves the person waiting for
-work that never starts; the loop then asks it for the call that does the work (and, as a last
-resort, the Teller pass hands the request to the Planner itself).
+A Teller that answers a request with such a text and does not delegate leaves the person
+waiting for work that never starts; the loop then asks it for the call that does the work
+(and, as a last resort, the Teller pass hands the request to the Planner itself).
 """
 
 from __future__ import annotations
@@ -26,8 +28,19 @@ _CHINESE = re.compile(r"(?:我(?:会|将|来|这就|马上|现在就|稍后)|马
                       r"修改|删除|添加|规划|计划|完成|委托|交给)")
 
 
+_DONE = re.compile(
+    r"^\W*(?:done|all set|all done|ok,? done|finished)\b|"
+    r"\b(?:reminders?|tasks?|files?|schedules?|alarms?|notes?|jobs?|it|that)\s+(?:has|have|is|are)"
+    r"(?:\s+(?:been|now|all))*\s+(?:created|set(?: up)?|scheduled|saved|added|written|made|"
+    r"started|booked|arranged)\b|\b(?:reminder|alarm|task|schedule)\s+set\b", re.IGNORECASE)
+_CHINESE_DONE = re.compile(r"已(?:经)?(?:为你|帮你|给你)?(?:创建|设置|设定|安排|保存|添加|写入|完成|记下)")
+_HANDING_OVER = re.compile(r"\bdelegat\w*|\bplanner\b|交给|委托", re.IGNORECASE)
+
+
 def promises_work(text: str | None) -> bool:
-    """True when ``text`` says, in the first person, that work is about to be done."""
+    """True when ``text`` says that work is about to be done (in the first person), that it
+    is done, or that it is handed over: what only a ``delegate`` call can make true."""
     if not text:
         return False
-    return bool(_ENGLISH.search(text) or _CHINESE.search(text))
+    return any(pattern.search(text) for pattern in
+               (_ENGLISH, _CHINESE, _DONE, _CHINESE_DONE, _HANDING_OVER))
