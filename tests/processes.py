@@ -90,11 +90,13 @@ class ProcessPool:
         return process
 
     def worker(self, queues: str = "teller,planner,worker,supervisor", concurrency: int = 1,
-               name: str = "w", wait: bool = True) -> subprocess.Popen[bytes]:
-        """Start ``celery -A worker_app worker`` (Mimikit's app plus the test tasks)."""
+               name: str = "w", wait: bool = True, pool: str = "threads"
+               ) -> subprocess.Popen[bytes]:
+        """Start ``celery -A worker_app worker`` (Mimikit's app plus the test tasks) on
+        ``pool``: the threads pool by default, as ``mimikit worker`` runs."""
         hostname = f"{name}-{len(self.processes)}@test"
         argv = [sys.executable, "-m", "celery", "-A", "worker_app", "worker", "-Q", queues,
-                "-c", str(concurrency), "-n", hostname, "-l", "INFO", "-E",
+                "-c", str(concurrency), "-n", hostname, "-l", "INFO", "-E", "-P", pool,
                 "--without-mingle", "--without-gossip"]
         process = self._spawn(hostname.split("@")[0], argv)
         self._hostnames[process.pid] = hostname

@@ -355,9 +355,8 @@ def state_inside_work(runtime, monkeypatch):
 @needs_bwrap
 def test_a_worker_task_changes_and_reads_nothing_outside_and_still_completes(
         state_inside_work, stack, llm):
-    from mimikit.lifecycle.submit import submit
-
     from mimikit.delivery.workers import workers
+    from mimikit.lifecycle.submit import submit
     from mimikit.models import Task
 
     probe = f"mimikit-probe-{uuid.uuid4().hex}"

@@ -76,5 +76,5 @@ def test_the_supervisor_tick_expires_the_question_with_its_default(runtime):
     done = tick(runtime)
     assert done.get("expired") is True
     assert runtime.conversation.question() is None
-    (answer,) = [i for i in runtime.inbox.read() if i["kind"] == "answer"]
-    assert (answer["answer"], answer["source"]) == ("A", "default")
+    (answer,) = [i for i in runtime.inbox.read() if i.kind == "answer"]
+    assert (answer.answer, answer.source) == ("A", "default")

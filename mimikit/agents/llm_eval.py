@@ -30,6 +30,7 @@ from mimikit.store.runtime import Runtime
 from mimikit.tools.context import ToolContext
 from mimikit.workspace.local import Workspace
 from mimikit.workspace.sandbox import sandbox_for
+from mimikit.workspace.slots import slots_for
 
 log = logging.getLogger("mimikit.llm_eval")
 
@@ -76,9 +77,9 @@ def _judge(runtime: Runtime, control: RunControl, found: list[dict[str, str]]) -
     task, settings = control.task, runtime.settings
     ctx = ToolContext(runtime=runtime, role="llm_eval", trace_id=task.traceId, task=task,
                       workspace=Workspace(settings.work_dir, private=(settings.state_dir,),
-                                          sandbox=sandbox_for(settings)))
+                                          sandbox=sandbox_for(settings), slots=slots_for(settings)))
     record = run_role(runtime, ctx, build_system_prompt("llm_eval"), task.prompt,
-                      control.remaining(), on_step=lambda _record: control.check(),
+                      control.remaining(), on_step=control.step,
                       owners=(task.id,))
     if record.status != "stopped" or not isinstance(record.stopValue, dict):
         error = record.error or "the evaluation ended without calling submit_verdicts"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from redis import Redis
@@ -101,6 +102,18 @@ class TaskStore:
         """The results of these tasks, in one round trip (tasks without one left out)."""
         raws = self.redis.mget([self.keys.result(i) for i in ids]) if ids else []
         return {task_id: load(Result, raw) for task_id, raw in zip(ids, raws, strict=True) if raw}
+
+    def waiting_for_model(self) -> dict[str, Any] | None:
+        """``{count, since}``: how many unfinished tasks wait for the LLM to come back, and
+        since when the first of them has; None when none does."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.zcard(self.keys.waiting_for_model)
+        pipe.zrange(self.keys.waiting_for_model, 0, 0, withscores=True)
+        count, first = pipe.execute()
+        if not count:
+            return None
+        since = datetime.fromtimestamp(first[0][1], UTC).isoformat() if first else None
+        return {"count": int(count), "since": since}
 
     def log_of(self, task_id: str) -> list[dict[str, Any]]:
         """The log events of one task, oldest first."""
