@@ -127,16 +127,18 @@ def up() -> int:
               help="the worker's node name (%h: this host's name)")
 @click.option("--loglevel", type=click.Choice(get_args(LogLevel), case_sensitive=False),
               help="overrides MIMIKIT_LOG_LEVEL (default INFO)")
+@click.option("--beat", is_flag=True, help="also run beat, on a thread of this worker (run "
+                                           "exactly one beat per instance)")
 @click.argument("celery_options", nargs=-1, type=click.UNPROCESSED, metavar="[CELERY OPTIONS]")
 @instance_options
-def worker(queues: str, concurrency: int | None, name: str, celery_options: tuple[str, ...]
-           ) -> int:
+def worker(queues: str, concurrency: int | None, name: str, beat: bool,
+           celery_options: tuple[str, ...]) -> int:
     """Run one Celery worker (default: every queue)."""
     settings = _settings()
     argv = ["--queues", queues, "--concurrency", str(concurrency or settings.concurrency),
             "--hostname", name, "-E", *WORKER_DEFAULTS, *default_pool(celery_options),
             *celery_options]
-    return celery_command("worker", argv, quiet=bool(celery_flags(settings)))
+    return celery_command("worker", argv, quiet=bool(celery_flags(settings)), beat_thread=beat)
 
 
 @cli.command()

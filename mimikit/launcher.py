@@ -1,8 +1,8 @@
 """``mimikit up``: Redis (embedded when none answers), workers, beat and web, in the foreground.
 
-Few processes, for a small footprint: the agents worker embeds beat (``--beat``: a process it
-forks, sharing its memory), both workers run Celery's threads pool (a run waiting for the LLM
-costs a thread, not a process), and the web is one gunicorn worker.
+Few processes, for a small footprint: the agents worker runs beat on a thread (``--beat``),
+both workers run Celery's threads pool (a run waiting for the LLM costs a thread, not a
+process), and the web is one gunicorn worker.
 
 Children that die are restarted with backoff; Ctrl-C or SIGTERM stops them all, Redis last, and
 leaves no process behind. A lock file keeps a second ``up`` off the same state dir. Each child's
@@ -43,7 +43,7 @@ PUMP_DRAIN_SECONDS = 5  # how long the last lines of a stopped child may take to
 # Threads of the agents worker: one Teller run at a time, the supervisor tick, trigger firings,
 # memory archival and start-up recovery side by side.
 AGENT_THREADS = 4
-BEAT_CHILD = "worker-agents"  # the child that embeds beat
+BEAT_CHILD = "worker-agents"  # the child that runs beat (on a thread)
 log = logging.getLogger("mimikit.up")
 
 
@@ -82,9 +82,9 @@ def lock_state_dir(state_dir: Path) -> IO[str]:
 
 def children_for(settings: Settings) -> list[Child]:
     """The processes of one instance: an agents worker (the Teller and the supervisor, so they
-    never wait behind planning or tasks, and beat embedded), a task worker (Planner and Worker
-    runs, as many at once as ``MIMIKIT_CONCURRENCY``), web. Both workers run Celery's threads
-    pool."""
+    never wait behind planning or tasks, and beat on a thread), a task worker (Planner and
+    Worker runs, as many at once as ``MIMIKIT_CONCURRENCY``), web. Both workers run Celery's
+    threads pool."""
     # -P: the current directory (often the work directory) is not put on sys.path, so a
     # mimikit/ there cannot replace the installed package.
     me = [sys.executable, "-P", "-m", "mimikit"]

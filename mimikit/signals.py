@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import gc
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -98,10 +97,6 @@ def _on_worker_init(sender: Any = None, **_: Any) -> None:
         _queues[0] = frozenset()
     _hide_environment()
     _warm()
-    # What the worker holds now lives as long as it does: kept out of the collector, so the
-    # processes it forks (an embedded beat, prefork pool processes) keep sharing those pages
-    # instead of copying each one a collection touches.
-    gc.freeze()
 
 
 def _warm(**_: Any) -> None:

@@ -10,7 +10,7 @@ Usage::
     server.shutdown()
 
 A response is a plain dict built by the helpers below (``text``, ``tool_call``, ``tool_calls``,
-``raw_arguments``, ``error``, ``delay``, ``with_usage``, ``streamed``), or a callable
+``raw_arguments``, ``error``, ``delay``, ``steps``, ``with_usage``, ``streamed``), or a callable
 ``fn(request_body) -> response``. A request with ``stream: true`` is answered as server-sent
 chunks (unless ``server.streams`` is False: then whole, as some servers do).
 Fault modes: ``error(429, headers={"Retry-After": "1"})`` or ``{"retry-after-ms": "300"}``,
@@ -94,6 +94,13 @@ def streamed(response: dict[str, Any], pause: float, chunk_chars: int = 8) -> di
 def delay(seconds: float, response: Response) -> dict[str, Any]:
     """Sleep ``seconds`` before answering ``response``."""
     return {"delay": seconds, "then": response}
+
+
+def steps(*responses: Response) -> dict[str, Any]:
+    """The ``n``-th response for a request whose transcript has ``n - 1`` answers of the model
+    already (the last one for every later request): one script for every run of a model, as
+    JSON too, e.g. ``steps(tool_call("list_files"), tool_call("submit_result", ...))``."""
+    return {"steps": list(responses)}
 
 
 def malformed(body: str = '{"id": "chatcmpl-1", "choices": [{"index": 0, "mess',
@@ -250,6 +257,9 @@ def resolve(response: Any, body: dict[str, Any]) -> dict[str, Any]:
         elif "then" in response:
             time.sleep(response["delay"])
             response = response["then"]
+        elif "steps" in response:
+            answered = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
+            response = response["steps"][min(answered, len(response["steps"]) - 1)]
         else:
             return response
 

@@ -6,7 +6,6 @@ go to it instead of gunicorn's own handlers, so they have the configured level a
 
 from __future__ import annotations
 
-import gc
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -74,13 +73,6 @@ def warm(_worker: Any = None) -> None:
         log.warning("could not warm up: %s", error)
 
 
-def keep_shared(_server: Any = None, _worker: Any = None) -> None:
-    """Before gunicorn forks its worker: what the server built so far (the app, its imports)
-    stays out of the collector, so the worker keeps sharing those pages with the server
-    instead of copying each one a collection touches."""
-    gc.freeze()
-
-
 class _Gunicorn(BaseApplication):
     def __init__(self, app: Any, options: dict[str, Any]) -> None:
         self.application = app
@@ -110,7 +102,7 @@ def serve(settings: Settings, create_app: Callable[[Settings], Flask], debug: bo
         "bind": f"{settings.host}:{settings.port}", "workers": 1, "worker_class": "gthread",
         "threads": SSE_THREADS, "timeout": 0, "graceful_timeout": GRACEFUL_SECONDS,
         "accesslog": "-", "errorlog": "-", "loglevel": settings.log_level.lower(),
-        "logger_class": AccessLogger, "post_worker_init": warm, "pre_fork": keep_shared,
+        "logger_class": AccessLogger, "post_worker_init": warm,
     }
     _Gunicorn(app, options).run()
     return 0

@@ -28,13 +28,17 @@ def default_pool(celery_options: Sequence[str]) -> list[str]:
     return [] if named else ["--pool", DEFAULT_POOL]
 
 
-def celery_command(name: str, argv: list[str], quiet: bool) -> int:
-    """Run Celery's ``worker`` or ``beat`` command on Mimikit's app with ``argv``; returns its
-    exit status."""
+def celery_command(name: str, argv: list[str], quiet: bool, beat_thread: bool = False) -> int:
+    """Run Celery's ``worker`` or ``beat`` command on Mimikit's app with ``argv`` (a worker
+    with beat on a thread of its own, with ``beat_thread``); returns its exit status."""
     from celery.bin.base import CLIContext
 
     from mimikit.celery_app import app
 
+    if beat_thread:
+        from mimikit.scheduling.embedded import run_beat_in
+
+        run_beat_in(app)
     if name == "worker":
         from celery.bin.worker import worker as command
     else:
