@@ -22,7 +22,9 @@ HTTP 500 "script exhausted for model X", so a test that under-scripts fails loud
 
 Run as a process: ``python tests/llm_server.py --port 8700 [--script script.json]`` where the
 JSON file maps a model name to a list of responses in their dict form (e.g.
-``{"m": [{"content": "hello"}]}``); a key ``"*"`` gives the default for every model.
+``{"m": [{"content": "hello"}]}``); a key ``"*"`` gives the default for every model, and
+``"defaults"`` one per model (``{"defaults": {"m": {"delay": 1, "then": {...}}}}``: a model with
+latency).
 """
 
 from __future__ import annotations
@@ -123,6 +125,10 @@ def hang(seconds: float) -> dict[str, Any]:
 
 
 class _Server(ThreadingHTTPServer):
+    # Many clients connect at once (a hundred runs in flight): the default backlog of 5 would
+    # drop connections, which the clients then see as errors or second-long delays.
+    request_queue_size = 1024
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that went away (a stopped worker's kept-alive connection) is not an error."""
         if isinstance(sys.exc_info()[1], ConnectionError):
@@ -415,7 +421,8 @@ def main(argv: list[str] | None = None) -> None:
     """Serve scripted answers from a JSON file until interrupted."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--script", help="JSON file: {model: [response, ...], '*': response}")
+    parser.add_argument("--script", help="JSON file: {model: [response, ...], '*': response, "
+                                          "'defaults': {model: response}}")
     options = parser.parse_args(argv)
     server = ScriptedLLM(port=options.port)
     if options.script:
@@ -424,6 +431,9 @@ def main(argv: list[str] | None = None) -> None:
         for model, responses in spec.items():
             if model == "*":
                 server.default("*", responses)
+            elif model == "defaults":
+                for name, response in responses.items():
+                    server.default(name, response)
             else:
                 server.script(model, *responses)
     server.start()

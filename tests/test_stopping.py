@@ -1,7 +1,7 @@
 """Cancel and timeout of a running Worker on the threads pool, where Celery cannot terminate a
 task: the run stops itself (its heartbeat thread), with an LLM call or a shell command in
 flight, leaves no process behind, frees its thread, and leaves the other runs of its process
-alone.
+alone. The same cooperative stop serves the pools a user may pick instead (prefork, solo).
 
 Real processes: redis-server, a Celery worker on the threads pool, the real Worker agent, its
 shell commands in the sandbox, the scripted LLM over HTTP.
@@ -65,15 +65,16 @@ def _asked(llm, task: Task) -> bool:
     return any(task.id in _prompt(body) for body in llm.requests_for("worker"))
 
 
-def _worker(procs, concurrency: int):
-    return procs.worker(queues="worker", concurrency=concurrency, name="tasks")
+def _worker(procs, concurrency: int, pool: str = "threads"):
+    return procs.worker(queues="worker", concurrency=concurrency, name="tasks", pool=pool)
 
 
+@pytest.mark.parametrize("pool", ["threads", "prefork", "solo"])
 def test_cancel_abandons_the_llm_call_in_flight_and_frees_the_thread(wired, procs, llm,
-                                                                     figures):
+                                                                     figures, pool):
     runtime = wired
     llm.default("worker", _worker_model)
-    worker = _worker(procs, concurrency=1)  # one thread: the next task needs it back
+    worker = _worker(procs, concurrency=1, pool=pool)  # one slot: the next task needs it back
     slow = submit(runtime, [Task(prompt="hang on the model")])[0]
     wait_until(lambda: _asked(llm, slow), 20, "the LLM call of the run")
     asked = time.monotonic()
@@ -81,7 +82,7 @@ def test_cancel_abandons_the_llm_call_in_flight_and_frees_the_thread(wired, proc
     stopped = wait_until(lambda: _status(runtime, slow) == "canceled", 10, "the cancel")
     following = submit(runtime, [Task(prompt="after the cancel")])[0]
     freed = wait_until(lambda: _status(runtime, following) == "done", 15, "the next task")
-    figures.record("cancel with an LLM call in flight (threads pool)",
+    figures.record(f"cancel with an LLM call in flight ({pool} pool)",
                    canceled_after_s=round(stopped, 2), next_task_done_after_s=round(freed, 2),
                    call_waited_s=round(time.monotonic() - asked, 1))
     assert stopped < 3

@@ -67,10 +67,10 @@ def registry() -> Registry:
 def warm(runtime: Runtime, queues: frozenset[str] = frozenset()) -> dict[str, float]:
     """Get this process ready for its first agent run from ``queues`` (empty: every queue), so
     it costs what later ones do: the tools and their schemas, every role's prompt, the Redis
-    connection, the LLM client, the broker connection tasks are sent on; where Teller runs are
-    served, the memory index, and the Chinese word list when the conversation has Chinese in
-    it (it takes ~60 MB; otherwise the first Chinese text loads it). A Planner's first run
-    builds the index of its process. Returns the seconds each part took."""
+    connection, the LLM client, the broker connection tasks are sent on; where Teller or
+    Planner runs are served, the memory index, and the Chinese word list when the conversation
+    has Chinese in it (it takes ~60 MB; otherwise the first Chinese text loads it). A worker
+    of Worker runs only loads neither. Returns the seconds each part took."""
     timings: dict[str, float] = {}
 
     def timed(name: str, step: Callable[[], object]) -> None:
@@ -83,8 +83,8 @@ def warm(runtime: Runtime, queues: frozenset[str] = frozenset()) -> dict[str, fl
     timed("redis", runtime.redis.ping)
     timed("llm client", lambda: client_for(runtime).warm())
     timed("celery", warm_sending)
-    if not queues or ROLES["teller"].queue in queues:  # each Teller run searches memory
-        timed("memory", lambda: index_warm(runtime.settings))
+    if not queues or queues & {ROLES["teller"].queue, ROLES["planner"].queue}:
+        timed("memory", lambda: index_warm(runtime.settings))  # their runs search memory
         if _speaks_chinese(runtime):
             timed("chinese words", prepare_tokenizer)
     return timings

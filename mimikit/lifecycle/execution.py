@@ -271,8 +271,7 @@ def _keep_heartbeat(runtime: Runtime, control: RunControl, owner: str,
     fired = False
     while not stop.wait(interval):
         try:
-            ours = runtime.tasks.beat(control.task.id, owner)
-            canceled = runtime.tasks.cancel_requested(control.task.id)
+            ours, canceled = runtime.tasks.beat(control.task.id, owner)
         except RedisError as error:  # Redis briefly unreachable: keep running, try again
             log.warning("heartbeat of %s failed: %s", control.task.id, error)
             continue
