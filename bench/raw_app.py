@@ -2,7 +2,8 @@
 
 - ``raw.noop`` does nothing: the raw Celery round trip;
 - ``raw.llm_call`` makes one chat completion with the OpenAI SDK against the same scripted LLM
-  (``MIMIKIT_BENCH_LLM_URL``): the least any agent runtime on Celery pays for one LLM step.
+  (``MIMIKIT_BENCH_LLM_URL``): the least any agent runtime on Celery pays for one LLM step;
+- ``raw.llm_calls`` makes several, one after the other: an agent run's LLM time, nothing else.
 """
 
 import os
@@ -33,3 +34,12 @@ def llm_call(prompt: str) -> str | None:
     answer = _client().chat.completions.create(
         model="worker", messages=[{"role": "user", "content": prompt}])
     return answer.choices[0].message.content
+
+
+@app.task(name="raw.llm_calls")
+def llm_calls(count: int, prompt: str) -> int:
+    """``count`` chat completions one after the other (the scripted Worker model); how many."""
+    for _ in range(count):
+        _client().chat.completions.create(model="worker",
+                                          messages=[{"role": "user", "content": prompt}])
+    return count

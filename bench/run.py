@@ -23,11 +23,13 @@ FULL = {
     "bench_e2e.py": ["--requests", "200", "--tasks", "2000", "--starts", "5"],
     "bench_triggers.py": [],
     "bench_memory.py": [],
+    "bench_fanout.py": ["--tasks", "200", "--levels", "3,24,100", "--latencies", "1,5"],
 }
 QUICK = {
     "bench_e2e.py": ["--requests", "50", "--tasks", "300", "--starts", "2"],
     "bench_triggers.py": ["--triggers", "1000", "--entries", "200", "--seconds", "10"],
     "bench_memory.py": ["--files", "2000"],
+    "bench_fanout.py": ["--tasks", "48", "--levels", "3,24", "--latencies", "1", "--rounds", "2"],
 }
 
 

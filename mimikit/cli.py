@@ -18,6 +18,12 @@ from redis.exceptions import RedisError
 
 from mimikit.config import LogLevel, Settings, load_settings
 from mimikit.console.errors import describe_usage, describe_validation, fail, redis_url
+from mimikit.console.processes import (
+    CELERY_PASSTHROUGH,
+    WORKER_DEFAULTS,
+    celery_command,
+    default_pool,
+)
 from mimikit.delivery.queues import QUEUES
 from mimikit.exceptions import MimikitError
 from mimikit.logs import celery_flags
@@ -32,12 +38,7 @@ COMPLETE_VARIABLE = "_MIMIKIT_COMPLETE"
 OVERRIDES = {"port": "MIMIKIT_PORT", "state_dir": "MIMIKIT_STATE_DIR",
              "work_dir": "MIMIKIT_WORK_DIR", "host": "MIMIKIT_HOST",
              "loglevel": "MIMIKIT_LOG_LEVEL"}
-# Mimikit keeps its own record of canceled tasks and of live workers in Redis, so a starting
-# worker need not sync revokes with its peers (mingle, ~1 s) nor gossip with them.
-WORKER_DEFAULTS = ("--without-mingle", "--without-gossip")
-CELERY_PASSTHROUGH = (
-    "Any other option goes to Celery's worker unchanged, e.g. --pool solo, --autoscale 10,2, "
-    "--max-tasks-per-child 100, --prefetch-multiplier 1 (see `celery worker --help`).")
+
 
 Command = Callable[..., int]
 
@@ -120,23 +121,24 @@ def up() -> int:
 @click.option("--queues", default=ALL_QUEUES, show_default=True,
               help="comma-separated queues to consume")
 @click.option("--concurrency", type=click.IntRange(1, 256),
-              help="pool processes (default: MIMIKIT_CONCURRENCY)")
+              help="runs at once: threads, or processes with --pool prefork "
+                   "(default: MIMIKIT_CONCURRENCY)")
 @click.option("--name", default="mimikit@%h", show_default=True,
               help="the worker's node name (%h: this host's name)")
 @click.option("--loglevel", type=click.Choice(get_args(LogLevel), case_sensitive=False),
               help="overrides MIMIKIT_LOG_LEVEL (default INFO)")
+@click.option("--beat", is_flag=True, help="also run beat, on a thread of this worker (run "
+                                           "exactly one beat per instance)")
 @click.argument("celery_options", nargs=-1, type=click.UNPROCESSED, metavar="[CELERY OPTIONS]")
 @instance_options
-def worker(queues: str, concurrency: int | None, name: str, celery_options: tuple[str, ...]
-           ) -> int:
+def worker(queues: str, concurrency: int | None, name: str, beat: bool,
+           celery_options: tuple[str, ...]) -> int:
     """Run one Celery worker (default: every queue)."""
     settings = _settings()
-    from mimikit.celery_app import app
-
-    argv = [*celery_flags(settings), "worker", "--queues", queues, "--concurrency",
-            str(concurrency or settings.concurrency), "--hostname", name, "-E",
-            *WORKER_DEFAULTS, *celery_options]
-    return int(app.start(argv) or 0)
+    argv = ["--queues", queues, "--concurrency", str(concurrency or settings.concurrency),
+            "--hostname", name, "-E", *WORKER_DEFAULTS, *default_pool(celery_options),
+            *celery_options]
+    return celery_command("worker", argv, quiet=bool(celery_flags(settings)), beat_thread=beat)
 
 
 @cli.command()
@@ -146,9 +148,7 @@ def worker(queues: str, concurrency: int | None, name: str, celery_options: tupl
 def beat() -> int:
     """Run the RedBeat scheduler (run exactly one; a second one waits as a standby)."""
     settings = _settings()
-    from mimikit.celery_app import app
-
-    return int(app.start([*celery_flags(settings), "beat"]) or 0)
+    return celery_command("beat", [], quiet=bool(celery_flags(settings)))
 
 
 @cli.command()

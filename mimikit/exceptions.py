@@ -31,7 +31,18 @@ class InvalidTransition(MimikitError):
 
 
 class LLMUnavailable(MimikitError):
-    """Raised when the LLM is not configured or cannot be reached after retries."""
+    """Raised when the LLM is not configured, refuses the request for good (a bad key, an
+    unknown model, a request it will never take), or cannot be reached after retries."""
+
+
+class LLMAway(LLMUnavailable):
+    """Raised when the LLM stays unreachable, or answers 5xx or 429, past the client's
+    retries: it is expected back, so the work waits for it instead of failing."""
+
+
+class LLMStopped(MimikitError):
+    """Raised when a run's LLM request is abandoned because the run was told to stop
+    (canceled, past its deadline, taken over by another delivery)."""
 
 
 class ToolError(MimikitError):
@@ -44,3 +55,8 @@ class TaskCanceled(MimikitError):
 
 class TaskTimedOut(MimikitError):
     """Raised inside a task body when its task ran past its timeout."""
+
+
+class WaitStopped(MimikitError):
+    """Raised when a run stops (canceled, past its deadline) while it waits for a host slot
+    to run a shell command or codex in."""

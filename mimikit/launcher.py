@@ -1,5 +1,9 @@
 """``mimikit up``: Redis (embedded when none answers), workers, beat and web, in the foreground.
 
+Few processes, for a small footprint: the agents worker runs beat on a thread (``--beat``),
+both workers run Celery's threads pool (a run waiting for the LLM costs a thread, not a
+process), and the web is one gunicorn worker.
+
 Children that die are restarted with backoff; Ctrl-C or SIGTERM stops them all, Redis last, and
 leaves no process behind. A lock file keeps a second ``up`` off the same state dir. Each child's
 output goes to ``STATE_DIR/logs/NAME.log``, rotated by size (``mimikit.logfiles``).
@@ -36,6 +40,10 @@ READY_PROBE_SECONDS = 0.5
 READY_WARN_SECONDS = 60
 ROTATE_CHECK_SECONDS = 10  # how often the embedded Redis's own log is checked for its size
 PUMP_DRAIN_SECONDS = 5  # how long the last lines of a stopped child may take to reach its log
+# Threads of the agents worker: one Teller run at a time, the supervisor tick, trigger firings,
+# memory archival and start-up recovery side by side.
+AGENT_THREADS = 4
+BEAT_CHILD = "worker-agents"  # the child that runs beat (on a thread)
 log = logging.getLogger("mimikit.up")
 
 
@@ -73,17 +81,20 @@ def lock_state_dir(state_dir: Path) -> IO[str]:
 
 
 def children_for(settings: Settings) -> list[Child]:
-    """The processes of one instance: an agents worker, a task worker, beat, web."""
+    """The processes of one instance: an agents worker (the Teller and the supervisor, so they
+    never wait behind planning or tasks, and beat on a thread), a task worker (Planner and
+    Worker runs, as many at once as ``MIMIKIT_CONCURRENCY``), web. Both workers run Celery's
+    threads pool."""
     # -P: the current directory (often the work directory) is not put on sys.path, so a
     # mimikit/ there cannot replace the installed package.
     me = [sys.executable, "-P", "-m", "mimikit"]
     return [
-        Child("worker-agents", me + ["worker", "--queues", "teller,planner,supervisor",
-                                     "--concurrency", "3", "--name", "agents@%h"]),
-        Child("worker-tasks", me + ["worker", "--queues", "worker",
+        Child("worker-agents", me + ["worker", "--queues", "teller,supervisor",
+                                     "--concurrency", str(AGENT_THREADS),
+                                     "--name", "agents@%h", "--beat"]),
+        Child("worker-tasks", me + ["worker", "--queues", "planner,worker",
                                     "--concurrency", str(settings.concurrency),
                                     "--name", "tasks@%h"]),
-        Child("beat", me + ["beat"]),
         Child("web", me + ["web"]),
     ]
 
@@ -177,21 +188,23 @@ class Launcher:
             child.next_start = now + delay
 
     def _check_beat(self, now: float) -> None:
-        """Restart our beat when no beat has ticked for a while although ours is running."""
-        beat = next(c for c in self.children if c.name == "beat")
+        """Restart our beat (the agents worker, which embeds it) when no beat has ticked for a
+        while although ours is running."""
+        beat = next(c for c in self.children if c.name == BEAT_CHILD)
         if beat.process is None or now - beat.started_at < BEAT_GRACE_SECONDS:
             return
         if now - self._beat_checked < BEAT_CHECK_SECONDS:
             return
         self._beat_checked = now
-        from mimikit.scheduling.beat import liveness
+        from mimikit.scheduling.liveness import liveness
 
         try:
             alive = liveness(self._get_runtime())["alive"]
         except RedisError:
             return  # Redis itself is down: the watch above deals with it
         if not alive:
-            self.say("beat stopped scheduling (no liveness mark); restarting it")
+            self.say(f"beat stopped scheduling (no liveness mark); restarting {BEAT_CHILD}, "
+                     "which runs it")
             signal_group(beat.process, signal.SIGKILL)
             beat.process.wait(timeout=10)
             beat.process, beat.next_start = None, now

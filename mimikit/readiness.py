@@ -14,7 +14,7 @@ from datetime import datetime
 from redis.exceptions import RedisError
 
 from mimikit.delivery.workers import workers
-from mimikit.scheduling.beat import liveness
+from mimikit.scheduling.liveness import liveness
 from mimikit.store.runtime import Runtime
 
 

@@ -2,10 +2,11 @@
 
 - ``worker_ready`` / ``worker_shutdown``: a worker registers itself while it lives
   (``delivery.workers``), which ``mimikit status`` reads.
-- ``worker_init`` / ``worker_process_init``: the worker, then each pool process, warms up for
-  its first job (see ``connect``); pool processes also become non-dumpable, so a Worker's shell command
-  (same user) cannot read their environment, and with it the runtime's secrets, from
-  ``/proc/<pid>/environ``.
+- ``worker_init`` / ``worker_process_init``: the worker, then each pool process (prefork), warms
+  up for its first job, for the queues it consumes (see ``connect``); the worker and its pool
+  processes also become non-dumpable, so a Worker's shell command (same user) cannot read their
+  environment, and with it the runtime's secrets, from ``/proc/<pid>/environ`` (on the threads
+  pool the worker process itself runs the tasks).
 - ``beat_init``: wait as a standby until this beat holds the lock (instead of RedBeat's own
   wait, which sits out the lock timeout even when the holder is dead), note the holder, run
   the start-up recovery.
@@ -47,18 +48,21 @@ from mimikit.workspace.sandbox import sandbox_report
 log = logging.getLogger("mimikit.signals")
 PR_SET_DUMPABLE = 4
 _registrations: list[Registration] = []
-_warmers: list[Callable[[Runtime], dict[str, float]]] = []
+Warmer = Callable[[Runtime, frozenset[str]], dict[str, float]]
+_warmers: list[Warmer] = []
+_queues: list[frozenset[str]] = [frozenset()]
 
 
-def connect(warm: Callable[[Runtime], dict[str, float]] | None = None) -> None:
+def connect(warm: Warmer | None = None) -> None:
     """Connect the handlers (idempotent: each is connected once per process).
 
-    ``warm(runtime)`` readies a worker for its first job: called in the worker before its pool
-    starts (what its processes inherit) and in each pool process (what each needs of its own).
+    ``warm(runtime, queues)`` readies a worker for its first job from ``queues``: called in the
+    worker before its pool starts (what its processes inherit, or what its threads share) and
+    in each pool process (what each needs of its own).
     """
     if warm is not None:
         _warmers[:] = [warm]
-        worker_init.connect(_warm, weak=False, dispatch_uid="mimikit.worker_init")
+    worker_init.connect(_on_worker_init, weak=False, dispatch_uid="mimikit.worker_init")
     worker_ready.connect(_on_worker_ready, weak=False, dispatch_uid="mimikit.worker_ready")
     worker_shutdown.connect(_on_worker_shutdown, weak=False,
                             dispatch_uid="mimikit.worker_shutdown")
@@ -86,10 +90,19 @@ def _unbind_task(**_: Any) -> None:
     logs.unbind()
 
 
+def _on_worker_init(sender: Any = None, **_: Any) -> None:
+    try:
+        _queues[0] = frozenset(sender.app.amqp.queues.consume_from)
+    except AttributeError:  # not a worker as Celery builds them: warm for every queue
+        _queues[0] = frozenset()
+    _hide_environment()
+    _warm()
+
+
 def _warm(**_: Any) -> None:
     for warm in _warmers:
         try:
-            log.info("warmed up for the first job: %s", warm(get_runtime()))
+            log.info("warmed up for the first job: %s", warm(get_runtime(), _queues[0]))
         except (MimikitError, RedisError, OperationalError, OSError) as error:
             # the first job then pays for it
             log.warning("could not warm up: %s", error)

@@ -14,7 +14,7 @@ from mimikit.conversation.outage import outage
 from mimikit.delivery.dispatch import queue_depths
 from mimikit.delivery.workers import workers
 from mimikit.roles import CHAT_ROLES
-from mimikit.scheduling.beat import liveness
+from mimikit.scheduling.liveness import liveness
 from mimikit.spending.budget import budget_state
 from mimikit.store.runtime import Runtime
 from mimikit.workspace.sandbox import sandbox_report
@@ -36,6 +36,9 @@ def status(runtime: Runtime) -> dict[str, Any]:
     failing = outage(runtime)
     if failing:
         llm.update(error=failing["error"], failingSince=failing["since"])
+    waiting = runtime.tasks.waiting_for_model()
+    if waiting:
+        llm["waitingTasks"] = waiting
     question = runtime.conversation.question()
     report.update(
         ok=True, workers=workers(runtime), queues=queue_depths(runtime),

@@ -32,7 +32,8 @@ def task_summary(task: Task) -> dict[str, Any]:
                    error=task.error[:300] if task.error else None,
                    reason=task.error[:300] if task.error and task.status == "canceled" else None,
                    completedAt=task.completedAt.isoformat() if task.completedAt else None)
-    if task.waitingSince is not None and not task.finished:
+    if task.waitingSince is not None and task.status in ("deferred", "queued"):
+        # while it runs again it is trying the model, not waiting for it
         summary.update(waitingFor="model", since=task.waitingSince.isoformat())
     return {k: v for k, v in summary.items() if v is not None}
 

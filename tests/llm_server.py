@@ -10,8 +10,8 @@ Usage::
     server.shutdown()
 
 A response is a plain dict built by the helpers below (``text``, ``tool_call``, ``tool_calls``,
-``raw_arguments``, ``error``, ``delay``, ``with_usage``, ``without_usage``, ``streamed``,
-``cut_off``, ``object_arguments``), or a callable
+``raw_arguments``, ``error``, ``delay``, ``steps``, ``with_usage``, ``without_usage``,
+``streamed``, ``cut_off``, ``object_arguments``), or a callable
 ``fn(request_body) -> response``. A request with ``stream: true`` is answered as server-sent
 chunks (unless ``server.streams`` is False: then whole, as some servers do).
 Fault modes: ``error(429, headers={"Retry-After": "1"})`` or ``{"retry-after-ms": "300"}``,
@@ -23,7 +23,9 @@ HTTP 500 "script exhausted for model X", so a test that under-scripts fails loud
 
 Run as a process: ``python tests/llm_server.py --port 8700 [--script script.json]`` where the
 JSON file maps a model name to a list of responses in their dict form (e.g.
-``{"m": [{"content": "hello"}]}``); a key ``"*"`` gives the default for every model.
+``{"m": [{"content": "hello"}]}``); a key ``"*"`` gives the default for every model, and
+``"defaults"`` one per model (``{"defaults": {"m": {"delay": 1, "then": {...}}}}``: a model with
+latency).
 """
 
 from __future__ import annotations
@@ -113,6 +115,13 @@ def delay(seconds: float, response: Response) -> dict[str, Any]:
     return {"delay": seconds, "then": response}
 
 
+def steps(*responses: Response) -> dict[str, Any]:
+    """The ``n``-th response for a request whose transcript has ``n - 1`` answers of the model
+    already (the last one for every later request): one script for every run of a model, as
+    JSON too, e.g. ``steps(tool_call("list_files"), tool_call("submit_result", ...))``."""
+    return {"steps": list(responses)}
+
+
 def malformed(body: str = '{"id": "chatcmpl-1", "choices": [{"index": 0, "mess',
               content_type: str = "application/json") -> dict[str, Any]:
     """A 200 answer whose body is sent verbatim (default: JSON cut off mid-way)."""
@@ -133,6 +142,10 @@ def hang(seconds: float) -> dict[str, Any]:
 
 
 class _Server(ThreadingHTTPServer):
+    # Many clients connect at once (a hundred runs in flight): the default backlog of 5 would
+    # drop connections, which the clients then see as errors or second-long delays.
+    request_queue_size = 1024
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that went away (a stopped worker's kept-alive connection) is not an error."""
         if isinstance(sys.exc_info()[1], ConnectionError):
@@ -273,6 +286,9 @@ def resolve(response: Any, body: dict[str, Any]) -> dict[str, Any]:
         elif "then" in response:
             time.sleep(response["delay"])
             response = response["then"]
+        elif "steps" in response:
+            answered = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
+            response = response["steps"][min(answered, len(response["steps"]) - 1)]
         else:
             return response
 
@@ -439,7 +455,8 @@ def main(argv: list[str] | None = None) -> None:
     """Serve scripted answers from a JSON file until interrupted."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--script", help="JSON file: {model: [response, ...], '*': response}")
+    parser.add_argument("--script", help="JSON file: {model: [response, ...], '*': response, "
+                                          "'defaults': {model: response}}")
     options = parser.parse_args(argv)
     server = ScriptedLLM(port=options.port)
     if options.script:
@@ -448,6 +465,9 @@ def main(argv: list[str] | None = None) -> None:
         for model, responses in spec.items():
             if model == "*":
                 server.default("*", responses)
+            elif model == "defaults":
+                for name, response in responses.items():
+                    server.default(name, response)
             else:
                 server.script(model, *responses)
     server.start()

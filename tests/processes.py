@@ -90,11 +90,13 @@ class ProcessPool:
         return process
 
     def worker(self, queues: str = "teller,planner,worker,supervisor", concurrency: int = 1,
-               name: str = "w", wait: bool = True) -> subprocess.Popen[bytes]:
-        """Start ``celery -A worker_app worker`` (Mimikit's app plus the test tasks)."""
+               name: str = "w", wait: bool = True, pool: str = "threads"
+               ) -> subprocess.Popen[bytes]:
+        """Start ``celery -A worker_app worker`` (Mimikit's app plus the test tasks) on
+        ``pool``: the threads pool by default, as ``mimikit worker`` runs."""
         hostname = f"{name}-{len(self.processes)}@test"
         argv = [sys.executable, "-m", "celery", "-A", "worker_app", "worker", "-Q", queues,
-                "-c", str(concurrency), "-n", hostname, "-l", "INFO", "-E",
+                "-c", str(concurrency), "-n", hostname, "-l", "INFO", "-E", "-P", pool,
                 "--without-mingle", "--without-gossip"]
         process = self._spawn(hostname.split("@")[0], argv)
         self._hostnames[process.pid] = hostname
@@ -148,3 +150,69 @@ def children_of(pid: int) -> list[int]:
     """Direct child pids of ``pid`` (from /proc)."""
     path = Path(f"/proc/{pid}/task/{pid}/children")
     return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def descendants(pid: int) -> dict[int, int | None]:
+    """``pid`` and every process below it (from /proc), parents first: each with its parent
+    (None for ``pid``)."""
+    found: dict[int, int | None] = {}
+    todo: list[tuple[int, int | None]] = [(pid, None)]
+    while todo:
+        current, parent = todo.pop(0)
+        if current in found:
+            continue
+        found[current] = parent
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                todo += [(int(p), current) for p in (task / "children").read_text().split()]
+            except OSError:  # the thread or process ended meanwhile
+                continue
+    return found
+
+
+def pss_mb(pid: int) -> float | None:
+    """The proportional set size of ``pid`` in MB (its share of pages it shares), or None when
+    it ended."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    except FileNotFoundError:
+        return None
+    return None
+
+
+def _argv(pid: int | None) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+    except (FileNotFoundError, TypeError):
+        return []
+
+
+def _label(argv: list[str], forked: bool) -> str:
+    """``redis-server``, ``up``, ``worker teller,supervisor``, ``web``, ``celery`` ...; a process
+    forked by one with the same command line (an embedded beat, gunicorn's worker, a prefork
+    pool process) is that one's ``fork``."""
+    if argv and "redis-server" in argv[0]:  # it rewrites its command line
+        return "redis-server"
+    words = argv[argv.index("mimikit") + 1:] if "mimikit" in argv else argv[1:]
+    if "worker" in words and "--queues" in words:
+        words = ["worker", words[words.index("--queues") + 1]]
+    elif "worker" in words and "-Q" in words:
+        words = ["worker", words[words.index("-Q") + 1]]
+    label = " ".join(words[:2]) or (argv[0] if argv else "?")
+    return f"{label} fork" if forked else label
+
+
+def footprint(pid: int) -> dict[str, float]:
+    """PSS in MB of every process of the tree under ``pid``, by a readable name and its pid
+    (``worker teller,supervisor [1234]``)."""
+    sizes = {}
+    for member, parent in descendants(pid).items():
+        size = pss_mb(member)
+        if size is None:
+            continue
+        argv = _argv(member)
+        sizes[f"{_label(argv, bool(parent) and _argv(parent) == argv)} [{member}]"] = round(
+            size, 1)
+    return sizes

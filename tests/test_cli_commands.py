@@ -200,3 +200,24 @@ def test_worker_with_an_option_celery_does_not_know_is_one_line(runtime):
     assert done.returncode == 1, done.stderr
     assert "Invalid value for '-P' / '--pool': 'sideways'" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_worker_runs_the_threads_pool_and_beat_on_a_thread_of_its_own(runtime, tmp_path):
+    name = "beating@test"
+    argv = [str(INSTALLED), "worker", "--queues", "supervisor", "--name", name,
+            "--concurrency", "4", "--beat"]
+    process = spawn(argv, tmp_path / "worker.log", cwd=ROOT, env=dict(os.environ))
+    try:
+        wait_for(lambda: runtime.redis.exists(runtime.keys.worker(name))
+                 or process.poll() is not None, timeout=30, message="the worker to register")
+        wait_for(lambda: runtime.redis.get(runtime.keys.meta("last_tick")), timeout=20,
+                 message="a supervisor tick sent by its beat")
+        log = (tmp_path / "worker.log").read_text()
+        entry = json.loads(runtime.redis.get(runtime.keys.worker(name)))
+        assert entry["concurrency"] == 4 and "(thread)" in log, log
+        assert children_of(process.pid) == [], "neither the pool nor beat forks a process"
+        beat = json.loads(runtime.redis.get(runtime.keys.meta("beat")))
+        assert beat["owner"].endswith(f":{process.pid}")
+    finally:
+        stop_processes([process], 15, first_signal=signal.SIGTERM)
+    assert process.returncode == 0 and "Releasing lock" in (tmp_path / "worker.log").read_text()

@@ -22,7 +22,7 @@ from scheduling_helpers import add_trigger, fired, slots
 from web_helpers import WebServer
 
 from mimikit.lifecycle.submit import submit
-from mimikit.models import IntervalSchedule, Task
+from mimikit.models import IntervalSchedule, RetryPolicy, Task
 
 DOWN_SECONDS = 3.0
 
@@ -180,7 +180,9 @@ def test_a_heartbeat_missing_only_briefly_is_not_a_lost_worker(runtime):
     from mimikit.supervisor.recovery import recover_lost
 
     grace = runtime.settings.heartbeat_seconds
-    back, gone = runtime.tasks.add([Task(prompt="comes back"), Task(prompt="really gone")])
+    once = RetryPolicy(maxAttempts=1)  # no attempt left: a lost one fails
+    back, gone = runtime.tasks.add([Task(prompt="comes back", retry=once),
+                                    Task(prompt="really gone", retry=once)])
     for task in (back, gone):
         runtime.tasks.start(task.id, "host:1:x", None, lambda _h: True)
         runtime.redis.delete(runtime.keys.heartbeat(task.id))  # as if expired while Redis was down

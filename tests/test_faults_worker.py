@@ -74,7 +74,7 @@ def test_kill_9_of_the_whole_task_worker_mid_run_ends_every_task_done_exactly_on
 
 
 @pytest.mark.slow
-def test_a_failing_llm_fails_tasks_with_a_reason_and_the_worker_takes_the_next(
+def test_a_failing_llm_makes_tasks_wait_for_the_model_and_the_worker_takes_the_next(
         wired, procs, llm, monkeypatch, figures):
     runtime = wired
     monkeypatch.setenv("MIMIKIT_LLM_RETRIES", "2")
@@ -83,30 +83,35 @@ def test_a_failing_llm_fails_tasks_with_a_reason_and_the_worker_takes_the_next(
     worker = procs.worker(queues="worker", concurrency=1, name="tasks")
     pool = children_of(worker.pid)
     finished = worker_answers_after(0)
-    cases = {  # what the LLM does on every request of the task -> what its error must say
+    cases = {  # what the LLM does on every request of the task -> what its wait must say
         "http 500": (error(500), "HTTP 500"),
         "429 Retry-After": (error(429, headers={"Retry-After": "0.3"}), "HTTP 429"),
         "429 retry-after-ms": (error(429, headers={"retry-after-ms": "200"}), "HTTP 429"),
         "hang past the timeout": (hang(5), "did not answer within 1 s"),
         "malformed JSON": (malformed(), "malformed JSON"),
     }
-    outcome = {}
+    outcome, waiting = {}, []
     for name, (fault, reason) in cases.items():
         llm.default("worker", fault)
         began = time.monotonic()
         task = submit(runtime, [Task(prompt=f"do {name}")])[0]
-        wait_until(lambda t=task: runtime.tasks.require(t.id).status == "failed", 60,
-                   f"the task under {name!r} to fail")
-        error_text = runtime.tasks.require(task.id).error or ""
+        wait_until(lambda t=task: runtime.tasks.require(t.id).waitingSince is not None, 60,
+                   f"the task under {name!r} to wait for the model")
+        deferred = runtime.tasks.require(task.id)
         requests = worker_requests_per_task(llm)[task.id]
         outcome[name] = (requests, round(time.monotonic() - began, 1))
-        assert reason in error_text and "after 3 attempts" in error_text, (name, error_text)
+        assert deferred.status == "deferred" and deferred.attempts == 0, (name, deferred)
+        assert reason in deferred.error and "after 3 attempts" in deferred.error, (name, deferred)
         assert requests == 3, (name, requests)  # the first try and two retries
+        waiting.append(task.id)
         llm.default("worker", finished)
         after = submit(runtime, [Task(prompt=f"after {name}")])[0]
         wait_until(lambda t=after: runtime.tasks.require(t.id).status == "done", 30,
                    f"the next task after {name!r}")
-    figures.record("llm faults per task: (requests, seconds to fail)", **outcome)
+    wait_until(lambda: all(runtime.tasks.require(i).status == "done" for i in waiting), 60,
+               "the tasks that waited to run once the model answers")
+    figures.record("llm faults per task: (requests, seconds to wait for the model)", **outcome)
+    assert all(runtime.tasks.require(i).attempts == 1 for i in waiting)  # waits cost none
     assert worker.poll() is None and children_of(worker.pid) == pool  # the same processes
     log = next(procs.log_dir.glob("tasks-*.log")).read_text()
     assert "Traceback" not in log, log[-3000:]

@@ -43,7 +43,7 @@ def test_priority_mapping_keeps_larger_first_and_reserves_level_0():
 
 @pytest.mark.slow
 def test_task_survives_sigkill_of_its_worker_process_and_completes_exactly_once(procs, runtime):
-    main = procs.worker(queues="worker", concurrency=1)
+    main = procs.worker(queues="worker", concurrency=1, pool="prefork")  # a pool process dies
     task = runtime.tasks.add([Task(prompt="sleep a bit")])[0]
     app.send_task("tests.slow_task", args=[task.id, 2.0], queue="worker")
     runs_key = runtime.keys.meta(f"runs:{task.id}")

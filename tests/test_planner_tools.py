@@ -119,3 +119,20 @@ def test_history_by_time_reads_naive_times_in_the_configured_zone(runtime, plann
     outcome, _ctx = planner("get_history_by_time", after="2026-07-01T10:00:00",
                             before="2026-07-01T11:00:00")
     assert [m["text"] for m in json.loads(outcome.content)["messages"]] == ["summer note"]
+
+
+def test_delegate_and_schedule_take_a_retry_policy(runtime, planner):
+    outcome, ctx = planner("delegate", prompt="download the dataset", retry={"maxAttempts": 4})
+    assert outcome.ok, outcome.content
+    outcome, ctx = planner("schedule", type="recurring", prompt="fetch the feed", interval=600,
+                           retry={"maxAttempts": 2})
+    assert outcome.ok, outcome.content
+    assert [t.retry.maxAttempts for t in ctx.staged] == [4, 2]
+
+
+def test_a_retry_policy_out_of_range_is_refused_with_the_field(runtime, planner):
+    outcome, ctx = planner("delegate", prompt="again and again", retry={"maxAttempts": 0})
+    assert not outcome.ok and "retry.maxAttempts" in outcome.content
+    outcome, ctx = planner("delegate", prompt="again", retry={"attempts": 2})
+    assert not outcome.ok and "maxAttempts" in outcome.content
+    assert ctx.staged == []

@@ -68,7 +68,7 @@ def test_task_of_a_killed_worker_is_rerun_after_its_heartbeat_expires(runtime, p
 @pytest.mark.slow
 def test_killed_task_without_attempts_left_fails_with_the_reason(runtime, procs, stand_in):
     victim = procs.worker(queues="worker", name="victim")
-    task = queue_task(runtime, 5.0)  # default policy: one attempt
+    task = queue_task(runtime, 5.0, retry=RetryPolicy(maxAttempts=1))  # its only attempt
     wait_for(lambda: status(runtime, task.id) == "running", message="the run")
     procs.kill(victim)
     ticking(runtime, lambda: status(runtime, task.id) == "failed", timeout=10,

@@ -113,3 +113,20 @@ def test_satisfied_verdict_fires_its_trigger_and_only_it(configured, procs, llm)
 def test_a_batch_while_another_runs_skips_instead_of_collecting_twice(runtime):
     runtime.redis.set(runtime.keys.meta("llm_eval_batch"), "other-batch", ex=60)
     assert run_batch(runtime, "c2") == {"conditions": 0, "skipped": "another batch is running"}
+
+
+def test_a_batch_whose_llm_is_away_waits_for_it_and_no_second_batch_is_made(configured, llm):
+    from llm_server import error
+
+    runtime = configured
+    trigger = semantic(runtime, "the deploy finished")
+    llm.default("default", error(503))
+    first = run_batch(runtime, "c1")
+    waiting = runtime.tasks.require(first["taskId"])
+    assert waiting.status == "deferred" and waiting.waitingSince is not None
+    assert waiting.attempts == 0 and "HTTP 503" in waiting.error
+    assert run_batch(runtime, "c2") == {"conditions": 0, "skipped": "a batch waits for the model"}
+    llm.default("default", judge(runtime, {f"{trigger.id}:c"}))
+    runtime.tasks.update(waiting.id, lambda t: t.model_copy(update={"deferUntil": None}))
+    again = run_batch(runtime, "c3", waiting.id)  # as the tick sends it once its wait is over
+    assert again["fired"] == [trigger.id] and runtime.tasks.require(waiting.id).status == "done"

@@ -161,7 +161,7 @@ def test_up_starts_embedded_redis_serves_status_and_leaves_nothing_behind(tmp_pa
         assert body is not None and body["ok"] is True and body["redis"]["ok"] is True
         assert len(body["workers"]) == 2
         children = _descendants(up.pid)
-        assert len(children) >= 5  # redis, two workers (+ pool), beat, web
+        assert len(children) >= 5  # redis, two workers (beat on a thread of one), web and its worker
 
         second = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True,
                                 timeout=30)

@@ -5,7 +5,7 @@ run ``Session`` (``agents.common.BACKENDS`` names them).
 - ``codex``: ``codex exec`` as a subprocess, given the Worker's role prompt and the task,
   checked against the budgets before it starts and booked with the tokens it reports, each of
   its events a live step and a line of the transcript, killed with its process group on a
-  cancel or the deadline.
+  cancel or the deadline. It runs in a host slot, like a shell command (``workspace.slots``).
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ import time
 from typing import Any
 
 from mimikit.agents.session import Session
+from mimikit.exceptions import WaitStopped
 from mimikit.llm.record import ToolCallRecord
 from mimikit.models import Usage
 from mimikit.workspace.codex import CodexOutcome, run_codex
+from mimikit.workspace.slots import slots_for
 
 STEP_TEXT_LIMIT = 2000
 
@@ -28,11 +30,20 @@ def codex_engine(session: Session) -> None:
                        {"role": "user", "content": session.user}]
     steps = _CodexSteps(session)
 
+    def stop() -> bool:
+        return time.monotonic() > session.deadline or bool(session.cancel and
+                                                           session.cancel.is_set())
+
     def work() -> tuple[CodexOutcome, Usage]:
-        outcome = run_codex(f"{session.system}\n\n{session.user}", settings.work_dir.resolve(),
-                            timeout=max(session.deadline - time.monotonic(), 0.05),
-                            model=settings.worker_model, cancel_event=session.cancel,
-                            on_event=steps.take)
+        try:
+            with slots_for(settings).hold(stop):
+                outcome = run_codex(f"{session.system}\n\n{session.user}",
+                                    settings.work_dir.resolve(),
+                                    timeout=max(session.deadline - time.monotonic(), 0.05),
+                                    model=settings.worker_model, cancel_event=session.cancel,
+                                    on_event=steps.take)
+        except WaitStopped as error:
+            outcome = CodexOutcome("failed", error=f"canceled: {error}")
         return outcome, steps.usage
 
     began = time.monotonic()

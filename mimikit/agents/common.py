@@ -23,13 +23,14 @@ from mimikit.agents.backends import codex_engine
 from mimikit.agents.prompts import build_system_prompt
 from mimikit.agents.session import Engine, Session
 from mimikit.delivery.dispatch import warm_sending
-from mimikit.exceptions import TaskCanceled, TaskTimedOut
+from mimikit.exceptions import LLMStopped, TaskCanceled, TaskTimedOut
 from mimikit.llm.client import LLMClient, StreamingClient
 from mimikit.llm.completion import ChatClient
 from mimikit.llm.loop import RunOptions, run_agent
 from mimikit.llm.record import Observer, RunRecord
 from mimikit.llm.registry import Registry
 from mimikit.memory.service import warm as index_warm
+from mimikit.memory.tokenize import has_chinese, prepare_tokenizer
 from mimikit.models import Task
 from mimikit.roles import ROLES, role
 from mimikit.spending.book import Spender
@@ -52,6 +53,7 @@ TextSinks = Callable[[RunRecord, int], Callable[[str], None]]
 
 
 _clients: dict[tuple[Any, ...], LLMClient] = {}
+_clients_lock = threading.Lock()  # runs of one process start on many threads at once
 
 
 @cache
@@ -65,11 +67,13 @@ def registry() -> Registry:
     return built
 
 
-def warm(runtime: Runtime) -> dict[str, float]:
-    """Get this process ready for its first agent run, so it costs what later ones do: the
-    tools and their schemas, every role's prompt, the Redis connection, the LLM client, the
-    broker connection tasks are sent on, the memory index and the Chinese word list. Returns
-    the seconds each part took."""
+def warm(runtime: Runtime, queues: frozenset[str] = frozenset()) -> dict[str, float]:
+    """Get this process ready for its first agent run from ``queues`` (empty: every queue), so
+    it costs what later ones do: the tools and their schemas, every role's prompt, the Redis
+    connection, the LLM client, the broker connection tasks are sent on; where Teller or
+    Planner runs are served, the memory index, and the Chinese word list when the conversation
+    has Chinese in it (it takes ~60 MB; otherwise the first Chinese text loads it). A worker
+    of Worker runs only loads neither. Returns the seconds each part took."""
     timings: dict[str, float] = {}
 
     def timed(name: str, step: Callable[[], object]) -> None:
@@ -82,8 +86,16 @@ def warm(runtime: Runtime) -> dict[str, float]:
     timed("redis", runtime.redis.ping)
     timed("llm client", lambda: client_for(runtime).warm())
     timed("celery", warm_sending)
-    timed("memory", lambda: index_warm(runtime.settings))
+    if not queues or queues & {ROLES["teller"].queue, ROLES["planner"].queue}:
+        timed("memory", lambda: index_warm(runtime.settings))  # their runs search memory
+        if _speaks_chinese(runtime):
+            timed("chinese words", prepare_tokenizer)
     return timings
+
+
+def _speaks_chinese(runtime: Runtime) -> bool:
+    """True when the latest messages of the conversation have Chinese in them."""
+    return any(has_chinese(message.text) for message in runtime.conversation.recent(20))
 
 
 def client_for(runtime: Runtime) -> LLMClient:
@@ -91,10 +103,11 @@ def client_for(runtime: Runtime) -> LLMClient:
     settings = runtime.settings
     key = (os.getpid(), settings.llm_base_url, settings.llm_api_key, settings.llm_timeout,
            settings.llm_retries)
-    client = _clients.get(key)
-    if client is None:
-        client = _clients[key] = LLMClient.from_settings(settings)
-    return client
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = _clients[key] = LLMClient.from_settings(settings)
+        return client
 
 
 def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: str, user_prompt: str,
@@ -122,7 +135,7 @@ def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: str, user_prompt
     try:
         (engine or agent_loop)(session)
     except BaseException as error:  # kept below with what it did so far
-        stopped = isinstance(error, TaskCanceled | SoftTimeLimitExceeded)
+        stopped = isinstance(error, TaskCanceled | LLMStopped | SoftTimeLimitExceeded)
         record.status = "canceled" if stopped else "failed"
         record.error = record.error or str(error) or type(error).__name__
         raise

@@ -4,6 +4,8 @@ Beat sends ``mimikit.llm_eval_batch`` every ``LLM_EVAL_INTERVAL`` at the system 
 every worker task). The batch collects the pending conditions (``scheduling.llm_eval``); with none
 it returns without calling the LLM. The judge may read the work dir and answers with
 ``submit_verdicts``; the satisfied triggers fire, and the Teller is never woken by verdicts.
+A batch whose LLM is away waits for it like any task (``lifecycle.waiting``); no other batch is
+made meanwhile, so no condition is judged twice.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from mimikit.scheduling.llm_eval import (
 )
 from mimikit.store import lease
 from mimikit.store.identity import owner_alive, owner_token
+from mimikit.store.keys import as_text
 from mimikit.store.runtime import Runtime
 from mimikit.tools.context import ToolContext
 from mimikit.workspace.local import Workspace
 from mimikit.workspace.sandbox import sandbox_for
+from mimikit.workspace.slots import slots_for
 
 log = logging.getLogger("mimikit.llm_eval")
 
@@ -53,6 +57,8 @@ def run_batch(runtime: Runtime, celery_id: str | None, task_id: str | None = Non
 
 def _run_batch(runtime: Runtime, celery_id: str | None, task_id: str | None) -> dict[str, Any]:
     if task_id is None:
+        if _batch_waiting_for_model(runtime):  # it judges its conditions once the LLM is back
+            return {"conditions": 0, "skipped": "a batch waits for the model"}
         found = pending_conditions(runtime)
         if not found:
             return {"conditions": 0}
@@ -72,13 +78,18 @@ def _run_batch(runtime: Runtime, celery_id: str | None, task_id: str | None) -> 
             "fired": fired}
 
 
+def _batch_waiting_for_model(runtime: Runtime) -> bool:
+    ids = [as_text(i) for i in runtime.redis.zrange(runtime.keys.waiting_for_model, 0, -1)]
+    return any(task.role == "llm_eval" for task in runtime.tasks.by_id(ids))
+
+
 def _judge(runtime: Runtime, control: RunControl, found: list[dict[str, str]]) -> Result:
     task, settings = control.task, runtime.settings
     ctx = ToolContext(runtime=runtime, role="llm_eval", trace_id=task.traceId, task=task,
                       workspace=Workspace(settings.work_dir, private=(settings.state_dir,),
-                                          sandbox=sandbox_for(settings)))
+                                          sandbox=sandbox_for(settings), slots=slots_for(settings)))
     record = run_role(runtime, ctx, build_system_prompt("llm_eval"), task.prompt,
-                      control.remaining(), on_step=lambda _record: control.check(),
+                      control.remaining(), on_step=control.step,
                       owners=(task.id,))
     if record.status != "stopped" or not isinstance(record.stopValue, dict):
         error = record.error or "the evaluation ended without calling submit_verdicts"

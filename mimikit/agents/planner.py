@@ -31,7 +31,7 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
             f"Current time: {now} (time zone {runtime.settings.timezone})\n\n"
             f"## User request\n{task.prompt}")
         record = run_role(runtime, ctx, system, user, control.remaining(),
-                          on_step=lambda _r: control.check(), owners=(task.id,),
+                          on_step=control.step, owners=(task.id,),
                           journal=RunJournal(runtime.redis, runtime.keys, task.id))
         result = planner_result(task, record)
         if result.status == "done":  # its delegations commit with the result

@@ -22,6 +22,7 @@ from mimikit.store.runtime import Runtime
 from mimikit.tools.context import ToolContext
 from mimikit.workspace.local import Workspace
 from mimikit.workspace.sandbox import sandbox_for
+from mimikit.workspace.slots import slots_for
 
 log = logging.getLogger("mimikit.worker")
 UPSTREAM_RESULT_CHARS = 8000
@@ -33,14 +34,14 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
     def body(control: RunControl) -> Result:
         task, settings = control.task, runtime.settings
         workspace = Workspace(settings.work_dir.resolve(), private=(settings.state_dir,),
-                              sandbox=sandbox_for(settings))
+                              sandbox=sandbox_for(settings), slots=slots_for(settings))
         control.on_stop(workspace.cancel)
         ctx = ToolContext(runtime=runtime, role="worker", trace_id=task.traceId, task=task,
                           workspace=workspace)
         record = run_role(runtime, ctx, build_system_prompt("worker", "minimal"),
                           worker_prompt(runtime, task), control.remaining(),
-                          on_step=lambda _r: control.check(), owners=(task.id,),
-                          engine=BACKENDS[settings.worker_backend], cancel=control.cancel_event,
+                          on_step=control.step, owners=(task.id,),
+                          engine=BACKENDS[settings.worker_backend], cancel=control.stopping,
                           journal=RunJournal(runtime.redis, runtime.keys, task.id))
         if record.status != "stopped":  # e.g. a backend stopped because of a cancel
             control.check()

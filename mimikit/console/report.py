@@ -35,7 +35,9 @@ def print_status(settings: Settings, as_json: bool = False) -> int:
     print(f"llm       {'configured' if llm['configured'] else 'NOT CONFIGURED'}  "
           f"{llm.get('baseUrl', '')} "
           + " ".join(f"{role}={model}" for role, model in llm.get("models", {}).items())
-          + (f"\n          {llm['error']}" if llm.get("error") else ""))
+          + (f"\n          {llm['error']}" if llm.get("error") else "")
+          + (f"\n          {llm['waitingTasks']['count']} task(s) waiting for the model since "
+             f"{llm['waitingTasks']['since']}" if llm.get("waitingTasks") else ""))
     sandbox = report["sandbox"]
     print(f"sandbox   {sandbox['detail']}"
           + (f"\n          fix: {sandbox['fix']}" if sandbox.get("fix") else ""))

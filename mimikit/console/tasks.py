@@ -69,9 +69,9 @@ def show_task(settings: Settings, task_id: str, as_json: bool = False) -> int:
     if as_json:
         print(json.dumps(found, indent=2, ensure_ascii=False))
         return 0
-    for line in (*_task_lines(found["task"]), *_result_lines(found["result"]),
-                 *_event_lines(found["events"]), *_run_lines(found["runs"]),
-                 *_live_lines(found["live"])):
+    for line in (*_task_lines(found["task"]), *_attempt_lines(found["attempts"]),
+                 *_result_lines(found["result"]), *_event_lines(found["events"]),
+                 *_run_lines(found["runs"]), *_live_lines(found["live"])):
         print(line)
     return 0
 
@@ -96,13 +96,24 @@ def _task_lines(task: dict[str, Any]) -> list[str]:
     lines = [f"{task['id']}  {task['status']}  {task['role']} {task['type']}  "
              f"priority {task['priority']}  attempts {task.get('attempts', 0)}"]
     fields = ("title", "prompt", "createdAt", "startedAt", "completedAt", "deferUntil",
-              "schedule", "condition", "lastTriggeredAt", "traceId", "parentId", "triggerId",
-              "error")
+              "waitingSince", "schedule", "condition", "lastTriggeredAt", "traceId", "parentId",
+              "triggerId", "error")
     for name in fields:
         value = task.get(name)
         if value not in (None, ""):
             shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
             lines.append(f"{name + ':':<16}{_indent(shown)}")
+    return lines
+
+
+def _attempt_lines(attempts: dict[str, Any]) -> list[str]:
+    """The attempts used of the allowed, and each run: when, how it ended, why."""
+    lines = ["", f"attempts: {attempts['used']} of {attempts['max']}"]
+    for run in attempts["history"]:
+        ended = run.get("outcome", "running")
+        reason = f": {_one_line(run['reason'])}" if run.get("reason") else ""
+        lines.append(f"  #{run.get('attempt', '?')}  {run.get('startedAt', '')}  "
+                     f"{ended}{reason}")
     return lines
 
 

@@ -1,5 +1,5 @@
-"""Putting work on the Celery queues (Teller runs, Planner and Worker tasks), reading how much
-waits there, and stopping a running delivery.
+"""Putting work on the Celery queues (Teller runs, Planner and Worker tasks), and reading how
+much waits there.
 
 Results live in the state store, never in Celery's result backend: tasks are sent with
 ``ignore_result``, so sending one does not subscribe to its result and a worker stores none.
@@ -13,6 +13,8 @@ from mimikit.models import Task
 from mimikit.roles import TELLER, role
 from mimikit.store.runtime import Runtime
 
+# Runs stop themselves at their deadline (``lifecycle.execution``); Celery's time limits, which
+# only a prefork pool enforces, are a last resort beyond it.
 SOFT_LIMIT_MARGIN_SECONDS = 30
 TIME_LIMIT_MARGIN_SECONDS = 120
 
@@ -55,13 +57,6 @@ def enqueue(runtime: Runtime, task: Task) -> str:
         headers={"traceId": task.traceId}, ignore_result=True,
     )
     return str(result.id)
-
-
-def revoke(celery_id: str) -> None:
-    """Stop a running delivery: SIGUSR1 raises SoftTimeLimitExceeded inside the task, which
-    stops its subprocesses and records the cancel; the flag in Redis covers a task between two
-    deliveries."""
-    app.control.revoke(celery_id, terminate=True, signal="SIGUSR1")
 
 
 def queue_depths(runtime: Runtime) -> dict[str, int]:

@@ -2,13 +2,13 @@
 
 A queued or deferred task, or a trigger, ends at once through the completion pipeline (its
 dependents that can no longer fire are retired, the person is told). A running one is asked to
-stop: its delivery stops at its next check (or at once: the revoke), then records the cancel
-the same way.
+stop: the heartbeat thread of its delivery sees the request within a second and stops the run
+(its shell and codex processes killed, its LLM request cut short, ``lifecycle.execution``),
+which then records the cancel the same way. This works on every Celery pool.
 """
 
 from __future__ import annotations
 
-from mimikit.delivery.dispatch import revoke
 from mimikit.lifecycle.event import Completion
 from mimikit.lifecycle.pipeline import finish
 from mimikit.store.runtime import Runtime
@@ -33,8 +33,6 @@ def cancel_task(runtime: Runtime, task_id: str, *, stop_running: bool,
     if current is None:
         return False, f"task {task_id} already finished"
     if current.status == "running":
-        if current.celeryId:
-            revoke(current.celeryId)
         return True, "canceled"
     if finish(runtime, Completion(task=current, canceled=reason)) is None:
         return False, f"task {task_id} already finished"

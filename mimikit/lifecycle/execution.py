@@ -3,9 +3,14 @@
 Every Celery delivery of a Planner, Worker or ``llm_eval`` task goes through ``execute``: a
 delivery of a task that already finished routes its stored result once more (a crash may have
 come between the record and the routing) and does nothing else; one that another live process
-is running does nothing; a canceled task stops at its next check. How the body ended goes
-through the completion pipeline (``pipeline.finish``), or back to the queue when its retry
-policy allows another attempt.
+is running does nothing. How the body ended goes through the completion pipeline
+(``pipeline.finish``), back to the queue when its retry policy allows another attempt, or to
+the tasks waiting for the LLM (``waiting``) when the model stayed away.
+
+Stopping is cooperative, so it works on any Celery pool (threads, prefork, solo): the heartbeat
+thread of the delivery notices a cancel, the deadline or a takeover, and calls the run's
+stoppers, which kill that run's own shell and codex processes and cut its LLM request short
+(``llm.abort``); the body then ends at its next check.
 """
 
 from __future__ import annotations
@@ -22,17 +27,18 @@ from redis.exceptions import RedisError
 
 from mimikit import logs
 from mimikit.delivery.retry import may_retry, next_attempt_at
-from mimikit.exceptions import MimikitError, TaskCanceled, TaskTimedOut
+from mimikit.exceptions import LLMAway, LLMStopped, MimikitError, TaskCanceled, TaskTimedOut
 from mimikit.lifecycle.event import Completion, Delivery
 from mimikit.lifecycle.pipeline import finish
 from mimikit.lifecycle.routing import route_again
+from mimikit.lifecycle.waiting import bring_forward, model_answered, wait_for_model
+from mimikit.llm.abort import StopHandle, stoppable
 from mimikit.models import Result, Task, utcnow
 from mimikit.spending.budget import BudgetExceeded
 from mimikit.store.identity import owner_alive, owner_token
 from mimikit.store.outage import when_back
 from mimikit.store.runtime import Runtime
 from mimikit.store.tasks import StartDecision
-from mimikit.workspace.procgroup import kill_live_process_groups
 
 log = logging.getLogger("mimikit.execution")
 
@@ -49,6 +55,10 @@ class RunControl:
     cancel_event: threading.Event = field(default_factory=threading.Event)
     superseded: threading.Event = field(default_factory=threading.Event)
     stoppers: list[Callable[[], None]] = field(default_factory=list)
+    stopping: threading.Event = field(default_factory=threading.Event)  # set by ``stop_now``
+    away: str | None = None  # why the LLM was away, when that ended the body
+    answered: bool = False  # the LLM answered this run at least once
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def check(self) -> None:
         """Raise if the task was canceled or ran past its deadline (call at each step)."""
@@ -60,10 +70,34 @@ class RunControl:
         if time.monotonic() > self.deadline:
             raise TaskTimedOut(f"task {self.task.id} timed out after {self.timeout:.0f} s")
 
+    def step(self, record: Any) -> None:
+        """Before each LLM request of the run (``on_step``): the first one after an answer
+        ends the task's wait for the model; then ``check``."""
+        if record.steps and not self.answered:
+            self.answered = True
+            model_answered(self.runtime, self.task)
+        self.check()
+
     def on_stop(self, stop: Callable[[], None]) -> None:
         """Call ``stop`` (once) when the run must stop at once: canceled, past its deadline, or
-        taken over by another delivery (e.g. kill the shell command it waits for)."""
-        self.stoppers.append(stop)
+        taken over by another delivery (e.g. kill the shell command it waits for). Called at
+        once when the run is stopping already."""
+        with self._lock:
+            self.stoppers.append(stop)
+            now = self.stopping.is_set()
+        if now:
+            stop()
+
+    def stop_now(self) -> None:
+        """Call every stopper (the heartbeat thread does, once)."""
+        with self._lock:
+            self.stopping.set()
+            stoppers = list(self.stoppers)
+        for stop in stoppers:
+            try:
+                stop()
+            except Exception:  # one failing stopper must not keep the others from running
+                log.exception("stopping task %s", self.task.id)
 
     @property
     def timeout(self) -> float:
@@ -91,12 +125,15 @@ def execute(runtime: Runtime, task_id: str, celery_id: str | None, default_timeo
     task.timeout = task.timeout or default_timeout
     control = RunControl(task=task, runtime=runtime, deadline=time.monotonic() + task.timeout,
                          delivery=Delivery(celery_id=celery_id))
+    requests = StopHandle()
+    control.on_stop(requests.stop)
     stop = threading.Event()
     beat = threading.Thread(target=_keep_heartbeat, args=(runtime, control, owner, stop),
                             name=f"heartbeat-{task_id}", daemon=True)
     beat.start()
     try:
-        result = _run_body(body, control)
+        with stoppable(requests):
+            result = _run_body(body, control)
     except RedisError as error:
         cause = str(error)
         when_back(lambda: _run_again(runtime, task, cause), f"re-queueing {task_id}")
@@ -132,6 +169,11 @@ def _settle(runtime: Runtime, control: RunControl, result: Result) -> None:
         reason = runtime.tasks.cancel_reason(task.id) or "canceled while running"
         finish(runtime, Completion(task=task, canceled=reason, delivery=control.delivery))
         return
+    if control.away is not None:
+        wait_for_model(runtime, task, control.away)
+        return
+    if result.status != "failed" or control.answered:  # the model answers: no more waiting
+        bring_forward(runtime)
     if result.status == "failed" and _retry_later(runtime, task, result):
         return
     finish(runtime, Completion(task=task, result=result, delivery=control.delivery))
@@ -176,32 +218,48 @@ def _retry_later(runtime: Runtime, task: Task, result: Result) -> bool:
 
 
 def _run_body(body: Callable[[RunControl], Result], control: RunControl) -> Result:
-    task = control.task
     try:
         return body(control)
-    except TaskCanceled:
-        if not control.superseded.is_set():
-            control.cancel_event.set()
-        return _failed(task, "canceled")
-    except SoftTimeLimitExceeded:
-        # Celery's revoke(terminate, SIGUSR1) or its soft time limit: stop child processes,
-        # then tell a cancel from a timeout by what the store says.
-        kill_live_process_groups()
-        if control.runtime.tasks.cancel_requested(task.id):
-            control.cancel_event.set()
-            return _failed(task, "canceled")
-        return _failed(task, f"timed out after {control.timeout:.0f} s")
-    except BudgetExceeded as error:
-        control.delivery.budget_scope, control.delivery.budget_ident = error.scope, error.ident
-        return _failed(task, str(error))
-    except MimikitError as error:
-        log.warning("task %s failed: %s", task.id, error)
-        return _failed(task, str(error))
     except RedisError:
         raise  # the store is away: the heartbeat lapses and recovery re-runs the task
-    except Exception as error:  # a bug must fail the task with its reason, not strand it
-        log.exception("task %s crashed", task.id)
-        return _failed(task, f"internal error: {type(error).__name__}: {error}")
+    except Exception as error:  # every early end is said in the result, a bug's too
+        return _ended_early(control, error)
+
+
+def _ended_early(control: RunControl, error: Exception) -> Result:
+    """The result of a body that raised ``error`` (called while it is being handled)."""
+    task = control.task
+    stopped = _stop_reason(control, error)
+    if stopped is not None:
+        return _failed(task, stopped)
+    if isinstance(error, BudgetExceeded):
+        control.delivery.budget_scope, control.delivery.budget_ident = error.scope, error.ident
+        return _failed(task, str(error))
+    if isinstance(error, LLMAway):
+        control.away = str(error)
+        return _failed(task, f"waiting for the model: {error}")
+    if isinstance(error, MimikitError):
+        log.warning("task %s failed: %s", task.id, error)
+        return _failed(task, str(error))
+    log.exception("task %s crashed", task.id)
+    return _failed(task, f"internal error: {type(error).__name__}: {error}")
+
+
+def _stop_reason(control: RunControl, error: Exception) -> str | None:
+    """``canceled`` or the timeout, when the body ended because its run was stopped: by a
+    cancel or a takeover (whatever it raised then), past its deadline, or by Celery's soft
+    time limit (a pool that has one)."""
+    if isinstance(error, TaskTimedOut) and not control.cancel_event.is_set():
+        return str(error)
+    stop_error = isinstance(error, TaskCanceled | LLMStopped | SoftTimeLimitExceeded)
+    if control.superseded.is_set() or control.cancel_event.is_set() or (
+            stop_error and control.runtime.tasks.cancel_requested(control.task.id)):
+        if not control.superseded.is_set():
+            control.cancel_event.set()
+        return "canceled"
+    if stop_error:
+        return f"timed out after {control.timeout:.0f} s"
+    return None
 
 
 def _failed(task: Task, error: str) -> Result:
@@ -217,8 +275,7 @@ def _keep_heartbeat(runtime: Runtime, control: RunControl, owner: str,
     fired = False
     while not stop.wait(interval):
         try:
-            ours = runtime.tasks.beat(control.task.id, owner)
-            canceled = runtime.tasks.cancel_requested(control.task.id)
+            ours, canceled = runtime.tasks.beat(control.task.id, owner)
         except RedisError as error:  # Redis briefly unreachable: keep running, try again
             log.warning("heartbeat of %s failed: %s", control.task.id, error)
             continue
@@ -229,5 +286,4 @@ def _keep_heartbeat(runtime: Runtime, control: RunControl, owner: str,
             if canceled:
                 control.cancel_event.set()
             fired = True
-            for stop_now in control.stoppers:
-                stop_now()
+            control.stop_now()

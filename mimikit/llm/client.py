@@ -13,7 +13,8 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from mimikit.config import secret_text
-from mimikit.exceptions import LLMUnavailable
+from mimikit.exceptions import LLMAway, LLMStopped, LLMUnavailable
+from mimikit.llm.abort import http_client, pause, stopped
 from mimikit.llm.completion import Completion, ToolCall
 from mimikit.llm.responses import (
     SAMPLE_CHUNK,
@@ -82,8 +83,10 @@ class LLMClient:
 
     Retries 429, 5xx, connection errors, timeouts and malformed answers with jittered
     exponential backoff, waiting at least what the server asks for (``retry-after-ms``, else
-    ``Retry-After`` in seconds or as an HTTP date); any other failure, running out of retries,
-    or a server asking to wait over ``RETRY_AFTER_MAX_SECONDS`` raises ``LLMUnavailable``.
+    ``Retry-After`` in seconds or as an HTTP date). Running out of retries, or a server asking
+    to wait over ``RETRY_AFTER_MAX_SECONDS``, raises ``LLMAway`` (it is expected back); a
+    refusal that will not change (401, 403, 404, 400) raises ``LLMUnavailable``; a request of
+    a run told to stop (``abort``) ends at once with ``LLMStopped``.
     """
 
     def __init__(
@@ -137,6 +140,7 @@ class LLMClient:
                 api_key=self.api_key or "not-needed",
                 timeout=self.timeout,
                 max_retries=0,
+                http_client=http_client(self.timeout),  # a stopped run can cut its request
             )
         return self._sdk
 
@@ -184,8 +188,10 @@ class LLMClient:
             none.
 
         Raises:
-            LLMUnavailable: Not configured, rejected, or unreachable after the retries.
+            LLMUnavailable: Not configured, or rejected for good.
+            LLMAway: Unreachable, 5xx or 429 after the retries (an ``LLMUnavailable``).
             LLMDeadline: ``deadline`` passed before an answer came (an ``LLMUnavailable``).
+            LLMStopped: The calling thread's run was stopped (``abort.stoppable``).
         """
         sdk = self._client()
         options = {key: value for key, value in (("tools", tools), ("max_tokens", max_tokens),
@@ -198,16 +204,18 @@ class LLMClient:
                 self._note_tool_choice(options, completion)
                 return with_estimate(completion, messages, tools)
             except _Retryable as failure:
+                if stopped():
+                    raise LLMStopped(f"abandoned, the run stopped: {failure.reason}") from None
                 attempt += 1
                 tries = f"{attempt} attempt{'s' if attempt > 1 else ''}"
                 delay = self._delay(attempt - 1, failure, tries)
                 if deadline is not None and time.monotonic() + delay >= deadline:
                     raise LLMDeadline(f"{failure.reason} (deadline reached after {tries})") from None
                 if attempt > self.max_retries:
-                    raise LLMUnavailable(f"{failure.reason} (after {tries})") from None
+                    raise LLMAway(f"{failure.reason} (after {tries})") from None
                 logger.warning("LLM request failed (%s); retry %d in %.2f s",
                                failure.reason, attempt, delay)
-                time.sleep(delay)
+                pause(delay)
 
     def list_models(self) -> list[str] | None:
         """The model names the server lists (``GET /models``), in one attempt.
@@ -262,7 +270,7 @@ class LLMClient:
             return self.backoff(attempt)
         wait = max(failure.delay, 0.0)
         if wait > RETRY_AFTER_MAX_SECONDS:
-            raise LLMUnavailable(
+            raise LLMAway(
                 f"{failure.reason} (after {tries}); it asks to retry after {wait:g} s, longer "
                 f"than the {RETRY_AFTER_MAX_SECONDS:g} s this client waits; try again later"
             ) from None

@@ -12,9 +12,8 @@ import hashlib
 import json
 import logging
 import os
+from importlib.metadata import version
 from pathlib import Path
-
-import jieba
 
 from mimikit.memory.corpus import Signature
 from mimikit.memory.passages import split_passages
@@ -30,7 +29,7 @@ CachedFile = tuple[Signature, list[str], list[str]]  # signature, passages, term
 
 def fingerprint() -> str:
     """What the cached terms depend on: this format, jieba's version, the cutting code."""
-    digest = hashlib.sha256(f"{_FORMAT} {jieba.__version__}".encode())
+    digest = hashlib.sha256(f"{_FORMAT} {version('jieba')}".encode())
     for function in (tokenize, split_passages):
         digest.update(Path(function.__code__.co_filename).read_bytes())
     return digest.hexdigest()

@@ -5,12 +5,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from mimikit.memory.passages import truncate
-from mimikit.memory.search import MemoryHit
 from mimikit.memory.tokenize import cut_chinese, is_stop_word
 from mimikit.models import Message
 from mimikit.tokens import estimate_tokens
+
+if TYPE_CHECKING:
+    from mimikit.memory.search import MemoryHit
 
 KEYWORD_PATTERN = re.compile("[a-z0-9_]{2,}|[\u4e00-\u9fff]{2,}", re.IGNORECASE)
 _CHINESE = re.compile("[\u4e00-\u9fff]+")

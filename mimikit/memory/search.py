@@ -19,7 +19,7 @@ from mimikit.memory.corpus import Corpus, Signature, signature_of
 from mimikit.memory.fallback import substring_search
 from mimikit.memory.files import as_utc, mtime_period, name_period
 from mimikit.memory.passages import PASSAGE_MAX_CHARS, TRUNCATION_MARK, split_passages, truncate
-from mimikit.memory.tokenize import prepare_tokenizer, tokenize
+from mimikit.memory.tokenize import tokenize
 from mimikit.memory.watch import ChangeWatcher, open_watcher
 from mimikit.models import Model
 
@@ -64,8 +64,8 @@ class MemoryIndex:
         self._reset()
 
     def warm(self) -> None:
-        """Build the index now, or bring it up to date: cheap once built."""
-        prepare_tokenizer()
+        """Build the index now, or bring it up to date: cheap once built. jieba's word list
+        is loaded only when a file not in the term cache has Chinese in it."""
         with self._lock:
             try:
                 self._refresh()

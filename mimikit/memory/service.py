@@ -1,4 +1,8 @@
-"""One memory index per process, shared by the API, the tools and the Teller injection."""
+"""One memory index per process, shared by the API, the tools and the Teller injection.
+
+The index (numpy, BM25, and jieba for Chinese) is imported when a process first needs one, so
+the processes that never search memory (the task worker's Worker runs, beat) do not carry it.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,12 @@ import threading
 from collections import OrderedDict
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mimikit.config import Settings
-from mimikit.memory.search import MemoryIndex
+
+if TYPE_CHECKING:
+    from mimikit.memory.search import MemoryIndex
 
 # A process serves one state dir; a few more are kept for processes (tests) that switch.
 # Each index holds a change-notification handle, and the kernel allows few per user.
@@ -21,6 +27,8 @@ _indexes: OrderedDict[tuple[Path, Path], MemoryIndex] = OrderedDict()
 
 def index_for(settings: Settings) -> MemoryIndex:
     """The process's index over ``settings``' state dir and work dir, created on first use."""
+    from mimikit.memory.search import MemoryIndex
+
     key = (Path(settings.state_dir).resolve(), Path(settings.work_dir).resolve())
     with _lock:
         if key not in _indexes:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-
-import jieba
+from typing import Any
 
 _CJK_RUN = "[\u4e00-\u9fff]+"
 _TOKEN_RUNS = re.compile(f"{_CJK_RUN}|[a-z0-9_]+", re.IGNORECASE)
@@ -26,7 +25,7 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 
 _init_lock = threading.Lock()
-_ready = False
+_jieba: Any = None  # the module, imported and its dictionary loaded on first need (~60 MB)
 
 
 def prepare_tokenizer() -> None:
@@ -34,16 +33,20 @@ def prepare_tokenizer() -> None:
     _ensure_jieba()
 
 
-def _ensure_jieba() -> None:
-    """Load jieba's dictionary once per process, quietly (it logs at INFO by default)."""
-    global _ready
-    if _ready:
-        return
+def _ensure_jieba() -> Any:
+    """jieba with its dictionary loaded, once per process, quietly (it logs at INFO by
+    default). Processes that never see Chinese text never load it."""
+    global _jieba
+    if _jieba is not None:
+        return _jieba
     with _init_lock:
-        if not _ready:
+        if _jieba is None:
+            import jieba
+
             jieba.setLogLevel(logging.WARNING)
             jieba.initialize()
-            _ready = True
+            _jieba = jieba
+    return _jieba
 
 
 def cut_chinese(run: str, hmm: bool = True) -> list[str]:
@@ -55,8 +58,13 @@ def cut_chinese(run: str, hmm: bool = True) -> list[str]:
             terms turn it off: twice as fast, and a word is cut the same way in every
             context, which is what matching a query against documents needs.
     """
-    _ensure_jieba()
-    return jieba.lcut(run, HMM=hmm)
+    words: list[str] = _ensure_jieba().lcut(run, HMM=hmm)
+    return words
+
+
+def has_chinese(text: str) -> bool:
+    """True when ``text`` has a Chinese character (which needs jieba to be cut)."""
+    return _CJK.search(text) is not None
 
 
 def is_stop_word(token: str) -> bool:

@@ -24,12 +24,12 @@ from redis.exceptions import LockError, RedisError
 
 from mimikit.models import utcnow
 from mimikit.scheduling import entries
+from mimikit.scheduling.liveness import LIVENESS_SECONDS, liveness  # noqa: F401 - re-exported
 from mimikit.store import lease
 from mimikit.store.identity import HOSTNAME, owner_alive
-from mimikit.store.runtime import Runtime, get_runtime
+from mimikit.store.runtime import get_runtime
 
 log = logging.getLogger("mimikit.beat")
-LIVENESS_SECONDS = 30
 STANDBY_POLL_SECONDS = 1.0
 
 
@@ -226,17 +226,6 @@ class Scheduler(RedBeatScheduler):
         if lease.release(client, self.lock_key, token):
             log.warning("beat: took over the lock of %s, which is no longer running",
                         holder.get("owner"))
-
-
-def liveness(runtime: Runtime) -> dict[str, Any]:
-    """Whether a beat holds the lock and ticked lately: ``{alive, owner, at}``."""
-    raw = runtime.redis.get(runtime.keys.meta("beat"))
-    if not raw:
-        return {"alive": False, "owner": None, "at": None}
-    holder = json.loads(raw)
-    at = datetime.fromisoformat(holder["at"])
-    alive = (utcnow() - at).total_seconds() < LIVENESS_SECONDS
-    return {"alive": alive, "owner": holder.get("owner"), "at": holder["at"]}
 
 
 def on_beat_init(sender: Any = None, **_: Any) -> None:

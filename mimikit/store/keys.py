@@ -29,6 +29,12 @@ class Keys:
         """Sorted set: id of each finished task -> when it finished (epoch seconds)."""
         return self._k("finished")
 
+    @property
+    def waiting_for_model(self) -> str:
+        """Sorted set: id of each unfinished task waiting for the LLM to come back -> since
+        when (epoch seconds)."""
+        return self._k("waiting_for_model")
+
     def result(self, task_id: str) -> str:
         return self._k("result", task_id)
 

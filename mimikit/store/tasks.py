@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any, Literal
 
 from redis import Redis
@@ -28,6 +30,16 @@ ALLOWED: dict[str, frozenset[str]] = {
     "canceled": frozenset(),
 }
 CANCEL_TTL_SECONDS = 7 * 24 * 3600
+# KEYS: heartbeat, cancel request; ARGV: owner, lifetime (ms) -> {ours, cancel asked}
+_BEAT_SCRIPT = """
+local holder = redis.call('GET', KEYS[1])
+local ours = 0
+if (not holder) or holder == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  ours = 1
+end
+return {ours, redis.call('EXISTS', KEYS[2])}
+"""
 Describe = Callable[[Task], dict[str, Any]]
 
 
@@ -101,6 +113,18 @@ class TaskStore:
         """The results of these tasks, in one round trip (tasks without one left out)."""
         raws = self.redis.mget([self.keys.result(i) for i in ids]) if ids else []
         return {task_id: load(Result, raw) for task_id, raw in zip(ids, raws, strict=True) if raw}
+
+    def waiting_for_model(self) -> dict[str, Any] | None:
+        """``{count, since}``: how many unfinished tasks wait for the LLM to come back, and
+        since when the first of them has; None when none does."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.zcard(self.keys.waiting_for_model)
+        pipe.zrange(self.keys.waiting_for_model, 0, 0, withscores=True)
+        count, first = pipe.execute()
+        if not count:
+            return None
+        since = datetime.fromtimestamp(first[0][1], UTC).isoformat() if first else None
+        return {"count": int(count), "since": since}
 
     def log_of(self, task_id: str) -> list[dict[str, Any]]:
         """The log events of one task, oldest first."""
@@ -230,14 +254,18 @@ class TaskStore:
     def _heartbeat_ms(self) -> int:
         return int(self.heartbeat_seconds * 1000)
 
-    def beat(self, task_id: str, owner: str) -> bool:
-        """Renew the heartbeat of a running task; False when someone else owns it now."""
-        key = self.keys.heartbeat(task_id)
-        holder = self.redis.get(key)
-        if holder is not None and as_text(holder) != owner:
-            return False
-        self.redis.set(key, owner, px=self._heartbeat_ms)
-        return True
+    def beat(self, task_id: str, owner: str) -> tuple[bool, bool]:
+        """Renew the heartbeat of a running task, in one round trip (each run in flight beats
+        every second): ``(ours, cancel)``, ``ours`` False when someone else holds it now,
+        ``cancel`` True when a cancel of the task was asked for."""
+        ours, cancel = self._beat(keys=[self.keys.heartbeat(task_id),
+                                        self.keys.cancel_requested(task_id)],
+                                  args=[owner, self._heartbeat_ms])
+        return bool(ours), bool(cancel)
+
+    @cached_property
+    def _beat(self) -> Any:
+        return self.redis.register_script(_BEAT_SCRIPT)
 
     def complete(self, result: Result, *, also: Callable[[WritePipe, Task], None] | None = None,
                  only_if_lost: bool = False) -> Task | None:

@@ -41,6 +41,10 @@ class WritePipe:
         if task.status in FINISHED and previous_status not in FINISHED:
             self._finished.append(task)
             self._pipe.delete(keys.journal(task.id))  # its run will not resume
+        if task.waitingSince is not None and task.status not in FINISHED:
+            self._pipe.zadd(keys.waiting_for_model, {task.id: task.waitingSince.timestamp()})
+        elif previous_status is not None:
+            self._pipe.zrem(keys.waiting_for_model, task.id)
 
     def seal(self, keys: Keys) -> None:
         """Put the tasks that finished in this transaction under retention; called last, so

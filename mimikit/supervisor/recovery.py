@@ -2,8 +2,9 @@
 
 A running task keeps a heartbeat key alive; when the key has stayed away ``heartbeat_seconds``
 (not only expired: a Redis restart drops live heartbeats too, until they are renewed) its worker
-is gone. The task is then re-queued after an exponential backoff (through ``deferUntil``, status ``deferred``) while
-``attempts < retry.maxAttempts``, else it fails with the reason, which routes like any failure.
+is gone. The task is then re-queued after an exponential backoff (through ``deferUntil``, status
+``deferred``) while ``attempts < retry.maxAttempts`` (``MIMIKIT_RETRY_MAX_ATTEMPTS``, 3, when the
+task sets none), else it fails with the reason, which routes like any failure.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def handle_lost(runtime: Runtime, task_id: str, now: datetime) -> bool:
     reason = runtime.tasks.cancel_reason(task_id)
     if reason is not None:
         return finish(runtime, Completion(task=task, canceled=reason)) is not None
-    if may_retry(task):
+    if may_retry(task, runtime.settings.retry_max_attempts):
         return _defer(runtime, task_id, next_attempt_at(task, now))
     result = Result(id=task_id, status="failed", error=LOST_REASON, attempts=task.attempts,
                     traceId=task.traceId)

@@ -17,6 +17,7 @@ from mimikit.spending import book
 from mimikit.store import retention
 from mimikit.store.runtime import Runtime
 from mimikit.summaries import task_summary as summarize
+from mimikit.tasks.attempts import attempts_view
 
 Scope = Literal["queue", "running", "triggers", "all", "finished"]
 SCOPES = ("queue", "running", "triggers", "all", "finished")
@@ -109,13 +110,16 @@ def _unique(tasks: list[Task]) -> list[Task]:
 
 def detail(runtime: Runtime, task_id: str) -> dict[str, Any] | None:
     """Everything about one task (``GET /api/tasks/ID``, ``mimikit task show``): the task, its
-    result, its events, its finished runs and the steps of a run in progress; None if unknown."""
+    result, its events, its finished runs, the steps of a run in progress and its attempts
+    (``tasks.attempts``); None if unknown."""
     task = runtime.tasks.get(task_id)
     if task is None:
         return None
     result = runtime.tasks.result(task_id)
     spent = "trigger" if task.is_trigger else "task"
+    events = runtime.tasks.log_of(task_id)
     return {"task": task.dump(), "result": result.dump() if result else None,
-            "events": runtime.tasks.log_of(task_id), "runs": runtime.runs.of(task_id),
+            "events": events, "runs": runtime.runs.of(task_id),
             "live": runtime.runs.live_steps(task_id),
-            "usage": book.totals(runtime, spent, task_id)}
+            "usage": book.totals(runtime, spent, task_id),
+            "attempts": attempts_view(task, events, runtime.settings.retry_max_attempts)}

@@ -17,7 +17,7 @@ from mimikit.atoms.tree import ConditionArg
 from mimikit.exceptions import InvalidValue, ToolError
 from mimikit.llm.registry import Registry, StopRun
 from mimikit.memory.service import search_memory as search
-from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, ResultType, Task, utcnow
+from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, ResultType, RetryPolicy, Task, utcnow
 from mimikit.scheduling import validation
 from mimikit.store import fingerprints as fingerprint
 from mimikit.tasks import checks
@@ -29,6 +29,12 @@ NOTIFY_HELP = ("when the user hears of a result: always, on_change, on_failure o
                "(default: on_failure for recurring work, always for a scheduled run, the last "
                "step of a chain)")
 BUDGET_HELP = "the most all runs of this trigger may spend, in the currency of the price table"
+RETRY_HELP = ("how often the task may run: it runs again, after a backoff, when its worker dies "
+              "(default 3 attempts) or its run fails (default: not again)")
+
+
+class RetryArgs(Args):
+    maxAttempts: int = Field(ge=1, le=100, description="attempts in all, the first included")
 
 
 class PlannerDelegateArgs(Args):
@@ -41,6 +47,7 @@ class PlannerDelegateArgs(Args):
                                     description="seconds; null = role default")
     title: str | None = Field(None, max_length=200)
     notify: Notify | None = Field(None, description=NOTIFY_HELP)
+    retry: RetryArgs | None = Field(None, description=RETRY_HELP)
 
 
 class ScheduleArgs(Args):
@@ -59,6 +66,7 @@ class ScheduleArgs(Args):
     misfire: Literal["skip", "once"] = "once"
     notify: Notify | None = Field(None, description=NOTIFY_HELP)
     budget: float | None = Field(None, ge=0, description=BUDGET_HELP)
+    retry: RetryArgs | None = Field(None, description=RETRY_HELP + " (each firing's run)")
 
 
 class RecentHistoryArgs(Args):
@@ -112,6 +120,10 @@ def _timing(ctx: ToolContext, args: ScheduleArgs) -> tuple[dict[str, Any], dict[
         raise ToolError(str(error)) from None
 
 
+def _retry(args: RetryArgs | None) -> RetryPolicy | None:
+    return RetryPolicy(maxAttempts=args.maxAttempts) if args is not None else None
+
+
 def _task(**fields: Any) -> Task:
     try:
         return checks.built(**fields)
@@ -132,7 +144,7 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
         """Create a Worker sub-task (oneshot now, or conditional); returns its taskId."""
         task = _task(type=args.type, prompt=args.prompt, condition=_checked(ctx, args.condition),
                      priority=args.priority, timeout=args.timeout, title=args.title,
-                     notify=args.notify, traceId=ctx.trace_id,
+                     notify=args.notify, retry=_retry(args.retry), traceId=ctx.trace_id,
                      parentId=ctx.task.id if ctx.task else None)
         return _stage(ctx, task)
 
@@ -148,7 +160,7 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
         task = _task(type=args.type, prompt=args.prompt, cooldown=args.cooldown,
                      timeout=args.timeout, priority=args.priority, title=args.title,
                      misfire=args.misfire, notify=args.notify, budget=args.budget,
-                     traceId=ctx.trace_id, parentId=ctx.task.id if ctx.task else None, **shape)
+                     retry=_retry(args.retry), traceId=ctx.trace_id, parentId=ctx.task.id if ctx.task else None, **shape)
         return _stage(ctx, task, **about)
 
     @registry.tool("get_recent_history", roles=planner, idempotent=True)

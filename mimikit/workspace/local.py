@@ -1,8 +1,9 @@
 """The Worker's file and shell actions, confined to the work directory.
 
-Every subprocess runs in its own process group so that a timeout, a cancel or a Celery
-revoke can kill the command together with everything it started in the background; shell
-commands run in the sandbox given (``mimikit.workspace.sandbox``).
+Every subprocess runs in its own process group so that a timeout or a cancel can kill the
+command together with everything it started in the background (the groups of this workspace,
+not those of other runs of the process); shell commands run in the sandbox given
+(``mimikit.workspace.sandbox``), one at a time per host slot (``mimikit.workspace.slots``).
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ import logging
 import os
 import shutil
 import threading
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from mimikit.exceptions import ConfigError, ToolError
-from mimikit.workspace.procgroup import kill_groups, run_process_group
+from mimikit.exceptions import ConfigError, ToolError, WaitStopped
+from mimikit.workspace.procgroup import ProcessRun, kill_groups, run_process_group
 from mimikit.workspace.sandbox import Sandbox
+from mimikit.workspace.slots import HostSlots
 
 log = logging.getLogger("mimikit.workspace")
 
@@ -29,6 +32,7 @@ SHELL_ENV_VARS = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE"
 # Files the file tools never touch, relative to the work dir: secrets and Mimikit's own state.
 PRIVATE_NAMES = (".env",)
 UNCONFINED = Sandbox("off", None)
+SLOT_WAIT_SHOWN_SECONDS = 0.1  # a longer wait for a host slot is said in the command's result
 
 # --- the workspace ----------------------------------------------------------------------------
 
@@ -44,6 +48,7 @@ class Workspace:
         output_limit_bytes: int = 64_000,
         private: tuple[Path, ...] = (),
         sandbox: Sandbox = UNCONFINED,
+        slots: HostSlots | None = None,
     ) -> None:
         root = Path(root).expanduser()
         if not root.is_dir():
@@ -55,6 +60,7 @@ class Workspace:
         self.private = tuple(Path(p).resolve() for p in private) + tuple(
             self.root / name for name in PRIVATE_NAMES)
         self.sandbox = sandbox
+        self.slots = slots
         self.shell_timeout_default = shell_timeout_default
         self.shell_timeout_max = shell_timeout_max
         self.output_limit_bytes = output_limit_bytes
@@ -148,24 +154,17 @@ class Workspace:
         """Run ``command`` in the work directory, in the sandbox; background children die with it.
 
         Returns:
-            {exitCode, stdout, stderr, timedOut, canceled, durationMs}, and ``note`` when a
-            failure looks like the sandbox's doing (no network).
+            {exitCode, stdout, stderr, timedOut, canceled, durationMs}, ``waitedMs`` when it
+            waited for a free host slot, and ``note`` when a failure looks like the sandbox's
+            doing (no network).
         """
         seconds = self._check_command(command, timeout)
-        shell = shutil.which("bash") or "/bin/sh"
-        env = {k: v for k, v in os.environ.items() if k in SHELL_ENV_VARS or k.startswith("LC_")}
-        # The cwd's .env is the one the runtime's settings are read from.
-        hidden = (*self.private, Path.cwd() / ".env")
-        with self.sandbox.command([shell, "-c", command], env, self.root, hidden) as (argv, boxed):
-            run = run_process_group(
-                argv,
-                cwd=self.root,
-                timeout=seconds,
-                output_limit_bytes=self.output_limit_bytes,
-                stop=self._canceled.is_set,
-                env=boxed,
-                owner=self.live_pgids,
-            )
+        try:
+            with self._slot() as waited:
+                run = self._run_shell(command, seconds)
+        except WaitStopped:
+            raise ToolError("the task was canceled or ran out of time while its command "
+                            "waited for a free shell slot; it did not run") from None
         result: dict[str, Any] = {
             "exitCode": run.exitCode,
             "stdout": run.stdout,
@@ -174,9 +173,33 @@ class Workspace:
             "canceled": run.stopped,
             "durationMs": run.durationMs,
         }
+        if waited >= SLOT_WAIT_SHOWN_SECONDS:
+            result["waitedMs"] = int(waited * 1000)
         if note := self.sandbox.note(run.exitCode, run.stderr + run.stdout):
             result["note"] = note
         return result
+
+    def _slot(self) -> Any:
+        """A host slot for one command (or none to wait for, without slots)."""
+        if self.slots is None:
+            return nullcontext(0.0)
+        return self.slots.hold(self._canceled.is_set)
+
+    def _run_shell(self, command: str, seconds: float) -> ProcessRun:
+        shell = shutil.which("bash") or "/bin/sh"
+        env = {k: v for k, v in os.environ.items() if k in SHELL_ENV_VARS or k.startswith("LC_")}
+        # The cwd's .env is the one the runtime's settings are read from.
+        hidden = (*self.private, Path.cwd() / ".env")
+        with self.sandbox.command([shell, "-c", command], env, self.root, hidden) as (argv, boxed):
+            return run_process_group(
+                argv,
+                cwd=self.root,
+                timeout=seconds,
+                output_limit_bytes=self.output_limit_bytes,
+                stop=self._canceled.is_set,
+                env=boxed,
+                owner=self.live_pgids,
+            )
 
     def _check_command(self, command: str, timeout: float | None) -> float:
         """The seconds ``command`` may take; refuses it when it cannot or must not run."""

@@ -1,7 +1,9 @@
 """Subprocesses in process groups of their own, killed as a whole.
 
-A timeout, a cancel or a Celery revoke kills a command together with everything it started in
-the background; the live groups of this process are tracked so a cancel can reach them.
+A timeout or a cancel kills a command together with everything it started in the background.
+Several runs share one process (a threads pool), so each caller tracks its own groups
+(``owner``) and stops only those (``kill_groups``); the registry of the whole process is for
+looking only.
 """
 
 from __future__ import annotations
@@ -86,14 +88,9 @@ def kill_process_group(pgid: int, grace_seconds: float = KILL_GRACE_SECONDS) -> 
 
 
 def live_process_groups() -> list[int]:
-    """Process groups started by this process and still running (for revoke handlers)."""
+    """Process groups started by this process (by any of its runs) and still running."""
     with _live_lock:
         return sorted(_live_pgids)
-
-
-def kill_live_process_groups() -> int:
-    """Kill every process group this process started; returns how many were killed."""
-    return sum(kill_process_group(pgid) for pgid in live_process_groups())
 
 
 class _Capture:
