@@ -249,6 +249,23 @@ def test_tools_are_offered_with_tool_choice_and_a_server_refusing_it_is_asked_wi
     assert "tool_choice" not in llm.requests_for("teller")[-1]
 
 
+def test_prose_under_a_required_call_is_asked_again_and_never_shown_twice(stack, llm):
+    from llm_server import streamed
+
+    rambling = "Sure! I can help you with that. " * 12  # a server that lets its model loose
+    llm.script("teller", streamed(text(rambling), pause=0.01, chunk_chars=8),
+               streamed(text("Hello! How can I help?"), pause=0.01, chunk_chars=8))
+    cursor = stack.redis.xrevrange(stack.keys.events, count=1)
+    since = cursor[0][0].decode() if cursor else "0"
+    post_input(stack, "hello")
+    wait_history(stack, lambda h: ("assistant", "Hello! How can I help?") in h, message="reply")
+    requests = llm.requests_for("teller")
+    assert "tool_choice" in requests[0] and "tool_choice" not in requests[1]
+    shown = [json.loads(data)["text"] for _id, event, data in stack.events.read(since, 50)
+             if event == "reply"]
+    assert not any("Sure!" in t for t in shown), shown
+
+
 def test_a_slow_answer_streams_only_what_the_person_reads(stack, llm):
     from llm_server import streamed
 

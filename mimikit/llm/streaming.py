@@ -104,6 +104,7 @@ class _Reader:
         self.calls: dict[int, dict[str, str]] = {}
         self.replies: dict[int, ReplyText] = {}
         self.usage, self.finish_reason, self.received = Usage(), None, 0
+        self.held = ""  # text of an answer that must be a call, shown only once it is not prose
 
     def take(self, chunk: Any) -> None:
         if getattr(chunk, "usage", None) is not None:
@@ -143,11 +144,16 @@ class _Reader:
             raise IgnoresToolChoice(text[:80])
 
     def _show(self, text: str) -> None:
-        if text:
-            self.on_text(text)
+        if self.calls_only and not self.calls:
+            self.held += text  # prose that may yet be given up on: never shown twice
+        elif self.held or text:
+            self.on_text(self.held + text)
+            self.held = ""
 
     def done(self) -> Streamed:
         self._show(self.prose.finish())
+        self.calls_only = False
+        self._show("")
         found = [(c["id"], c["name"], c["arguments"]) for _index, c in sorted(self.calls.items())]
         return Streamed("".join(self.content) or None, found, self.usage, self.finish_reason)
 
