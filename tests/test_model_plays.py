@@ -300,3 +300,68 @@ def test_a_stream_that_runs_away_is_cut_at_the_deadline(runtime, procs, llm, mon
     assert not any(t.startswith("la la") for _r, t in history(runtime))
     print(f"runaway cut after {first[1] - first[0]:.1f} s; answered in "  # noqa: T201
           f"{time.monotonic() - began:.1f} s")
+
+
+def test_a_planner_silent_after_its_calls_is_done_and_a_schedule_without_type_is_read(
+        stack, llm):
+    llm.script("teller", tool_call("delegate", prompt="Every day at 9am remind me to drink water"),
+               tool_call("reply", text="I'll set that up."))
+    llm.script("planner", tool_call("schedule", prompt="Remind the user to drink water",
+                                    cron="0 9 * * *"),
+               text(""), text(""), text(""))
+    post_input(stack, "every day at 9am remind me to drink water")
+    planned = _planned(stack, llm)
+    assert [t.schedule.cron for t in stack.triggers.all() if t.type == "recurring"] == ["0 9 * * *"]
+    summary = stack.tasks.results_by_id([planned[0].id])[planned[0].id].result["text"]
+    assert "schedule" in summary
+    assert len(llm.requests_for("planner")) == 4  # the call, then silence corrected twice
+
+
+def test_a_planner_silent_without_any_call_done_still_fails(stack, llm):
+    llm.script("teller", tool_call("delegate", prompt="Summarize the logs"),
+               tool_call("reply", text="On it."))
+    llm.default("planner", text(""))
+    post_input(stack, "summarize the logs")
+    failed = wait_for(lambda: [t for t in stack.tasks.with_status("failed")
+                               if t.role == "planner"], timeout=30, message="the Planner to fail")
+    assert "empty" in stack.tasks.results_by_id([failed[0].id])[failed[0].id].error
+
+
+def test_a_delegate_without_a_word_after_it_is_answered_with_what_was_handed_over(stack, llm):
+    llm.script("teller", tool_call("delegate", prompt="Create notes.txt"), text(""))
+    llm.default("teller", text(""))
+    post_input(stack, "create notes.txt")
+    wait_history(stack, lambda h: ("assistant", "On it: Create notes.txt") in h,
+                 message="the reply saying what was handed over")
+    assert len(_planned(stack, llm)) == 1
+    assert llm.requests_for("teller")[1]["messages"][-1]["role"] == "tool"  # not corrected
+    assert not any(role == "system" for role, _t in history(stack))
+
+
+@pytest.mark.parametrize("echo", [
+    "- [2026-11-25T03:21:15.713507Z] delegate: Create notes.txt <tool_response>\n\n- [2026-11",
+    '[2026-11-25 03:21] user: create notes.txt<|im_end|>'])
+def test_lines_the_model_copies_from_its_prompt_are_never_shown(stack, llm, echo):
+    llm.script("teller", tool_call("delegate", prompt="Create notes.txt"), text(echo))
+    post_input(stack, "create notes.txt")
+    wait_history(stack, lambda h: any(role == "assistant" for role, _t in h), message="a reply")
+    replies = [t for r, t in history(stack) if r == "assistant"]
+    assert replies == ["On it: Create notes.txt"]
+
+
+def test_a_reply_written_as_a_transcript_line_keeps_only_its_text(stack, llm):
+    llm.script("teller", tool_call("reply", text="[2026-11-25 03:21] assistant: Hello there!\n"
+                                                 "[2026-11-25 03:21] user: hi"))
+    post_input(stack, "hi")
+    wait_history(stack, lambda h: ("assistant", "Hello there!") in h, message="the reply")
+    assert [t for r, t in history(stack) if r == "assistant"] == ["Hello there!"]
+
+
+def test_a_reply_call_holding_only_copied_lines_is_refused_and_written_again(stack, llm):
+    llm.script("teller", tool_call("reply", text="- [2026-11-25T03:21:15Z] user: hi"),
+               tool_call("reply", text="Hi! What can I do for you?"))
+    post_input(stack, "hi")
+    wait_history(stack, lambda h: ("assistant", "Hi! What can I do for you?") in h,
+                 message="the reply written again")
+    assert "copied" in llm.requests_for("teller")[1]["messages"][-1]["content"]
+    assert [t for r, t in history(stack) if r == "assistant"] == ["Hi! What can I do for you?"]

@@ -28,6 +28,7 @@ from mimikit.conversation.gate import PASS_TRIES, RETRY_PAUSES_SECONDS
 from mimikit.delivery.dispatch import TELLER_DELIVERY_PASSES
 from mimikit.exceptions import LLMUnavailable
 from mimikit.lifecycle.submit import submit
+from mimikit.llm.echoes import without_echoes
 from mimikit.llm.record import RunRecord
 from mimikit.memory import backlog
 from mimikit.models import Task
@@ -192,11 +193,14 @@ def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None)
 
 def _outcome(runtime: Runtime, ctx: ToolContext, record: RunRecord,
              items: list[InboxItem]) -> str:
-    if record.status == "done" and record.finalText and record.finalText.strip() \
-            and not ctx.replies:
-        post_reply(ctx, record.finalText.strip())
+    said = without_echoes(record.finalText or "") if record.status == "done" else ""
+    if said and not ctx.replies:
+        post_reply(ctx, said)
     if record.promised and not ctx.created:
         hand_over(runtime, ctx, items, record.promised)
+    if ctx.created and not (ctx.replies or ctx.asked) and record.status == "done" and \
+            any(isinstance(item, InputItem | AnswerItem) for item in items):
+        _say_handed_over(runtime, ctx)  # it delegated and had nothing to add
     if ctx.replies or ctx.asked:
         return ANSWERED
     if record.status == "failed":
@@ -204,6 +208,13 @@ def _outcome(runtime: Runtime, ctx: ToolContext, record: RunRecord,
     if not any(isinstance(item, InputItem | AnswerItem) for item in items):
         return ANSWERED  # results and notices the Teller chose to keep quiet about
     return "the model answered nothing the user could read"
+
+
+def _say_handed_over(runtime: Runtime, ctx: ToolContext) -> None:
+    """A reply for a pass that delegated without a word: what was handed over."""
+    asked = [task.title or task.prompt.strip().splitlines()[0]
+             for task in runtime.tasks.by_id(ctx.created)]
+    post_reply(ctx, "On it: " + "; ".join(text[:200] for text in asked))
 
 
 def hand_over(runtime: Runtime, ctx: ToolContext, items: list[InboxItem], promise: str) -> None:

@@ -198,7 +198,7 @@ class _Loop:
                 self.record.status, self.record.finalText = "done", ""
                 return True
             name, text = corrections.empty(self.options.text_ends_run)
-            return self._problem(corrections.EMPTY, text, force=name)
+            return self._problem(corrections.EMPTY, text, force=name, give_up=self._fell_silent())
         return self._plain(answer.text or "")
 
     def _plain(self, text: str) -> bool:
@@ -245,6 +245,16 @@ class _Loop:
     def _give_up_promise(self, text: str) -> bool:
         self.record.status, self.record.finalText, self.record.promised = "done", text, text
         return True
+
+    def _fell_silent(self) -> Callable[[], bool] | None:
+        """How a run that stays silent ends once corrected: a Planner or Worker whose calls
+        did their work and then had nothing to say is done, its calls its result (small models
+        stop after their last call); without a successful call the run fails."""
+        if not (self.called and self.options.text_as_result is not None):
+            return None
+        done = [f"{call.name}: {call.content[:200]}" for call in self.record.toolCalls if call.ok]
+        summary = "The model gave no summary. What its calls did:\n" + "\n".join(done)
+        return lambda: self._take_text_as_result(summary)
 
     def _take_text_as_result(self, text: str) -> bool:
         """After the corrections, a Planner's or Worker's text is its result."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from mimikit.atoms.tree import ConditionArg
 from mimikit.exceptions import InvalidValue, ToolError
@@ -50,6 +50,11 @@ class PlannerDelegateArgs(Args):
     retry: RetryArgs | None = Field(None, description=RETRY_HELP)
 
 
+# The kind of schedule each timing field belongs to.
+TIMING_KINDS = {"interval": "recurring", "cron": "recurring", "runAt": "scheduled",
+                "condition": "conditional"}
+
+
 class ScheduleArgs(Args):
     prompt: str = Field(min_length=1, max_length=50_000)
     type: Literal["recurring", "scheduled", "conditional"]
@@ -67,6 +72,17 @@ class ScheduleArgs(Args):
     notify: Notify | None = Field(None, description=NOTIFY_HELP)
     budget: float | None = Field(None, ge=0, description=BUDGET_HELP)
     retry: RetryArgs | None = Field(None, description=RETRY_HELP + " (each firing's run)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _type_from_timing(cls, data: Any) -> Any:
+        """A call without ``type`` that names one kind of timing means that kind (models
+        often leave it out when the timing says it)."""
+        if isinstance(data, dict) and "type" not in data:
+            kinds = {kind for field, kind in TIMING_KINDS.items() if data.get(field) is not None}
+            if len(kinds) == 1:
+                return {**data, "type": kinds.pop()}
+        return data
 
 
 class RecentHistoryArgs(Args):

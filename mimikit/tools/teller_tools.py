@@ -10,6 +10,7 @@ from pydantic import Field
 
 from mimikit.exceptions import ToolError
 from mimikit.lifecycle.submit import submit
+from mimikit.llm.echoes import without_echoes
 from mimikit.llm.registry import Registry, StopRun
 from mimikit.memory import backlog
 from mimikit.memory.files import remember as write_memory
@@ -50,7 +51,16 @@ class BacklogArgs(Args):
 
 def post_reply(ctx: ToolContext, text: str) -> Message:
     """Write an assistant message with the run's usage and elapsed time so far (once: a call
-    run again after a crash finds its message there)."""
+    run again after a crash finds its message there), without what the model copied from its
+    prompt.
+
+    Raises:
+        ToolError: Nothing is left once the copied lines are taken out.
+    """
+    text = without_echoes(text)
+    if not text:
+        raise ToolError("the reply held only lines copied from the conversation or the "
+                        "prompt's markup; write your answer to the user itself")
     message = Message(role="assistant", text=text, usage=ctx.usage.model_copy(),
                       elapsedMs=ctx.elapsed_ms(), traceId=ctx.trace_id)
     once = ctx.once_key()
