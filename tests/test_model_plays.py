@@ -365,3 +365,65 @@ def test_a_reply_call_holding_only_copied_lines_is_refused_and_written_again(sta
                  message="the reply written again")
     assert "copied" in llm.requests_for("teller")[1]["messages"][-1]["content"]
     assert [t for r, t in history(stack) if r == "assistant"] == ["Hi! What can I do for you?"]
+
+
+def test_an_answer_repeating_one_line_is_ended_where_the_loop_began(stack, llm):
+    from llm_server import streamed
+
+    call = json.dumps({"name": "reply", "arguments": {"text": "Hello."}})
+    llm.script("teller", streamed(text(f"<tools>\n{call}\n</tools>\n" + "```\n" * 2000),
+                                  pause=0.02, chunk_chars=4))  # 40 s if read to its end
+    began = time.monotonic()
+    post_input(stack, "hi")
+    wait_history(stack, lambda h: ("assistant", "Hello.") in h, timeout=30, message="the reply")
+    assert time.monotonic() - began < 15
+    assert len(llm.requests_for("teller")) == 1
+
+
+def test_a_promise_copied_as_a_transcript_line_is_handed_over_and_said_plainly(stack, llm):
+    llm.default("teller", text('- [2026-11-25T03:56:38.672952Z] delegate "Remind me at 9am."'))
+    post_input(stack, "every day at 9am remind me to drink water")
+    assert "drink water" in _planned(stack, llm)[0].prompt
+    wait_history(stack, lambda h: any(r == "assistant" for r, _t in h), message="a reply")
+    replies = [t for r, t in history(stack) if r == "assistant"]
+    assert replies == ["On it: every day at 9am remind me to drink water"]
+
+
+def _kept(stack, words):
+    """Memory files (not the chat archive) holding ``words``."""
+    state = stack.settings.state_dir
+    files = [state / "memory.md", *(state / "memory").glob("*.md")]
+    return [f for f in files if f.exists() and not f.name.endswith("-chat.md")
+            and words in f.read_text(encoding="utf-8")]
+
+
+def test_a_promise_to_remember_gets_remember_not_delegate(stack, llm):
+    llm.script("teller", text("好的，我会记住你喜欢喝绿茶。"),
+               tool_calls([("remember", {"content": "用户喜欢喝绿茶"}),
+                           ("reply", {"text": "记住了！"})]))
+    post_input(stack, "请记住：我喜欢喝绿茶。")
+    wait_history(stack, lambda h: ("assistant", "记住了！") in h, message="the reply")
+    correction = llm.requests_for("teller")[1]["messages"][-1]["content"]
+    assert "'remember'" in correction and "delegate" not in correction
+    assert _kept(stack, "绿茶")
+    assert not [t for t in stack.tasks.with_status("queued", "running", "done") if t.role == "planner"]
+
+
+def test_a_promise_to_remember_never_backed_is_kept_by_the_runtime(stack, llm):
+    llm.default("teller", text("Got it, I'll remember that you like green tea."))
+    post_input(stack, "Remember: I like green tea.")
+    wait_history(stack, lambda h: any(r == "assistant" for r, _t in h), message="a reply")
+    assert [t for r, t in history(stack) if r == "assistant"] == [
+        "Got it, I'll remember that you like green tea."]
+    wait_for(lambda: _kept(stack, "I like green tea"), timeout=10, message="the words kept")
+    assert len(llm.requests_for("teller")) == 3  # the text, then corrected twice
+    assert not [t for t in stack.tasks.with_status("queued", "running", "done") if t.role == "planner"]
+
+
+def test_a_reply_that_remembers_with_its_call_is_not_corrected(stack, llm):
+    llm.script("teller", tool_calls([("remember", {"content": "likes green tea"}),
+                                     ("reply", {"text": "Noted, I'll remember that."})]))
+    post_input(stack, "I like green tea")
+    wait_history(stack, lambda h: ("assistant", "Noted, I'll remember that.") in h,
+                 message="the reply")
+    assert len(llm.requests_for("teller")) == 1

@@ -72,6 +72,26 @@ def test_an_invalid_cron_is_refused_when_the_tool_is_called(runtime, planner, cr
     assert ctx.staged == []
 
 
+@pytest.mark.parametrize(("timing", "said"), [({"interval": 3600, "cron": "0 9 * * *"}, "both"),
+                                               ({}, "neither")])
+def test_a_recurring_schedule_needs_one_timing_and_says_which_plainly(runtime, planner, timing,
+                                                                    said):
+    outcome, ctx = planner("schedule", type="recurring", prompt="drink water", **timing)
+    assert not outcome.ok and ctx.staged == []
+    assert outcome.content == ("error: a recurring task needs exactly one of 'interval' (seconds "
+                               "between runs) or 'cron' (e.g. '0 9 * * *' for every day at "
+                               f"9:00); it has {said}")
+
+
+@pytest.mark.parametrize(("timing", "kind"), [({"interval": "1h"}, "recurring"),
+                                              ({"cron": "0 9 * * *"}, "recurring"),
+                                              ({"runAt": "2099-01-01T09:00"}, "scheduled")])
+def test_a_schedule_without_type_takes_the_kind_its_timing_names(runtime, planner, timing, kind):
+    outcome, ctx = planner("schedule", prompt="drink water", **timing)
+    assert outcome.ok, outcome.content
+    assert ctx.staged[0].type == kind
+
+
 def test_durations_may_be_written_the_way_models_write_them(runtime, planner):
     outcome, ctx = planner("schedule", type="recurring", prompt="poll", interval="5m",
                            timeout="PT10M")

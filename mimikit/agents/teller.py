@@ -31,6 +31,7 @@ from mimikit.lifecycle.submit import submit
 from mimikit.llm.echoes import without_echoes
 from mimikit.llm.record import RunRecord
 from mimikit.memory import backlog
+from mimikit.memory.files import remember as write_memory
 from mimikit.models import Task
 from mimikit.store import fingerprints
 from mimikit.store.identity import owner_alive
@@ -196,7 +197,9 @@ def _outcome(runtime: Runtime, ctx: ToolContext, record: RunRecord,
     said = without_echoes(record.finalText or "") if record.status == "done" else ""
     if said and not ctx.replies:
         post_reply(ctx, said)
-    if record.promised and not ctx.created:
+    if record.promised and record.promisedTool == "remember":
+        keep_in_memory(runtime, items, record.promised)
+    elif record.promised and not ctx.created:
         hand_over(runtime, ctx, items, record.promised)
     if ctx.created and not (ctx.replies or ctx.asked) and record.status == "done" and \
             any(isinstance(item, InputItem | AnswerItem) for item in items):
@@ -217,6 +220,15 @@ def _say_handed_over(runtime: Runtime, ctx: ToolContext) -> None:
     post_reply(ctx, "On it: " + "; ".join(text[:200] for text in asked))
 
 
+def keep_in_memory(runtime: Runtime, items: list[InboxItem], promise: str) -> None:
+    """The model said it would remember and never called ``remember``: keep the person's
+    words in memory itself."""
+    said = "\n".join(item.message["text"] for item in items if isinstance(item, InputItem))
+    if said:
+        write_memory(runtime.settings.state_dir, said, long_term=False)
+        runtime.events.log("teller_promise_kept_in_memory", promise=promise[:300])
+
+
 def hand_over(runtime: Runtime, ctx: ToolContext, items: list[InboxItem], promise: str) -> None:
     """The model promised work it never delegated: delegate the person's request itself."""
     asked = "\n".join(item.message["text"] for item in items if isinstance(item, InputItem))
@@ -227,6 +239,7 @@ def hand_over(runtime: Runtime, ctx: ToolContext, items: list[InboxItem], promis
     existing = fingerprints.active_duplicate(runtime, task)
     if existing is None:
         submit(runtime, [task], note="handed over: the reply promised it")
+    ctx.created.append(existing or task.id)
     runtime.events.log("teller_promise_handed_over", traceId=ctx.trace_id,
                        taskId=existing or task.id, promise=promise[:300])
 

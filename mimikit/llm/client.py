@@ -26,7 +26,7 @@ from mimikit.llm.responses import (
     server_delay,
     with_estimate,
 )
-from mimikit.llm.streaming import IgnoresToolChoice, PastDeadline, read_stream
+from mimikit.llm.streaming import REPEATED_LINES, IgnoresToolChoice, PastDeadline, read_stream
 
 logger = logging.getLogger("mimikit.llm")
 
@@ -364,6 +364,10 @@ class LLMClient:
                               f"deadline passed ({late.received} characters received)") from None
         if found is None:
             raise _Retryable(f"the LLM at {self.url} ended its streamed answer empty")
+        if found.looped:
+            stream.close()  # the server stops writing the loop
+            logger.info("the LLM at %s repeated one line %d times: its answer ends before them",
+                        self.url, REPEATED_LINES)
         calls = [ToolCall(id=i, name=n, arguments=a) for i, n, a in found.calls]
         return Completion.of(found.content, calls, found.usage, found.finish_reason)
 

@@ -6,7 +6,7 @@ problem gets:
 
 - text where a finishing tool was due (Planner, Worker, llm_eval): call the finisher;
 - a Teller's text, or ``reply``, that promises work without the call that does it: call
-  ``delegate`` with the request;
+  ``delegate`` with the request (``remember`` for a promise to keep something in memory);
 - an empty answer: call a tool (the Teller: ``reply``);
 - a call of a tool that does not exist, or one that cannot be read: the tools there are;
 - an answer cut at ``max_tokens``: the same, shorter.
@@ -38,8 +38,12 @@ def plain_text(finishers: list[str]) -> tuple[str, str]:
                       "still need first); do not answer in text.")
 
 
-def promise(text: str) -> str:
-    """A Teller that promised work it did not hand over."""
+def promise(text: str, tool: str = "delegate") -> str:
+    """A Teller that promised work it did not hand over (or to remember what it did not)."""
+    if tool == "remember":
+        return (f"error: you told the user {text[:160]!r}, but nothing is kept until you call "
+                "'remember'. Call remember now with the fact to keep, in the user's words; "
+                "then reply.")
     return (f"error: you told the user {text[:160]!r}, but nothing does that work until you "
             "call 'delegate'. Call delegate now with a self-contained prompt for the request "
             "(what to do, with every detail the user gave); do not answer in text.")

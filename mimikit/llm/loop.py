@@ -21,7 +21,7 @@ from mimikit.llm.answers import Answer, read_answer
 from mimikit.llm.client import LLMDeadline
 from mimikit.llm.completion import ChatClient, Completion, ToolCall
 from mimikit.llm.journal import INTERRUPTED, Journal, Replay
-from mimikit.llm.promises import promises_work
+from mimikit.llm.promises import backing_tool
 from mimikit.llm.record import (
     STEP_TEXT_LIMIT,
     Observer,
@@ -122,7 +122,7 @@ class _Loop:
         self.replay = Replay(options.journal)
         self.problems: Counter[str] = Counter()
         self.forced: Any = None  # the tool_choice of the next request, after a correction
-        self.delegated = False
+        self.backed: set[str] = set()  # the tools whose calls succeeded
         self.called = False  # some call of the run succeeded
 
     # -- the cycle --
@@ -210,9 +210,10 @@ class _Loop:
                 return self._take_text_as_result(text)
             self._correct(corrections.PLAIN, message, force=finisher)  # to the step limit
             return False
-        if self._broken_promise(text):
-            return self._problem(corrections.PROMISE, corrections.promise(text),
-                                 force="delegate", give_up=lambda: self._give_up_promise(text))
+        tool = self._broken_promise(text)
+        if tool:
+            return self._problem(corrections.PROMISE, corrections.promise(text, tool),
+                                 force=tool, give_up=lambda: self._give_up_promise(text, tool))
         self.record.status, self.record.finalText = "done", text
         return True
 
@@ -239,11 +240,14 @@ class _Loop:
         if force is not None and self.problems[kind] > 1:
             self.forced = corrections.force(force)
 
-    def _broken_promise(self, text: str) -> bool:
-        return self.options.check_promises and not self.delegated and promises_work(text)
+    def _broken_promise(self, text: str) -> str | None:
+        """The call that would make ``text`` true, when no call of the run made it."""
+        tool = backing_tool(text) if self.options.check_promises else None
+        return tool if tool and tool not in self.backed else None
 
-    def _give_up_promise(self, text: str) -> bool:
-        self.record.status, self.record.finalText, self.record.promised = "done", text, text
+    def _give_up_promise(self, text: str, tool: str) -> bool:
+        self.record.status, self.record.finalText = "done", text
+        self.record.promised, self.record.promisedTool = text, tool
         return True
 
     def _fell_silent(self) -> Callable[[], bool] | None:
@@ -277,8 +281,8 @@ class _Loop:
             else:
                 outcome = self._call(call)
             self.called = self.called or outcome.ok
-            if call.name == "delegate" and outcome.ok:
-                self.delegated = True
+            if outcome.ok:
+                self.backed.add(call.name)
             if not outcome.ok:
                 self.last_error = outcome.content
             if outcome.stop and outcome.after_batch:
@@ -296,14 +300,15 @@ class _Loop:
         promises work that no call of the message does."""
         said = " ".join(str(c.arguments) for c in calls if c.name == "reply")
 
-        def stop(promised: str | None = None) -> bool:
+        def stop(promised: str | None = None, tool: str | None = None) -> bool:
             self.record.status, self.record.stopValue = "stopped", finish.value
-            self.record.promised = promised
+            self.record.promised, self.record.promisedTool = promised, tool
             return True
 
-        if self._broken_promise(said):
-            return self._problem(corrections.PROMISE, corrections.promise(said),
-                                 force="delegate", give_up=lambda: stop(said))
+        tool = self._broken_promise(said)
+        if tool:
+            return self._problem(corrections.PROMISE, corrections.promise(said, tool),
+                                 force=tool, give_up=lambda: stop(said, tool))
         return stop()
 
     def _call(self, call: ToolCall) -> ToolOutcome:

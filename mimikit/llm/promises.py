@@ -4,7 +4,8 @@ claim that it is done ("Reminder set for 9am.", "已创建"), or talk of handing
 
 A Teller that answers a request with such a text and does not delegate leaves the person
 waiting for work that never starts; the loop then asks it for the call that does the work
-(and, as a last resort, the Teller pass hands the request to the Planner itself).
+(and, as a last resort, the Teller pass hands the request to the Planner itself). A promise to
+remember ("I'll keep that in mind", "我会记住") is made true by ``remember`` instead.
 """
 
 from __future__ import annotations
@@ -35,6 +36,23 @@ _DONE = re.compile(
     r"started|booked|arranged)\b|\b(?:reminder|alarm|task|schedule)\s+set\b", re.IGNORECASE)
 _CHINESE_DONE = re.compile(r"已(?:经)?(?:为你|帮你|给你)?(?:创建|设置|设定|安排|保存|添加|写入|完成|记下)")
 _HANDING_OVER = re.compile(r"\bdelegat\w*|\bplanner\b|交给|委托", re.IGNORECASE)
+
+
+_REMEMBER = re.compile(
+    r"\b(?:i['’]ll|i will|i['’]m going to|let me|i['’]ve|i have)\s+(?:\w+\s+){0,2}?"
+    r"(?:remember|memori[sz]e|kept? (?:that|this|it) in mind|keep in mind|noted?\b)|"
+    r"(?:我(?:会|将|来|已经?|已)|让我)[^。！？!?\n]{0,6}?(?:记住|记下|记得|记录)|记住了|记下了",
+    re.IGNORECASE)
+
+
+def backing_tool(text: str | None) -> str | None:
+    """The call that makes ``text`` true: ``remember`` for a promise to keep something in
+    memory ("I'll remember that", "我会记住"), ``delegate`` for work, None for neither."""
+    if not text:
+        return None
+    if _REMEMBER.search(text):
+        return "remember"
+    return "delegate" if promises_work(text) else None
 
 
 def promises_work(text: str | None) -> bool:

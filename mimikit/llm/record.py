@@ -27,8 +27,9 @@ class ToolCallRecord(Model):
 class RunRecord(Model):
     """One LLM run: its transcript, tool calls, token usage and outcome.
 
-    ``promised`` is set when a Teller's run ended with a promise of work it never handed over
-    (the pass then hands the request over itself); ``resumed`` counts the steps a run took
+    ``promised`` is set when a Teller's run ended with a promise of work it never handed over,
+    or to remember what it never kept (``promisedTool``: the pass then makes it true itself);
+    ``resumed`` counts the steps a run took
     from its journal instead of doing them again.
     """
 
@@ -47,4 +48,5 @@ class RunRecord(Model):
     stopValue: Any = None
     traceId: str | None = None
     promised: str | None = None
+    promisedTool: str | None = None  # the call that would have made it true
     resumed: int = 0

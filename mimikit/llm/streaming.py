@@ -30,6 +30,13 @@ _PARTIAL_ESCAPE = re.compile(r'\\(u[0-9a-fA-F]{0,3})?$')
 PROSE_BEFORE_GIVING_UP = 160
 
 
+# Small models fall into a loop writing one short line again and again (a fence, a brace, a
+# blank) up to ``max_tokens``, minutes on a local server: this many of the same line in a row
+# ends the answer there, without them.
+REPEATED_LINES = 8
+_REPEATED_LINE_CHARS = 40
+
+
 class IgnoresToolChoice(Exception):
     """Raised while reading a stream asked for a tool call (``tool_choice``) that ran on in
     prose (``PROSE_BEFORE_GIVING_UP`` characters): the server does not hold its model to it."""
@@ -90,6 +97,7 @@ class Streamed:
     calls: list[tuple[str, str, str]] = field(default_factory=list)  # id, name, arguments
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
+    looped: bool = False  # cut where it began to repeat one line (``REPEATED_LINES``)
 
 
 class _Reader:
@@ -103,8 +111,10 @@ class _Reader:
         self.content: list[str] = []
         self.calls: dict[int, dict[str, str]] = {}
         self.replies: dict[int, ReplyText] = {}
-        self.usage, self.finish_reason, self.received = Usage(), None, 0
+        self.usage, self.received = Usage(), 0
+        self.finish_reason: str | None = None
         self.held = ""  # text of an answer that must be a call, shown only once it is not prose
+        self.looped = False
 
     def take(self, chunk: Any) -> None:
         if getattr(chunk, "usage", None) is not None:
@@ -118,6 +128,8 @@ class _Reader:
             return
         if delta.content:
             self.content.append(delta.content)
+            if "\n" in delta.content and self._looping():
+                return
             if self.calls_only and not self.calls:
                 self._check_prose()
             self.received += len(delta.content)
@@ -137,6 +149,21 @@ class _Reader:
             if call["name"] == REPLY_TOOL and arguments:
                 self._show(self.replies.setdefault(part.index, ReplyText()).feed(arguments))
 
+    def _looping(self) -> bool:
+        """Whether the text ends in a run of one short line repeated (``REPEATED_LINES``): the
+        run is taken out, and the answer ends before it."""
+        text = "".join(self.content)
+        lines = text[-(REPEATED_LINES + 1) * (_REPEATED_LINE_CHARS + 1):].split("\n")[:-1]
+        last = lines[-REPEATED_LINES:]
+        if len(last) < REPEATED_LINES or len(set(last)) != 1 or \
+                len(last[0]) > _REPEATED_LINE_CHARS:
+            return False
+        body = text[:text.rfind("\n") + 1]  # what follows the last line break repeats too
+        while body.endswith(last[0] + "\n"):
+            body = body[:-len(last[0]) - 1]
+        self.content, self.looped, self.finish_reason = [body], True, "stop"
+        return True
+
     def _check_prose(self) -> None:
         text = "".join(self.content).lstrip()
         if len(text) >= PROSE_BEFORE_GIVING_UP and not text.startswith(("{", "[", "<", "`")) \
@@ -155,7 +182,8 @@ class _Reader:
         self.calls_only = False
         self._show("")
         found = [(c["id"], c["name"], c["arguments"]) for _index, c in sorted(self.calls.items())]
-        return Streamed("".join(self.content) or None, found, self.usage, self.finish_reason)
+        return Streamed("".join(self.content) or None, found, self.usage, self.finish_reason,
+                        self.looped)
 
 
 def read_stream(chunks: Iterable[Any], on_text: Callable[[str], None],
@@ -175,6 +203,8 @@ def read_stream(chunks: Iterable[Any], on_text: Callable[[str], None],
     for chunk in chunks:
         seen = True
         reader.take(chunk)
+        if reader.looped:
+            break
         if deadline is not None and time.monotonic() > deadline:
             raise PastDeadline(reader.received)
     return reader.done() if seen else None

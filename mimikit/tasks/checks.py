@@ -31,7 +31,8 @@ def timed_schedule(runtime: Runtime, kind: str, now: datetime, *, interval: floa
     """The ``schedule`` of a recurring or scheduled task, and what to say of it (its next runs).
 
     Raises:
-        InvalidValue: No ``runAt`` for a scheduled task, a past ``runAt``, an invalid cron.
+        InvalidValue: No ``runAt`` for a scheduled task, a past ``runAt``, an invalid cron,
+            not exactly one of ``interval`` and ``cron`` for a recurring one.
     """
     settings = runtime.settings
     if kind == "scheduled":
@@ -39,6 +40,10 @@ def timed_schedule(runtime: Runtime, kind: str, now: datetime, *, interval: floa
             raise InvalidValue("a scheduled task needs 'runAt' (ISO 8601 time)")
         when = validation.check_run_at(run_at, settings.tz, now)
         return {"runAt": when}, {"runAt": when.isoformat()}
+    if (interval is None) == (cron is None):
+        raise InvalidValue("a recurring task needs exactly one of 'interval' (seconds between "
+                           "runs) or 'cron' (e.g. '0 9 * * *' for every day at 9:00); it has "
+                           + ("both" if cron else "neither"))
     if cron is None:
         return {"interval": interval}, {}
     about = validation.describe_cron(cron, settings.timezone, now)
