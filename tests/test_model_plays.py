@@ -245,8 +245,26 @@ def test_tools_are_offered_with_tool_choice_and_a_server_refusing_it_is_asked_wi
     llm.default("teller", picky)
     post_input(stack, "hi")
     wait_history(stack, lambda h: ("assistant", "fine without it") in h, message="reply")
-    assert "tool_choice" in llm.requests_for("teller")[0]
-    assert "tool_choice" not in llm.requests_for("teller")[-1]
+    sent = [request.get("tool_choice") for request in llm.requests_for("teller")]
+    assert sent == ["required", "auto", None]  # "auto" refused too: then nothing is sent
+
+
+def test_a_server_failing_on_a_required_call_is_asked_with_auto_from_then_on(stack, llm):
+    from llm_server import error
+
+    def particular(body):  # llama-cpp-python's function calling takes "auto" or one function
+        if body.get("tool_choice") == "required":
+            return error(500, {"error": {"message": "AssertionError"}})
+        return tool_call("reply", text=f"fine with {body.get('tool_choice')}")
+
+    llm.default("teller", particular)
+    post_input(stack, "hi")
+    wait_history(stack, lambda h: ("assistant", "fine with auto") in h, message="reply")
+    post_input(stack, "hi again")
+    wait_history(stack, lambda h: [t for r, t in h if r == "assistant"] == ["fine with auto"] * 2,
+                 message="the second reply")
+    sent = [request.get("tool_choice") for request in llm.requests_for("teller")]
+    assert sent == ["required", "auto", "auto"]  # learned once, at no retry's cost
 
 
 def test_prose_under_a_required_call_is_asked_again_and_never_shown_twice(stack, llm):
@@ -260,7 +278,7 @@ def test_prose_under_a_required_call_is_asked_again_and_never_shown_twice(stack,
     post_input(stack, "hello")
     wait_history(stack, lambda h: ("assistant", "Hello! How can I help?") in h, message="reply")
     requests = llm.requests_for("teller")
-    assert "tool_choice" in requests[0] and "tool_choice" not in requests[1]
+    assert requests[0]["tool_choice"] == "required" and requests[1]["tool_choice"] == "auto"
     shown = [json.loads(data)["text"] for _id, event, data in stack.events.read(since, 50)
              if event == "reply"]
     assert not any("Sure!" in t for t in shown), shown

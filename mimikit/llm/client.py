@@ -15,6 +15,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from mimikit.config import secret_text
 from mimikit.exceptions import LLMAway, LLMStopped, LLMUnavailable
 from mimikit.llm.abort import http_client, pause, stopped
+from mimikit.llm.choice import ChoicePolicy
 from mimikit.llm.completion import Completion, ToolCall
 from mimikit.llm.responses import (
     SAMPLE_CHUNK,
@@ -51,12 +52,15 @@ class LLMDeadline(LLMUnavailable):
 
 
 class _Retryable(Exception):
-    """A transient failure: worth another attempt after ``delay`` seconds (None: backoff)."""
+    """A transient failure: worth another attempt after ``delay`` seconds (None: backoff).
+    ``answered``: the server was there and failed on this request (HTTP 500, an empty or
+    unreadable body), not away (unreachable, slow, 429, 502-504)."""
 
-    def __init__(self, reason: str, delay: float | None = None) -> None:
+    def __init__(self, reason: str, delay: float | None = None, answered: bool = True) -> None:
         super().__init__(reason)
         self.reason = reason
         self.delay = delay
+        self.answered = answered
 
 
 class StreamingClient:
@@ -108,7 +112,7 @@ class LLMClient:
         self._random = rng or random.Random()
         self._sdk: openai.OpenAI | None = None
         self.streams = True  # False once the server answered a streamed request whole
-        self.tool_choice_ok = True  # False once the server refused a tool_choice
+        self.choice = ChoicePolicy(base_url or "")  # the tool_choice this server is sent
 
     @classmethod
     def from_settings(cls, settings: Any) -> LLMClient:
@@ -178,10 +182,9 @@ class LLMClient:
                 then streamed; a server that does not stream gives it in one piece).
             max_tokens: The most tokens the answer may have (a longer one ends with
                 ``finish_reason`` ``length``).
-            tool_choice: ``"required"``, ``{"type": "function", ...}`` or None; a server that
-                refuses it is asked again without it, and one that answers it without a
-                ``tool_calls`` (it does not hold its model to it, and small models answer worse
-                for it) is not asked with it again.
+            tool_choice: ``"required"``, ``{"type": "function", ...}`` or None; what the
+                server is sent of it follows ``ChoicePolicy`` (``"auto"`` once it shows it does
+                not hold its model to it, and small models answer worse for it).
 
         Returns:
             The parsed completion, its usage counted here (``estimated``) when the server sent
@@ -197,13 +200,19 @@ class LLMClient:
         options = {key: value for key, value in (("tools", tools), ("max_tokens", max_tokens),
                                                  ("tool_choice", tool_choice)) if value}
         options["stop"] = [BLANK_LINES_STOP]
-        attempt = 0
+        attempt, blamed = 0, False
         while True:
             try:
                 completion = self._attempt(sdk, model, messages, options, deadline, on_text)
-                self._note_tool_choice(options, completion)
+                self.choice.answered(options, completion)
                 return with_estimate(completion, messages, tools)
             except _Retryable as failure:
+                if failure.answered and not blamed and self.choice.blame(options):
+                    blamed = True  # asked once more at once, with "auto"
+                    logger.info("LLM request failed (%s); asked again with tool_choice 'auto'",
+                                failure.reason)
+                    continue
+                self.choice.acquit()
                 if stopped():
                     raise LLMStopped(f"abandoned, the run stopped: {failure.reason}") from None
                 attempt += 1
@@ -238,12 +247,6 @@ class LLMClient:
             raise LLMUnavailable(
                 f"cannot reach the LLM at {self.url}: {cause(error)}; set MIMIKIT_LLM_BASE_URL"
             ) from None
-
-    def _note_tool_choice(self, options: dict[str, Any], completion: Completion) -> None:
-        if "tool_choice" in options and self.tool_choice_ok and not completion.tool_calls:
-            self.tool_choice_ok = False
-            logger.info("the LLM at %s answered a required tool call without tool_calls: "
-                        "tool_choice is not sent again", self.url)
 
     def model_owners(self) -> list[str]:
         """The ``owned_by`` of each model the server lists (says what kind of server it is).
@@ -287,8 +290,7 @@ class LLMClient:
     def _attempt(self, sdk: openai.OpenAI, model: str, messages: list[dict[str, Any]],
                  options: dict[str, Any], deadline: float | None,
                  on_text: Callable[[str], None] | None = None) -> Completion:
-        if "tool_choice" in options and not self.tool_choice_ok:
-            options = {k: v for k, v in options.items() if k != "tool_choice"}
+        asked, options = options, self.choice.sent(options)
         timeout = self.timeout
         if deadline is not None:
             timeout = max(min(timeout, deadline - time.monotonic()), 0.05)
@@ -302,15 +304,15 @@ class LLMClient:
                 model=model, messages=messages, timeout=timeout, **options  # type: ignore[arg-type]
             )
         except openai.APITimeoutError:
-            raise _Retryable(f"the LLM at {self.url} did not answer within {timeout:g} s") from None
+            raise _Retryable(f"the LLM at {self.url} did not answer within {timeout:g} s",
+                             answered=False) from None
         except openai.APIConnectionError as error:
             raise _Retryable(
-                f"cannot reach the LLM at {self.url}: {cause(error)}; set MIMIKIT_LLM_BASE_URL"
-            ) from None
+                f"cannot reach the LLM at {self.url}: {cause(error)}; set MIMIKIT_LLM_BASE_URL",
+                answered=False) from None
         except openai.BadRequestError as error:
-            if "tool_choice" in options and "tool_choice" in detail(error).lower():
-                self.tool_choice_ok = False  # not this server: ask without it from now on
-                return self._attempt(sdk, model, messages, options, deadline, on_text)
+            if self.choice.refused_by(asked, detail(error)):
+                return self._attempt(sdk, model, messages, asked, deadline, on_text)
             raise self._status_error(error, model) from None
         except openai.APIStatusError as error:
             raise self._status_error(error, model) from None
@@ -339,8 +341,9 @@ class LLMClient:
                 model=model, messages=messages, timeout=timeout,
                 stream=True, stream_options={"include_usage": True}, **options)
         except openai.BadRequestError as error:
-            if "tool_choice" in options and "tool_choice" in detail(error).lower():
-                raise  # the caller asks again without it
+            if self.choice.refused_by(options, detail(error)):
+                return self._streamed(sdk, model, messages, timeout, self.choice.sent(options),
+                                      on_text, deadline)
             self.streams = False  # e.g. no stream_options here: ask again, unstreamed
             return None
         if "text/event-stream" not in raw.headers.get("content-type", ""):
@@ -350,14 +353,12 @@ class LLMClient:
         stream = raw.parse()
         names = [tool["function"]["name"] for tool in options.get("tools", [])] or ["reply"]
         try:
-            found = read_stream(stream, on_text, deadline, names, "tool_choice" in options)
+            found = read_stream(stream, on_text, deadline, names, self.choice.binding(options))
         except IgnoresToolChoice as began:
             stream.close()  # a model let loose here often runs on to max_tokens: ask again
-            self.tool_choice_ok = False
-            logger.info("the LLM at %s answered a required tool call with text (%r): "
-                        "tool_choice is not sent again", self.url, str(began))
-            options = {k: v for k, v in options.items() if k != "tool_choice"}
-            return self._streamed(sdk, model, messages, timeout, options, on_text, deadline)
+            self.choice.ran_on_in_prose(options, str(began))
+            return self._streamed(sdk, model, messages, timeout, self.choice.sent(options),
+                                  on_text, deadline)
         except PastDeadline as late:
             stream.close()
             raise LLMDeadline(f"the LLM at {self.url} was still answering when the run's "
@@ -377,7 +378,7 @@ class LLMClient:
         if status == 429 or status >= 500:
             return _Retryable(
                 f"the LLM at {self.url} answered HTTP {status}: {detail_text}",
-                server_delay(error.response.headers),
+                server_delay(error.response.headers), answered=status in (500, 501),
             )
         if status in (401, 403):
             return LLMUnavailable(

@@ -59,7 +59,7 @@ def probe(client: LLMClient, model: str) -> ServerTraits:
         calls = "text"
     else:
         calls = "none"
-    return ServerTraits(server=server_name(client), tool_choice=client.tool_choice_ok,
+    return ServerTraits(server=server_name(client), tool_choice=client.choice.honoured,
                         usage=not completion.usage.estimated, calls=calls)
 
 
