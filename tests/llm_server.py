@@ -105,6 +105,12 @@ def object_arguments(response: dict[str, Any]) -> dict[str, Any]:
     return {**response, "object_arguments": True}
 
 
+def name_in_every_chunk(response: dict[str, Any]) -> dict[str, Any]:
+    """``response`` streamed with each call's name in every delta of it, not only the first
+    (as llama-cpp-python's server does)."""
+    return {**response, "name_in_every_chunk": True}
+
+
 def without_usage(response: dict[str, Any]) -> dict[str, Any]:
     """``response`` sent without token counts (as llama-cpp-python's streams)."""
     return {**response, "usage": False}
@@ -331,8 +337,10 @@ def completion(model: str, response: dict[str, Any], body: dict[str, Any]) -> di
     return answer
 
 
-def stream_chunks(answer: dict[str, Any], size: int) -> list[dict[str, Any]]:
-    """The ``chat.completion.chunk`` objects of an answer: content and arguments in pieces."""
+def stream_chunks(answer: dict[str, Any], size: int, name_every_time: bool = False
+                  ) -> list[dict[str, Any]]:
+    """The ``chat.completion.chunk`` objects of an answer: content and arguments in pieces
+    (``name_every_time``: each piece of a call's arguments with the call's name)."""
     message = answer["choices"][0]["message"]
     base = {"id": answer["id"], "object": "chat.completion.chunk", "created": answer["created"],
             "model": answer["model"]}
@@ -352,8 +360,9 @@ def stream_chunks(answer: dict[str, Any], size: int) -> list[dict[str, Any]]:
             chunks.append(chunk({"tool_calls": [{"index": index,
                                                  "function": {"arguments": arguments}}]}))
             continue
-        chunks += [chunk({"tool_calls": [{"index": index,
-                                          "function": {"arguments": arguments[i:i + size]}}]})
+        named = {"name": call["function"]["name"]} if name_every_time else {}
+        chunks += [chunk({"tool_calls": [{"index": index, "function": {
+                       **named, "arguments": arguments[i:i + size]}}]})
                    for i in range(0, len(arguments), size)]
     chunks.append(chunk({}, answer["choices"][0]["finish_reason"]))
     return chunks
@@ -414,7 +423,8 @@ class _Handler(BaseHTTPRequestHandler):
         """The answer as server-sent chunks, ``stream_delay`` seconds apart."""
         pause = float(response.get("stream_delay", 0))
         events = [f"data: {json.dumps(c)}\n\n" for c in
-                  stream_chunks(answer, int(response.get("chunk_chars", 8)))]
+                  stream_chunks(answer, int(response.get("chunk_chars", 8)),
+                                bool(response.get("name_in_every_chunk")))]
         if (body.get("stream_options") or {}).get("include_usage") and answer.get("usage"):
             events.append(f"data: {json.dumps({**answer, 'choices': [], 'object': 'chat.completion.chunk'})}\n\n")
         events.append("data: [DONE]\n\n")

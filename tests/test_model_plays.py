@@ -445,3 +445,43 @@ def test_a_reply_that_remembers_with_its_call_is_not_corrected(stack, llm):
     wait_history(stack, lambda h: ("assistant", "Noted, I'll remember that.") in h,
                  message="the reply")
     assert len(llm.requests_for("teller")) == 1
+
+
+def test_a_call_named_without_its_arguments_is_asked_again_with_the_function_forced(stack, llm):
+    from llm_server import streamed
+
+    def by_name_first(body):  # llama-cpp-python's function calling under "auto"
+        if isinstance(body.get("tool_choice"), dict):
+            return tool_call(body["tool_choice"]["function"]["name"], text="Hello there!")
+        return streamed(text("functions.reply:"), pause=0.01, chunk_chars=3)
+
+    llm.default("teller", by_name_first)
+    cursor = stack.redis.xrevrange(stack.keys.events, count=1)
+    since = cursor[0][0].decode() if cursor else "0"
+    post_input(stack, "hello")
+    wait_history(stack, lambda h: ("assistant", "Hello there!") in h, message="the reply")
+    sent = [request.get("tool_choice") for request in llm.requests_for("teller")]
+    assert sent == ["required", {"type": "function", "function": {"name": "reply"}}]
+    shown = [json.loads(data)["text"] for _id, event, data in stack.events.read(since, 50)
+             if event == "reply"]
+    assert not any("functions" in t for t in shown), shown
+
+
+def test_a_server_naming_the_call_in_every_chunk_and_refusing_null_content_is_understood(
+        stack, llm):
+    from llm_server import error, name_in_every_chunk
+
+    def strict(body):  # llama-cpp-python: every message needs its content as a string
+        if any(m.get("content") is None for m in body["messages"]):
+            return error(500, {"detail": "messages.2.content: Input should be a valid string"})
+        if len(body["messages"]) == 2:
+            return name_in_every_chunk(tool_call("delegate", prompt="Create notes.txt"))
+        return name_in_every_chunk(tool_call("reply", text="Creating notes.txt."))
+
+    llm.default("teller", strict)
+    post_input(stack, "create notes.txt")
+    wait_history(stack, lambda h: ("assistant", "Creating notes.txt.") in h, message="the reply")
+    assert _planned(stack, llm)[0].prompt.startswith("Create notes.txt")
+    second = llm.requests_for("teller")[1]["messages"]
+    assert second[2]["content"] == "" and second[2]["tool_calls"][0]["function"]["name"] == \
+        "delegate"

@@ -54,7 +54,7 @@ def read_answer(completion: Completion, names: Collection[str], step: int = 0) -
     found = written_calls(content, names) if content.strip() else None
     if found is None:
         text = content.strip() or None
-        return Answer([], text, {"role": "assistant", "content": completion.content},
+        return Answer([], text, {"role": "assistant", "content": completion.content or ""},
                       cut=cut or (text is not None and looks_truncated(text)))
     calls = [ToolCall(id=f"text-{step}-{index}", name=name, arguments=arguments)
              for index, (name, arguments) in enumerate(found.calls)]
@@ -65,7 +65,8 @@ def read_answer(completion: Completion, names: Collection[str], step: int = 0) -
 
 
 def _message(text: str | None, calls: list[ToolCall]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": text}
+    # "" rather than null: some servers (llama-cpp-python) refuse a message without content
+    message: dict[str, Any] = {"role": "assistant", "content": text or ""}
     if calls:
         message["tool_calls"] = [{"id": c.id, "type": "function",
                                   "function": {"name": c.name, "arguments": c.arguments}}

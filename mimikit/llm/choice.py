@@ -6,16 +6,44 @@ sent as asked until the server shows it does not hold its model to it: it answer
 accepts only ``"auto"`` and a named function). From then on that kind is sent as ``"auto"``,
 which every server offering tools accepts, and which some need before they offer any tool. A
 server that refuses the field by name is not sent it at all.
+
+Under ``"auto"``, llama-cpp-python's function-calling format answers a chosen call with its
+name alone (``functions.delegate:``): that answer is asked again at once with the function
+forced, which that server then writes whole.
 """
 
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Collection
 from typing import Any
 
 from mimikit.llm.completion import Completion
 
 logger = logging.getLogger("mimikit.llm")
+NAMING_PREFIX = "functions."
+_NAMED = re.compile(r"\s*functions\.([A-Za-z_][\w-]*):?\s*")
+
+
+def named_only(content: str | None, names: Collection[str]) -> str | None:
+    """The tool an answer names and no more (``functions.delegate:``), when it is one of
+    ``names``."""
+    found = _NAMED.fullmatch(content or "")
+    return found[1] if found and found[1] in names else None
+
+
+def may_be_naming(content: str) -> bool:
+    """Whether ``content`` so far may still turn out to name a tool and no more."""
+    text = content.lstrip()
+    return NAMING_PREFIX.startswith(text) or bool(_NAMED.fullmatch(text)) or (
+        text.startswith(NAMING_PREFIX) and text[len(NAMING_PREFIX):].replace("_", "a")
+        .replace("-", "a").isalnum())
+
+
+def forced(name: str) -> dict[str, Any]:
+    """The ``tool_choice`` that makes the model call ``name``."""
+    return {"type": "function", "function": {"name": name}}
 
 
 def kind(value: Any) -> str | None:

@@ -15,7 +15,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from mimikit.config import secret_text
 from mimikit.exceptions import LLMAway, LLMStopped, LLMUnavailable
 from mimikit.llm.abort import http_client, pause, stopped
-from mimikit.llm.choice import ChoicePolicy
+from mimikit.llm.choice import ChoicePolicy, forced, named_only
 from mimikit.llm.completion import Completion, ToolCall
 from mimikit.llm.responses import (
     SAMPLE_CHUNK,
@@ -205,6 +205,10 @@ class LLMClient:
             try:
                 completion = self._attempt(sdk, model, messages, options, deadline, on_text)
                 self.choice.answered(options, completion)
+                named = named_only(completion.content, [t["function"]["name"] for t in tools or []])
+                if named and options.get("tool_choice") != forced(named):
+                    options = {**options, "tool_choice": forced(named)}
+                    continue  # its name alone: asked again at once, the function forced
                 return with_estimate(completion, messages, tools)
             except _Retryable as failure:
                 if failure.answered and not blamed and self.choice.blame(options):

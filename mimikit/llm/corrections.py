@@ -14,8 +14,6 @@ problem gets:
 
 from __future__ import annotations
 
-from typing import Any
-
 from mimikit.llm.answers import Answer
 
 EMPTY = "empty"
@@ -23,11 +21,6 @@ PLAIN = "plain"
 PROMISE = "promise"
 UNREADABLE = "unreadable"
 CUT = "cut"
-
-
-def force(name: str) -> dict[str, Any]:
-    """The ``tool_choice`` that makes the model call ``name``."""
-    return {"type": "function", "function": {"name": name}}
 
 
 def plain_text(finishers: list[str]) -> tuple[str, str]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from mimikit.llm import corrections
 from mimikit.llm.answers import Answer, read_answer
+from mimikit.llm.choice import forced
 from mimikit.llm.client import LLMDeadline
 from mimikit.llm.completion import ChatClient, Completion, ToolCall
 from mimikit.llm.journal import INTERRUPTED, Journal, Replay
@@ -238,7 +239,7 @@ class _Loop:
         self.last_error = message
         self.record.messages.append({"role": "user", "content": message})
         if force is not None and self.problems[kind] > 1:
-            self.forced = corrections.force(force)
+            self.forced = forced(force)
 
     def _broken_promise(self, text: str) -> str | None:
         """The call that would make ``text`` true, when no call of the run made it."""

@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mimikit.llm.choice import may_be_naming
 from mimikit.llm.prose import ProseFilter
 from mimikit.llm.responses import usage_of
 from mimikit.models import Usage
@@ -89,6 +90,12 @@ def _decode_prefix(body: str) -> str:
     return text
 
 
+def _grown_name(name: str, piece: str, names: Collection[str]) -> str:
+    """A call's name after one more delta: pieces add up, but a server that sends the whole
+    name again in every delta (llama-cpp-python) does not make it longer."""
+    return name if piece == name or name in names else name + piece
+
+
 @dataclass
 class Streamed:
     """What a stream of chunks made up."""
@@ -108,6 +115,7 @@ class _Reader:
         self.on_text = on_text
         self.calls_only = calls_only
         self.prose = ProseFilter(names)
+        self.names = names
         self.content: list[str] = []
         self.calls: dict[int, dict[str, str]] = {}
         self.replies: dict[int, ReplyText] = {}
@@ -115,6 +123,7 @@ class _Reader:
         self.finish_reason: str | None = None
         self.held = ""  # text of an answer that must be a call, shown only once it is not prose
         self.looped = False
+        self.naming = True  # the text so far may name a tool and no more
 
     def take(self, chunk: Any) -> None:
         if getattr(chunk, "usage", None) is not None:
@@ -140,7 +149,7 @@ class _Reader:
             function = part.function
             if function is None:
                 continue
-            call["name"] += function.name or ""
+            call["name"] = _grown_name(call["name"], function.name or "", self.names)
             arguments = function.arguments or ""
             if not isinstance(arguments, str):  # an object in one piece (some servers)
                 arguments = json.dumps(arguments, ensure_ascii=False)
@@ -171,6 +180,10 @@ class _Reader:
             raise IgnoresToolChoice(text[:80])
 
     def _show(self, text: str) -> None:
+        if self.naming and may_be_naming("".join(self.content)):
+            self.held += text  # may name a tool and no more (``choice.named_only``)
+            return
+        self.naming = False
         if self.calls_only and not self.calls:
             self.held += text  # prose that may yet be given up on: never shown twice
         elif self.held or text:
@@ -178,6 +191,9 @@ class _Reader:
             self.held = ""
 
     def done(self) -> Streamed:
+        if self.naming and may_be_naming("".join(self.content)):
+            self.held = ""  # a tool named and no more: asked again, never shown
+        self.naming = False
         self._show(self.prose.finish())
         self.calls_only = False
         self._show("")
