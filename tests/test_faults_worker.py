@@ -73,6 +73,12 @@ def test_kill_9_of_the_whole_task_worker_mid_run_ends_every_task_done_exactly_on
         assert requests[task.id] == task.attempts  # each attempt reached the LLM once
 
 
+# The first case, a server there but failing the request before it ever answered a required
+# call, is first asked again at once with tool_choice "auto", then unstreamed (what
+# llama-cpp-python needs); once a required call was answered, failures are only retried.
+ANSWERED_FAILURES = ("http 500",)
+
+
 @pytest.mark.slow
 def test_a_failing_llm_makes_tasks_wait_for_the_model_and_the_worker_takes_the_next(
         wired, procs, llm, monkeypatch, figures):
@@ -102,7 +108,8 @@ def test_a_failing_llm_makes_tasks_wait_for_the_model_and_the_worker_takes_the_n
         outcome[name] = (requests, round(time.monotonic() - began, 1))
         assert deferred.status == "deferred" and deferred.attempts == 0, (name, deferred)
         assert reason in deferred.error and "after 3 attempts" in deferred.error, (name, deferred)
-        assert requests == 3, (name, requests)  # the first try and two retries
+        # the first try and two retries (and the two asked differently: ANSWERED_FAILURES)
+        assert requests == (5 if name in ANSWERED_FAILURES else 3), (name, requests)
         waiting.append(task.id)
         llm.default("worker", finished)
         after = submit(runtime, [Task(prompt=f"after {name}")])[0]

@@ -485,3 +485,21 @@ def test_a_server_naming_the_call_in_every_chunk_and_refusing_null_content_is_un
     second = llm.requests_for("teller")[1]["messages"]
     assert second[2]["content"] == "" and second[2]["tool_calls"][0]["function"]["name"] == \
         "delegate"
+
+
+def test_a_server_failing_streamed_requests_is_asked_unstreamed_from_then_on(stack, llm):
+    from llm_server import error
+
+    def no_streamed_calls(body):  # llama-cpp-python cannot stream a call its model chose
+        if body.get("stream"):
+            return error(500, {"detail": "Automatic streaming tool choice is not supported"})
+        return tool_call("reply", text="Hello, unstreamed.")
+
+    llm.default("teller", no_streamed_calls)
+    post_input(stack, "hi")
+    wait_history(stack, lambda h: ("assistant", "Hello, unstreamed.") in h, message="reply")
+    post_input(stack, "hi again")
+    wait_history(stack, lambda h: [t for r, t in h if r == "assistant"] == [
+        "Hello, unstreamed."] * 2, message="the second reply")
+    sent = [(bool(r.get("stream")), r.get("tool_choice")) for r in llm.requests_for("teller")]
+    assert sent == [(True, "required"), (True, "auto"), (False, "auto"), (False, "auto")]

@@ -36,6 +36,8 @@ def named_only(content: str | None, names: Collection[str]) -> str | None:
 def may_be_naming(content: str) -> bool:
     """Whether ``content`` so far may still turn out to name a tool and no more."""
     text = content.lstrip()
+    if not text:
+        return False
     return NAMING_PREFIX.startswith(text) or bool(_NAMED.fullmatch(text)) or (
         text.startswith(NAMING_PREFIX) and text[len(NAMING_PREFIX):].replace("_", "a")
         .replace("-", "a").isalnum())

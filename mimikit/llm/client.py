@@ -17,6 +17,7 @@ from mimikit.exceptions import LLMAway, LLMStopped, LLMUnavailable
 from mimikit.llm.abort import http_client, pause, stopped
 from mimikit.llm.choice import ChoicePolicy, forced, named_only
 from mimikit.llm.completion import Completion, ToolCall
+from mimikit.llm.failures import Retryable, status_failure
 from mimikit.llm.responses import (
     SAMPLE_CHUNK,
     SAMPLE_COMPLETION,
@@ -24,7 +25,6 @@ from mimikit.llm.responses import (
     cause,
     completion_of,
     detail,
-    server_delay,
     with_estimate,
 )
 from mimikit.llm.streaming import REPEATED_LINES, IgnoresToolChoice, PastDeadline, read_stream
@@ -49,18 +49,6 @@ RETRY_AFTER_JITTER = 0.1
 
 class LLMDeadline(LLMUnavailable):
     """Raised when the caller's deadline passes during a request or while waiting to retry."""
-
-
-class _Retryable(Exception):
-    """A transient failure: worth another attempt after ``delay`` seconds (None: backoff).
-    ``answered``: the server was there and failed on this request (HTTP 500, an empty or
-    unreadable body), not away (unreachable, slow, 429, 502-504)."""
-
-    def __init__(self, reason: str, delay: float | None = None, answered: bool = True) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.delay = delay
-        self.answered = answered
 
 
 class StreamingClient:
@@ -200,7 +188,7 @@ class LLMClient:
         options = {key: value for key, value in (("tools", tools), ("max_tokens", max_tokens),
                                                  ("tool_choice", tool_choice)) if value}
         options["stop"] = [BLANK_LINES_STOP]
-        attempt, blamed = 0, False
+        attempt, tried = 0, set[str]()
         while True:
             try:
                 completion = self._attempt(sdk, model, messages, options, deadline, on_text)
@@ -210,13 +198,12 @@ class LLMClient:
                     options = {**options, "tool_choice": forced(named)}
                     continue  # its name alone: asked again at once, the function forced
                 return with_estimate(completion, messages, tools)
-            except _Retryable as failure:
-                if failure.answered and not blamed and self.choice.blame(options):
-                    blamed = True  # asked once more at once, with "auto"
-                    logger.info("LLM request failed (%s); asked again with tool_choice 'auto'",
-                                failure.reason)
+            except Retryable as failure:
+                if failure.answered and self._adapted(options, on_text is not None, tried):
                     continue
                 self.choice.acquit()
+                if "stream" in tried and not self.streams:
+                    self.streams = True  # it failed unstreamed too: not for streaming
                 if stopped():
                     raise LLMStopped(f"abandoned, the run stopped: {failure.reason}") from None
                 attempt += 1
@@ -229,6 +216,23 @@ class LLMClient:
                 logger.warning("LLM request failed (%s); retry %d in %.2f s",
                                failure.reason, attempt, delay)
                 pause(delay)
+
+    def _adapted(self, options: dict[str, Any], streaming: bool, tried: set[str]) -> bool:
+        """After a request the server failed on, change what it is asked (each change once):
+        True to ask again at once, with ``"auto"`` for a required call, then unstreamed
+        (llama-cpp-python cannot stream a call its model chose itself)."""
+        if "choice" not in tried and self.choice.blame(options):
+            tried.add("choice")
+            logger.info("the LLM at %s failed on a required call: asked again with "
+                        "tool_choice 'auto'", self.url)
+            return True
+        if "stream" not in tried and streaming and self.streams:
+            tried.add("stream")
+            self.streams = False
+            logger.info("the LLM at %s failed on a streamed request: asked again, and from "
+                        "now on, unstreamed", self.url)
+            return True
+        return False
 
     def list_models(self) -> list[str] | None:
         """The model names the server lists (``GET /models``), in one attempt.
@@ -245,7 +249,7 @@ class LLMClient:
         except openai.APIStatusError as error:
             if error.status_code in (404, 405):
                 return None
-            failure = self._status_error(error, "")
+            failure = status_failure(self.url, error, "")
             raise LLMUnavailable(str(failure)) from None
         except openai.APIError as error:  # unreachable, timed out, or not an OpenAI answer
             raise LLMUnavailable(
@@ -267,7 +271,7 @@ class LLMClient:
         except openai.APIError as error:
             raise LLMUnavailable(f"cannot reach the LLM at {self.url}: {cause(error)}") from None
 
-    def _delay(self, attempt: int, failure: _Retryable, tries: str) -> float:
+    def _delay(self, attempt: int, failure: Retryable, tries: str) -> float:
         """Seconds to wait before retry ``attempt + 1``: the server's wish, else the backoff.
 
         Raises:
@@ -308,23 +312,23 @@ class LLMClient:
                 model=model, messages=messages, timeout=timeout, **options  # type: ignore[arg-type]
             )
         except openai.APITimeoutError:
-            raise _Retryable(f"the LLM at {self.url} did not answer within {timeout:g} s",
+            raise Retryable(f"the LLM at {self.url} did not answer within {timeout:g} s",
                              answered=False) from None
         except openai.APIConnectionError as error:
-            raise _Retryable(
+            raise Retryable(
                 f"cannot reach the LLM at {self.url}: {cause(error)}; set MIMIKIT_LLM_BASE_URL",
                 answered=False) from None
         except openai.BadRequestError as error:
             if self.choice.refused_by(asked, detail(error)):
                 return self._attempt(sdk, model, messages, asked, deadline, on_text)
-            raise self._status_error(error, model) from None
+            raise status_failure(self.url, error, model) from None
         except openai.APIStatusError as error:
-            raise self._status_error(error, model) from None
+            raise status_failure(self.url, error, model) from None
         except json.JSONDecodeError as error:
-            raise _Retryable(f"the LLM at {self.url} answered with malformed JSON "
+            raise Retryable(f"the LLM at {self.url} answered with malformed JSON "
                              f"({error.msg} at position {error.pos})") from None
         if isinstance(response, str):  # a body that is not JSON at all (e.g. a proxy page)
-            raise _Retryable(f"the LLM at {self.url} answered with a body that is not JSON: "
+            raise Retryable(f"the LLM at {self.url} answered with a body that is not JSON: "
                              f"{response[:80]!r}")
         return self._parse(response)
 
@@ -332,7 +336,7 @@ class LLMClient:
         try:
             return completion_of(response)
         except NotACompletion as error:
-            raise _Retryable(f"the LLM at {self.url} answered with a body that is not a chat "
+            raise Retryable(f"the LLM at {self.url} answered with a body that is not a chat "
                              f"completion ({error})") from None
 
     def _streamed(self, sdk: openai.OpenAI, model: str, messages: list[dict[str, Any]],
@@ -368,30 +372,10 @@ class LLMClient:
             raise LLMDeadline(f"the LLM at {self.url} was still answering when the run's "
                               f"deadline passed ({late.received} characters received)") from None
         if found is None:
-            raise _Retryable(f"the LLM at {self.url} ended its streamed answer empty")
+            raise Retryable(f"the LLM at {self.url} ended its streamed answer empty")
         if found.looped:
             stream.close()  # the server stops writing the loop
             logger.info("the LLM at %s repeated one line %d times: its answer ends before them",
                         self.url, REPEATED_LINES)
         calls = [ToolCall(id=i, name=n, arguments=a) for i, n, a in found.calls]
         return Completion.of(found.content, calls, found.usage, found.finish_reason)
-
-    def _status_error(self, error: openai.APIStatusError, model: str) -> Exception:
-        status = error.status_code
-        detail_text = detail(error)
-        if status == 429 or status >= 500:
-            return _Retryable(
-                f"the LLM at {self.url} answered HTTP {status}: {detail_text}",
-                server_delay(error.response.headers), answered=status in (500, 501),
-            )
-        if status in (401, 403):
-            return LLMUnavailable(
-                f"the LLM at {self.url} rejected the API key (HTTP {status}: {detail_text}); "
-                "set MIMIKIT_LLM_API_KEY"
-            )
-        if status == 404:
-            return LLMUnavailable(
-                f"the LLM at {self.url} does not know model {model!r} or the chat endpoint "
-                f"(HTTP 404: {detail_text}); check MIMIKIT_MODEL and MIMIKIT_LLM_BASE_URL"
-            )
-        return LLMUnavailable(f"the LLM at {self.url} refused the request (HTTP {status}: {detail_text})")
