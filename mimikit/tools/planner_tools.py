@@ -25,12 +25,8 @@ from mimikit.tools.args import Args, Seconds, finish_with_result
 from mimikit.tools.context import ToolContext
 
 Notify = Literal["always", "on_change", "on_failure", "never"]
-NOTIFY_HELP = ("when the user hears of a result: always, on_change, on_failure or never "
-               "(default: on_failure for recurring work, always for a scheduled run, the last "
-               "step of a chain)")
+# ``notify`` and ``retry`` are explained once, in the Planner's prompt (tools.md), not here.
 BUDGET_HELP = "the most all runs of this trigger may spend, in the currency of the price table"
-RETRY_HELP = ("how often the task may run: it runs again, after a backoff, when its worker dies "
-              "(default 3 attempts) or its run fails (default: not again)")
 
 
 class RetryArgs(Args):
@@ -46,8 +42,8 @@ class PlannerDelegateArgs(Args):
     timeout: Seconds | None = Field(None, gt=0, le=MAX_TASK_TIMEOUT_SECONDS,
                                     description="seconds; null = role default")
     title: str | None = Field(None, max_length=200)
-    notify: Notify | None = Field(None, description=NOTIFY_HELP)
-    retry: RetryArgs | None = Field(None, description=RETRY_HELP)
+    notify: Notify | None = None
+    retry: RetryArgs | None = None
 
 
 # The kind of schedule each timing field belongs to.
@@ -69,9 +65,9 @@ class ScheduleArgs(Args):
     priority: int = Field(5, ge=0, le=10)
     title: str | None = Field(None, max_length=200)
     misfire: Literal["skip", "once"] = "once"
-    notify: Notify | None = Field(None, description=NOTIFY_HELP)
+    notify: Notify | None = None
     budget: float | None = Field(None, ge=0, description=BUDGET_HELP)
-    retry: RetryArgs | None = Field(None, description=RETRY_HELP + " (each firing's run)")
+    retry: RetryArgs | None = None
 
     @model_validator(mode="before")
     @classmethod
