@@ -160,8 +160,9 @@ def _turn(client: Any, text: str, timeout: float) -> dict[str, Any]:
             first = time.monotonic()
         if event == "message" and data.get("role") == "assistant":
             done = time.monotonic()
-            return {"text": text, "firstReply": (first or done) - began, "reply": done - began}
-    return {"text": text, "firstReply": float("nan"), "reply": float("nan")}
+            return {"text": text, "began": began, "firstReply": (first or done) - began,
+                    "reply": done - began}
+    return {"text": text, "began": began, "firstReply": float("nan"), "reply": float("nan")}
 
 
 def _report(calls: list[dict[str, Any]], turns: list[dict[str, Any]]) -> None:
@@ -171,8 +172,9 @@ def _report(calls: list[dict[str, Any]], turns: list[dict[str, Any]]) -> None:
              "<= 2000"),
             ("Planner prompt, first request (tokens)", planner[0]["prompt"] if planner else None,
              "<= 3000")]
-    if len(teller) > 1:
-        second = teller[1]
+    second_turn = [c for c in teller if len(turns) > 1 and c["began"] >= turns[1]["began"]]
+    if second_turn:
+        second = second_turn[0]  # the second turn's first request
         share = second["cached"] / second["prompt"] if second["prompt"] else 0
         rows.append(("Teller prompt served from cache, second turn", f"{share:.0%}", ">= 70%"))
         rows.append(("first reply token, second turn (s)", f"{turns[1]['firstReply']:.1f}",
