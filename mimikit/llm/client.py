@@ -200,6 +200,8 @@ class LLMClient:
                 return with_estimate(completion, messages, tools)
             except Retryable as failure:
                 if failure.answered and self._adapted(options, on_text is not None, tried):
+                    self._sdk = None  # on new connections: the server may drop the old one
+                    sdk = self._client()
                     continue
                 self.choice.acquit()
                 if "stream" in tried and not self.streams:
