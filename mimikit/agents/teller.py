@@ -220,10 +220,15 @@ def _say_handed_over(runtime: Runtime, ctx: ToolContext) -> None:
     post_reply(ctx, "On it: " + "; ".join(text[:200] for text in asked))
 
 
+def _asked(items: list[InboxItem]) -> str:
+    """What the person wrote in ``items``."""
+    return "\n".join(item.message["text"] for item in items if isinstance(item, InputItem))
+
+
 def keep_in_memory(runtime: Runtime, items: list[InboxItem], promise: str) -> None:
     """The model said it would remember and never called ``remember``: keep the person's
     words in memory itself."""
-    said = "\n".join(item.message["text"] for item in items if isinstance(item, InputItem))
+    said = _asked(items)
     if said:
         write_memory(runtime.settings.state_dir, said, long_term=False)
         runtime.events.log("teller_promise_kept_in_memory", promise=promise[:300])
@@ -231,7 +236,7 @@ def keep_in_memory(runtime: Runtime, items: list[InboxItem], promise: str) -> No
 
 def hand_over(runtime: Runtime, ctx: ToolContext, items: list[InboxItem], promise: str) -> None:
     """The model promised work it never delegated: delegate the person's request itself."""
-    asked = "\n".join(item.message["text"] for item in items if isinstance(item, InputItem))
+    asked = _asked(items)
     if not asked and not ctx.answers:
         return
     task = Task(role="planner", prompt=with_earlier_attempt(ctx, asked or "Continue."),

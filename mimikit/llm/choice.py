@@ -38,9 +38,7 @@ def may_be_naming(content: str) -> bool:
     text = content.lstrip()
     if not text:
         return False
-    return NAMING_PREFIX.startswith(text) or bool(_NAMED.fullmatch(text)) or (
-        text.startswith(NAMING_PREFIX) and text[len(NAMING_PREFIX):].replace("_", "a")
-        .replace("-", "a").isalnum())
+    return NAMING_PREFIX.startswith(text) or bool(_NAMED.fullmatch(text))
 
 
 def forced(name: str) -> dict[str, Any]:

@@ -161,12 +161,16 @@ class _Reader:
     def _looping(self) -> bool:
         """Whether the text ends in a run of one short line repeated (``REPEATED_LINES``): the
         run is taken out, and the answer ends before it."""
-        text = "".join(self.content)
-        lines = text[-(REPEATED_LINES + 1) * (_REPEATED_LINE_CHARS + 1):].split("\n")[:-1]
-        last = lines[-REPEATED_LINES:]
+        span, tail = (REPEATED_LINES + 1) * (_REPEATED_LINE_CHARS + 1), ""
+        for piece in reversed(self.content):  # only the end is read, on every line break
+            tail = piece + tail
+            if len(tail) >= span:
+                break
+        last = tail[-span:].split("\n")[:-1][-REPEATED_LINES:]
         if len(last) < REPEATED_LINES or len(set(last)) != 1 or \
                 len(last[0]) > _REPEATED_LINE_CHARS:
             return False
+        text = "".join(self.content)
         body = text[:text.rfind("\n") + 1]  # what follows the last line break repeats too
         while body.endswith(last[0] + "\n"):
             body = body[:-len(last[0]) - 1]
