@@ -337,6 +337,24 @@ def test_a_planner_silent_after_its_calls_is_done_and_a_schedule_without_type_is
     assert len(llm.requests_for("planner")) == 4  # the call, then silence corrected twice
 
 
+def test_a_planner_writing_calls_in_its_prompts_notation_gets_its_worker_task(stack, llm):
+    llm.script("teller", tool_call("delegate", prompt="Create notes.txt saying hello"),
+               tool_call("reply", text="On it."))
+    llm.script("planner", text(
+        'Plan:\n1. `delegate{prompt: "Create notes.txt containing hello.", title: "Write notes"}`'
+        ' → `{taskId: "A1"}`'), text(
+        "submit_result(status='done', resultType='text', result={'text': 'Delegated.'})"))
+    llm.script("worker", text('shell{command: "echo hello > notes.txt"}'),
+               text('submit_result{status: "done", resultType: "text", result: {text: "ok"}}'))
+    post_input(stack, "create notes.txt saying hello")
+    assert _planned(stack, llm)
+    worker = wait_for(lambda: [t for t in stack.tasks.with_status("done") if t.role == "worker"],
+                      timeout=30, message="the Worker task the Planner wrote in its notation")
+    assert worker[0].prompt.startswith("Create notes.txt containing hello.")
+    assert worker[0].title == "Write notes"
+    assert (stack.settings.work_dir / "notes.txt").read_text() == "hello\n"
+
+
 def test_a_planner_silent_without_any_call_done_still_fails(stack, llm):
     llm.script("teller", tool_call("delegate", prompt="Summarize the logs"),
                tool_call("reply", text="On it."))

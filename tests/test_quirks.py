@@ -53,6 +53,13 @@ SHAPES = {
     "key_tool_name_input": '{"tool_name": "reply", "input": {"text": "hi"}}',
     "key_function_string": '{"function": "reply", "arguments": {"text": "hi"}}',
     "other_keys_are_arguments": '{"name": "reply", "text": "hi"}',
+    "name_then_literal": 'reply{text: "hi"}',
+    "name_then_json": 'reply {"text": "hi"}',
+    "name_then_single_quotes": "reply{'text': 'hi',}",
+    "name_called_on_object": 'reply({"text": "hi"})',
+    "name_called_with_keywords": "reply(text='hi')",
+    "name_in_backticks": '`reply{text: "hi"}`',
+    "name_in_namespace": 'functions.reply{"text": "hi"}',
 }
 # Prose before and after, as models write it.
 AROUND = {
@@ -276,6 +283,47 @@ def test_text_without_a_call_is_not_taken_for_one(text):
     assert written_calls(text, TOOLS) is None
 
 
+@pytest.mark.parametrize("text", [
+    "I will reply (soon) and delegate {the rest} later.",
+    "Only reply {when asked}, and delegate (as told) {later}.",
+    "prereply{text: 'hi'} and my_delegate(prompt='x') are other names",
+    "A callback: onreply({text: 1})",
+], ids=["names_with_brackets_in_prose", "braces_not_arguments", "longer_words", "suffix"])
+def test_a_tool_name_in_prose_is_not_taken_for_a_call(text):
+    found = written_calls(text, TOOLS)
+    assert found is None or not found.calls, found
+
+
+def test_the_planner_example_copied_from_its_prompt_is_read_as_its_calls():
+    text = ('1. `delegate{prompt: "Read src/utils.py and its importers; propose modules.", '
+            'title: "Plan split", retry: {maxAttempts: 2}, urgent: True, note: None}` '
+            '→ `{taskId: "A1"}`\n2. `list_tasks()`')
+    found = written_calls(text, TOOLS)
+    assert found is not None
+    assert [(name, json.loads(arguments)) for name, arguments in found.calls] == [
+        ("delegate", {"prompt": "Read src/utils.py and its importers; propose modules.",
+                      "title": "Plan split", "retry": {"maxAttempts": 2}, "urgent": True,
+                      "note": None}),
+        ("list_tasks", {})]
+    assert found.prose == '1. → `{taskId: "A1"}`\n2.'
+
+
+@pytest.mark.parametrize("text, excerpt", [
+    ('delegate{prompt: "Read src/utils.py", title: Plan}', 'delegate{prompt: "Read src/utils.py"'),
+    ('shell{command: "ls -la"', 'shell{command: "ls -la"'),
+])
+def test_a_named_call_that_cannot_be_read_is_reported_as_broken(text, excerpt):
+    found = written_calls(text, TOOLS)
+    assert found is not None and not found.calls
+    assert found.broken[0].startswith(excerpt)
+
+
+def test_keyword_arguments_in_chinese_and_nested_lists_are_read():
+    found = written_calls("reply(text='你好，世界', tags=['a', \"b\"], n=-1.5e3)", TOOLS)
+    assert found is not None
+    assert json.loads(found.calls[0][1]) == {"text": "你好，世界", "tags": ["a", "b"], "n": -1500.0}
+
+
 def test_a_call_inside_ordinary_json_is_part_of_that_json():
     text = '{"example": {"name": "reply", "arguments": {"text": "hi"}}, "note": "a sample"}'
     assert written_calls(text, TOOLS) is None
@@ -408,14 +456,15 @@ MEGABYTE = 1_000_000
     "The quick brown fox jumps over the lazy dog. ",
     "{", '{"', '{{"', '[{"a":', '{"a": "\\', "<tool_call>", '<tool_call>{"a":', "```json\n",
     '{"name": "reply", "arguments": {"text": "hi"}} ',
+    "reply{a: [", "reply(a=", "delegate{prompt: 'x ", 'reply{text: "hi"} ',
 ], ids=["prose", "braces", "brace_quotes", "doubled", "nested", "escapes", "tags", "tags_json",
-        "fences", "calls"])
+        "fences", "calls", "named_nested", "named_keywords", "named_unclosed", "named_calls"])
 def test_a_megabyte_of_text_is_read_in_bounded_time(unit):
     text = unit * (MEGABYTE // len(unit))
     found = written_calls(text, TOOLS)
     looks_truncated(text)
     _stream(text, [4096] * (len(text) // 4096))
-    if unit.startswith('{"name"'):
+    if unit.startswith(('{"name"', "reply{text")):
         assert len(found.calls) == len(text) // len(unit)
 
 
@@ -444,9 +493,21 @@ def test_plain_prose_streams_as_it_arrives():
     prose, shown = ProseFilter(TOOLS), ""
     for index, char in enumerate(text):
         shown += prose.feed(char)
-        held = text[: index + 1][len(shown):]
-        assert len(held.strip()) <= 3, held  # at most a marker's first characters
+        held = text[: index + 1][len(shown):].strip()
+        # at most a marker's first characters, or a word that may grow into a tool's name
+        assert len(held) <= 3 or any(name.startswith(held) for name in TOOLS), held
     assert shown + prose.finish() == text
+
+
+def test_a_tool_name_is_held_only_until_what_follows_shows_it_is_prose():
+    prose, shown = ProseFilter(TOOLS), ""
+    for char in "I will reply":
+        shown += prose.feed(char)
+    assert shown == "I will"
+    assert prose.feed(" (soon)") == " reply (soon)"
+    assert prose.feed(" then `delegate{prompt: 'x'") == " then"
+    assert prose.feed("}` ok") == ""
+    assert prose.finish() == " ok"
 
 
 def test_the_beginning_of_a_marker_is_held_only_until_it_cannot_be_one():

@@ -204,6 +204,23 @@ def test_validation_errors_name_each_field_and_the_value() -> None:
     assert "type: Input should be 'oneshot' or 'conditional' (got \"weekly\")" in outcome.content
 
 
+@pytest.mark.parametrize("text", ["the reply", "The reply.", "reply"])
+def test_a_value_copied_from_its_fields_description_is_refused_by_name(text: str) -> None:
+    ctx = Ctx()
+    outcome = make_registry().call("teller", "reply", json.dumps({"text": text}), ctx)
+
+    assert not outcome.ok and not ctx.replies
+    assert f"'text' ({text!r}) holds its own description, not a value" in outcome.content
+
+
+def test_a_value_that_only_mentions_its_description_is_taken() -> None:
+    ctx = Ctx()
+    outcome = make_registry().call("teller", "reply", '{"text": "Here is the reply you asked for"}',
+                                   ctx)
+
+    assert outcome.ok and ctx.replies == ["Here is the reply you asked for"]
+
+
 def test_tool_error_and_not_found_become_their_message() -> None:
     registry = make_registry()
 

@@ -25,6 +25,13 @@ from mimikit.llm.blobs import (
     looks_truncated,
     skip,
 )
+from mimikit.llm.notation import (
+    NotLoose,
+    arguments_at,
+    name_prefixes,
+    named_start,
+    trailing_prefix,
+)
 from mimikit.llm.quirks import (
     FAILED_READ_COST_CHARS,
     SCAN_BUDGET_READS_PER_CHAR,
@@ -70,6 +77,8 @@ class ProseFilter:
 
     def __init__(self, names: Collection[str]) -> None:
         self.names = frozenset(names)
+        self._named = named_start(self.names, at_end=True)
+        self._prefixes = name_prefixes(self.names)
         self._held = ""  # not shown yet: from where a call could begin
         self._more: list[str] = []  # pieces after ``_held`` while a blob is open or a call began
         self._blob: Brackets | None = None  # the open blob ending ``_held``, read so far
@@ -114,12 +123,39 @@ class ProseFilter:
 
     def _scan(self) -> str:
         text, pos = self._held, 0
-        while (found := _HOLD.search(text, pos)) is not None:
-            verdict, pos = self._verdict(text, found.start())
+        while (found := self._hold_from(text, pos)) is not None:
+            if found.re is self._named:
+                verdict, pos = self._named_verdict(text, found)
+            else:
+                verdict, pos = self._verdict(text, found.start())
             if verdict != "prose":
                 self._called = verdict == "call"
                 return self._show(text, pos)
-        return self._show(text, len(text))
+        word = trailing_prefix(text, self._prefixes)  # "dele" may go on to "delegate{"
+        return self._show(text, _with_backtick(text, word) if word >= 0 else len(text))
+
+    def _hold_from(self, text: str, pos: int) -> re.Match[str] | None:
+        """The first place from ``pos`` where holding may start (see ``_HOLD``), or a tool's
+        name written as a call in ``notation`` may begin."""
+        found = [pattern.search(text, pos) for pattern in (_HOLD, self._named)]
+        return min((match for match in found if match is not None),
+                   key=lambda match: match.start(), default=None)
+
+    def _named_verdict(self, text: str, found: re.Match[str]) -> tuple[Verdict, int]:
+        bracket, hold = found.end(), _with_backtick(text, found.start())
+        if bracket >= len(text) or self._budget <= 0:
+            return ("pending" if self._budget > 0 else "call"), hold
+        try:
+            _arguments, end = arguments_at(text, bracket)
+        except NotLoose as error:
+            self._budget -= len(text) - bracket
+            if error.at >= len(text):
+                return "pending", hold  # still arriving
+            if found.group(2) or text.startswith("(", bracket):
+                return "prose", bracket
+            return "call", hold  # ``finish`` reports it unreadable
+        self._budget -= end - bracket
+        return "call", hold
 
     def _show(self, text: str, hold: int) -> str:
         cut = len(text[:hold].rstrip())
@@ -171,3 +207,8 @@ class ProseFilter:
         if verdict == "prose":  # what follows the fence is looked at on its own
             return "prose", index + len(_FENCE)
         return verdict, at
+
+
+def _with_backtick(text: str, index: int) -> int:
+    """``index``, or the backtick just before it (a call in backticks takes them with it)."""
+    return index - 1 if text[index - 1 : index] == "`" else index

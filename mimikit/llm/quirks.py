@@ -34,6 +34,8 @@ and when one fails on a finished answer the whole answer comes back as plain tex
 |                                                          | whose template it does not know)    |
 | ``{"tool_uses": [{"recipient_name": "functions.x",       | OpenAI models leaking their         |
 | "parameters"}]}``                                        | ``multi_tool_use.parallel``         |
+| ``delegate{prompt: "..."}``, ``delegate(prompt="...")``  | small models copying a prompt's     |
+| and the other shapes in ``notation``                     | notation; Llama's code-style calls  |
 
 | arguments arrive as                                      | from                                |
 |----------------------------------------------------------|-------------------------------------|
@@ -59,11 +61,13 @@ from mimikit.llm.blobs import (
     Decoded,
     arguments_text,
     blob_calls,
+    close_of,
     decode_at,
     looks_truncated,
     skip,
     tool_name,
 )
+from mimikit.llm.notation import NotLoose, arguments_at, named_start
 
 __all__ = ["WrittenCalls", "arguments_text", "looks_truncated", "written_calls"]
 
@@ -136,13 +140,31 @@ class _Scan:
         self.spans: list[tuple[int, int]] = []
         self.budget = SCAN_BUDGET_READS_PER_CHAR * len(text) + 65536
         self._found: dict[str, tuple[int, int]] = {}
+        self._named = named_start(names)
+        self._next: dict[re.Pattern[str], tuple[int, re.Match[str] | None]] = {}
 
     def run(self) -> None:
         pos = 0
-        while self.budget > 0 and (match := _START.search(self.text, pos)) is not None:
+        while self.budget > 0 and (match := self._first(pos)) is not None:
             pos = max(self._at(match), match.start() + 1)
 
+    def _first(self, pos: int) -> re.Match[str] | None:
+        """The next place from ``pos`` where a call may begin: a marker or blob, or a name."""
+        found = [self._search(pattern, pos) for pattern in (_START, self._named)]
+        return min((match for match in found if match is not None),
+                   key=lambda match: match.start(), default=None)
+
+    def _search(self, pattern: re.Pattern[str], pos: int) -> re.Match[str] | None:
+        """``pattern.search(text, pos)``, remembering the answer while it still holds."""
+        since, match = self._next.get(pattern, (-1, None))
+        if since < 0 or pos < since or (match is not None and match.start() < pos):
+            match = pattern.search(self.text, pos)
+            self._next[pattern] = (pos, match)
+        return match
+
     def _at(self, match: re.Match[str]) -> int:
+        if match.re is self._named:
+            return self._named_call(match)
         token = match.group()
         if token == _TAG:
             return self._tagged(match)
@@ -204,6 +226,24 @@ class _Scan:
             return self._unreadable(match.start(), end if close >= 0 else stop)
         arguments: Any = values[0].value if values else {}
         self._take([(tool_name(match.group(1)), arguments)], match.start(), end)
+        return end
+
+    def _named_call(self, match: re.Match[str]) -> int:
+        """``delegate{prompt: "..."}`` and the other shapes ``notation`` reads."""
+        bracket = match.end()
+        try:
+            arguments, end = arguments_at(self.text, bracket)
+        except NotLoose as error:
+            self.budget -= error.at - bracket + FAILED_READ_COST_CHARS
+            if match.group(2) or self.text.startswith("(", bracket):
+                return bracket  # "reply (soon)": a name in prose
+            close = close_of(self.text, bracket)
+            return self._unreadable(match.start(), close if close > 0 else len(self.text))
+        self.budget -= end - bracket
+        start = match.start()
+        if self.text[start - 1 : start] == "`" and self.text[end : end + 1] == "`":
+            start, end = start - 1, end + 1  # `delegate{...}`: its backticks go with it
+        self._take([(match.group(1), arguments)], start, end)
         return end
 
     def _values(self, pos: int, stop: int) -> tuple[int, list[Decoded]]:

@@ -247,9 +247,30 @@ def _parse_args(tool: Tool, arguments_json: str) -> BaseModel | ToolOutcome:
             f"the arguments of {tool.name!r} must be a JSON object, not {type(data).__name__}"
         )
     try:
-        return tool.args.model_validate(data)
+        args = tool.args.model_validate(data)
     except ValidationError as error:
         return _error(f"invalid arguments for {tool.name!r}: {_problems(error)}")
+    copied = _copied_descriptions(tool, data)
+    if copied:
+        return _error(f"{copied} holds its own description, not a value: write there what "
+                      "that description asks for (small models copy the schema; do not)")
+    return args
+
+
+def _copied_descriptions(tool: Tool, data: dict[str, Any]) -> str:
+    """The first field (``'prompt' ('...')``) whose value is its schema description copied."""
+    for name, field in tool.args.model_fields.items():
+        value = data.get(name)
+        if isinstance(value, str) and field.description and \
+                _plain(value) == _plain(field.description):
+            return f"{name!r} ({value.strip()!r})"
+    return ""
+
+
+def _plain(text: str) -> str:
+    """``text`` lowercased, without an article before it or punctuation after it."""
+    words = text.strip().lower().rstrip(".:;!").split()
+    return " ".join(words[1:] if words[:1] in (["a"], ["an"], ["the"]) else words)
 
 
 def _problems(error: ValidationError) -> str:
