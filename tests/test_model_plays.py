@@ -405,6 +405,40 @@ def test_a_reply_call_holding_only_copied_lines_is_refused_and_written_again(sta
     assert [t for r, t in history(stack) if r == "assistant"] == ["Hi! What can I do for you?"]
 
 
+def test_the_runtimes_corrections_copied_into_a_reply_are_never_shown(stack, llm):
+    llm.script("teller", text(""), text(
+        "I'm sorry, I have nothing to report. Call 'reply' with your answer to the user."))
+    post_input(stack, "hello!")
+    wait_history(stack, lambda h: any(role == "assistant" for role, _t in h), message="a reply")
+    assert [t for r, t in history(stack) if r == "assistant"] == [
+        "I'm sorry, I have nothing to report."]
+
+
+def test_a_tools_error_copied_into_a_question_is_refused_and_asked_again(stack, llm):
+    llm.script("teller", tool_call("ask_user", source="user"),
+               tool_call("ask_user", question="Field required; source: Extra inputs are not "
+                                              "permitted"),
+               tool_call("ask_user", question="What should notes.txt say?",
+                         default="hello", options=["hi", "bye"]))
+    post_input(stack, "create notes.txt")
+    question = wait_for(stack.conversation.question, timeout=30, message="the question")
+    assert question.question == "What should notes.txt say?"
+    assert question.options == ["hi", "bye", "hello"]  # its default may be chosen too
+    second = llm.requests_for("teller")[2]["messages"][-1]["content"]
+    assert "copied" in second and "errors you were told" in second
+    assert [t for r, t in history(stack) if r == "assistant"] == [
+        "What should notes.txt say?\n- hi\n- bye\n- hello"]
+
+
+def test_a_reply_quoting_the_users_words_after_a_correction_keeps_them(stack, llm):
+    llm.script("teller", tool_call("reply", text="I'll create notes.txt for you."),
+               tool_call("delegate", prompt="Create notes.txt"),
+               tool_call("reply", text="I'll create notes.txt for you."))
+    post_input(stack, "create notes.txt")
+    wait_history(stack, lambda h: ("assistant", "I'll create notes.txt for you.") in h,
+                 message="the reply, kept though the correction quoted it")
+
+
 def test_an_answer_repeating_one_line_is_ended_where_the_loop_began(stack, llm):
     from llm_server import streamed
 

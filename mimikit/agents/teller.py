@@ -194,7 +194,7 @@ def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None)
 
 def _outcome(runtime: Runtime, ctx: ToolContext, record: RunRecord,
              items: list[InboxItem]) -> str:
-    said = without_echoes(record.finalText or "") if record.status == "done" else ""
+    said = without_echoes(record.finalText or "", ctx.told) if record.status == "done" else ""
     if said and not ctx.replies:
         post_reply(ctx, said)
     if record.promised and record.promisedTool == "remember":

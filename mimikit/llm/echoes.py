@@ -1,12 +1,17 @@
 """What a small model copies from its prompt into a reply: the conversation's own lines
-(``- [2026-11-25T03:21:15Z] user: ...``, ``[2026-11-25 03:21] system: ...``) and the chat
-template's markup (``<tool_response>``, ``<|im_end|>``). Taken out before a reply is shown: a
-line that begins with a bracketed time is such a copy, and keeps its text only when it is the
-assistant's."""
+(``- [2026-11-25T03:21:15Z] user: ...``, ``[2026-11-25 03:21] system: ...``), the chat
+template's markup (``<tool_response>``, ``<|im_end|>``) and what the runtime told it during the
+run (a correction, a tool's error: "Call 'reply' with your answer to the user.", "Field
+required"). Taken out before a reply is shown: a line that begins with a bracketed time is such
+a copy, and keeps its text only when it is the assistant's; a sentence or clause whose words
+are, nearly all and in order, words of something the runtime told the model is one too.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from difflib import SequenceMatcher
 
 _LINE = re.compile(r"^[ \t]*(?:[-*][ \t]*)?\[\d{4}-\d\d-\d\d[T ][\d:.]+(?:Z|[+-]\d\d:?\d\d)?\]"
                    r"[ \t]*(?:(\w+):[ \t]?)?(.*)$", re.MULTILINE)
@@ -16,8 +21,37 @@ _TEMPLATE_TAGS = re.compile(r"</?tool_response>|<\|(?:im_start|im_end|endoftext|
                             r"start_header_id|end_header_id)\|>(?:assistant|user|system|tool)?")
 
 
-def without_echoes(text: str) -> str:
-    """``text`` without copied conversation lines and template markup, blank runs closed."""
+# A sentence or clause, with the mark that ends it.
+_PIECE = re.compile(r"[^.!?;\n。！？；]+[.!?;。！？；]*")
+_WORD = re.compile(r"\w+")
+# What the runtime quotes back of the model's own words (a value, a promise): not its words.
+_QUOTED = re.compile(r"(?<!\w)'[^'\n]*'(?!\w)|\"[^\"\n]*\"")
+TOLD_SHARE = 0.8  # of a piece's words found in order in what was told: a copy
+TOLD_MIN_WORDS = 2
+
+
+def without_echoes(text: str, told: Sequence[str] = ()) -> str:
+    """``text`` without copied conversation lines, template markup and pieces of ``told``
+    (what the runtime told the model in this run), blank runs closed."""
     text = _TEMPLATE_TAGS.sub("", _TOOL_RESPONSE.sub("", text))
     text = _LINE.sub(lambda line: line[2] if line[1] == "assistant" else "", text)
-    return re.sub(r"\n{3,}", "\n\n", text).strip()
+    if told:
+        told_words = [_words(_QUOTED.sub(" ", said)) for said in told]
+        text = _PIECE.sub(lambda piece: "" if _copied(piece.group(), told_words) else
+                          piece.group(), text)
+    return re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]{2,}", " ", text)).strip()
+
+
+def _words(text: str) -> list[str]:
+    return [word.casefold() for word in _WORD.findall(text)]
+
+
+def _copied(piece: str, told_words: list[list[str]]) -> bool:
+    words = _words(piece)
+    if len(words) < TOLD_MIN_WORDS:
+        return False
+    for said in told_words:
+        matcher = SequenceMatcher(None, words, said, autojunk=False)
+        if sum(block.size for block in matcher.get_matching_blocks()) >= TOLD_SHARE * len(words):
+            return True
+    return False

@@ -236,10 +236,17 @@ class _Loop:
     def _correct(self, kind: str, message: str, force: str | None = None) -> None:
         """Tell the model what to do instead; the second time of a kind, force the call."""
         self.problems[kind] += 1
-        self.last_error = message
+        self._told(message)
         self.record.messages.append({"role": "user", "content": message})
         if force is not None and self.problems[kind] > 1:
             self.forced = forced(force)
+
+    def _told(self, error: str) -> None:
+        """Keep what the model was told went wrong (the last, and the run's, for ``echoes``)."""
+        self.last_error = error
+        told = getattr(self.ctx, "told", None)
+        if isinstance(told, list):
+            told.append(error)
 
     def _broken_promise(self, text: str) -> str | None:
         """The call that would make ``text`` true, when no call of the run made it."""
@@ -285,7 +292,7 @@ class _Loop:
             if outcome.ok:
                 self.backed.add(call.name)
             if not outcome.ok:
-                self.last_error = outcome.content
+                self._told(outcome.content)
             if outcome.stop and outcome.after_batch:
                 finish = finish or outcome
             elif outcome.stop:

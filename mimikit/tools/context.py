@@ -33,6 +33,9 @@ class ToolContext:
     # however often the run is replayed (e.g. a reply's message id).
     journal_key: str | None = None
     call_id: str | None = None
+    # What the runtime told the model in this run (corrections, tools' errors): a small model
+    # copies it into what it says to the user, where it is taken out (``echoes``).
+    told: list[str] = field(default_factory=list)
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)

@@ -57,10 +57,11 @@ def post_reply(ctx: ToolContext, text: str) -> Message:
     Raises:
         ToolError: Nothing is left once the copied lines are taken out.
     """
-    text = without_echoes(text)
+    text = without_echoes(text, ctx.told)
     if not text:
-        raise ToolError("the reply held only lines copied from the conversation or the "
-                        "prompt's markup; write your answer to the user itself")
+        raise ToolError("the reply held only lines copied from the conversation, the "
+                        "prompt's markup or the errors you were told; write your answer to "
+                        "the user itself")
     message = Message(role="assistant", text=text, usage=ctx.usage.model_copy(),
                       elapsedMs=ctx.elapsed_ms(), traceId=ctx.trace_id)
     once = ctx.once_key()
@@ -121,9 +122,14 @@ def register(registry: Registry) -> None:
         """Ask the user a question (ends the run; the answer wakes you later)."""
         if ctx.runtime.conversation.question() is not None:
             raise ToolError("a question is already pending; wait for its answer")
-        if args.default is not None and args.options and args.default not in args.options:
-            raise ToolError(f"default {args.default!r} is not one of the options {args.options}")
-        question = PendingQuestion(question=args.question, options=args.options,
+        asked = without_echoes(args.question, ctx.told)
+        if not asked:
+            raise ToolError("the question held only words copied from the conversation or "
+                            "the errors you were told; write your own question to the user")
+        options = args.options
+        if args.default is not None and options and args.default not in options:
+            options = [*options, args.default]  # the answer it falls back to may be chosen
+        question = PendingQuestion(question=asked, options=options,
                                    timeout=args.timeout, default=args.default,
                                    traceId=ctx.trace_id,
                                    taskId=ctx.needs_input[0] if ctx.needs_input else None)
@@ -131,8 +137,8 @@ def register(registry: Registry) -> None:
         ctx.asked = True
         # The question enters the history, so later turns (and the Planner) know it was asked.
         ctx.runtime.conversation.append(Message(
-            role="assistant", text=args.question + "".join(
-                f"\n- {option}" for option in args.options or []), traceId=ctx.trace_id))
+            role="assistant", text=asked + "".join(
+                f"\n- {option}" for option in options or []), traceId=ctx.trace_id))
         return StopRun({"asked": True, "expiresAt": str(question.expiresAt)})
 
     @registry.tool("update_backlog", roles=teller)
