@@ -69,13 +69,18 @@ def _planner_started(runtime: Any) -> bool:
                  if t.role == "planner"])
 
 
+def _teller_idle(runtime: Any) -> bool:
+    return not runtime.inbox.read() and not runtime.redis.exists(runtime.keys.teller_lock)
+
+
 def _handed_over(runtime: Any, figures: Any, label: str, answer: str) -> None:
     """Wait for the request to reach the Planner, answering in the chat box, as a person
-    would, up to two questions the Teller asks first."""
+    would, up to two questions the Teller asks first (in a question card or in its reply)."""
     for round_ in range(3):
-        found = wait_for(lambda: _planner_started(runtime) or runtime.conversation.question(),
-                         timeout=TURN_SECONDS, interval=1, message="the request handed over")
-        if found is True or round_ == 2:
+        wait_for(lambda: _planner_started(runtime) or runtime.conversation.question()
+                 or _teller_idle(runtime), timeout=TURN_SECONDS, interval=1,
+                 message="the request handed over, or a question")
+        if _planner_started(runtime) or round_ == 2:
             break
         _turn(runtime, answer, figures, f"{label} answer {round_ + 1}")
     wait_for(lambda: _planner_started(runtime), timeout=TURN_SECONDS, interval=1,

@@ -221,6 +221,24 @@ def test_a_value_that_only_mentions_its_description_is_taken() -> None:
     assert outcome.ok and ctx.replies == ["Here is the reply you asked for"]
 
 
+@pytest.mark.parametrize("left_out", [None, "null", "None", " "])
+def test_an_optional_field_sent_as_null_or_its_text_takes_its_default(left_out: Any) -> None:
+    from mimikit.tools.teller_tools import AskUserArgs
+
+    args = AskUserArgs.model_validate({"question": "Which?", "timeout": left_out,
+                                       "default": left_out})
+    assert (args.timeout, args.default) == (3600, None)
+
+
+def test_a_required_field_sent_as_the_text_null_is_still_refused() -> None:
+    from pydantic import ValidationError
+
+    from mimikit.tools.teller_tools import AskUserArgs
+
+    with pytest.raises(ValidationError, match="question"):
+        AskUserArgs.model_validate({"question": None})
+
+
 def test_tool_error_and_not_found_become_their_message() -> None:
     registry = make_registry()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from mimikit.durations import Seconds
 from mimikit.exceptions import InvalidValue, ToolError
@@ -14,10 +14,25 @@ from mimikit.models import check_result
 __all__ = ["Args", "Seconds", "finish_with_result"]
 
 
+# How small models write a value they mean to leave out.
+_LEFT_OUT = frozenset({"null", "none", "undefined", "nil", ""})
+
+
 class Args(BaseModel):
-    """Tool arguments: unknown fields are errors the model is told about."""
+    """Tool arguments: unknown fields are errors the model is told about; an optional field
+    sent as null, or as the text "null" or "None", takes its default."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _left_out(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        return {name: value for name, value in data.items()
+                if not (name in cls.model_fields and not cls.model_fields[name].is_required()
+                        and (value is None or (isinstance(value, str)
+                                               and value.strip().lower() in _LEFT_OUT)))}
 
 
 def finish_with_result(args: Any) -> StopRun:
