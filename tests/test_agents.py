@@ -111,7 +111,7 @@ def test_needs_input_asks_the_user_and_the_answer_redelegates(stack, llm):
     wake(stack)
     wait_for(lambda: len(llm.requests_for("planner")) == 2, timeout=30, message="re-delegation")
     # The Teller run that got the answer (the Planner's "ok" wakes it once more afterwards).
-    assert any('"answer": "staging"' in user_prompt(r) and '"source": "user"' in user_prompt(r)
+    assert any("'Deploy to staging or production?', from the user: staging" in user_prompt(r)
                for r in llm.requests_for("teller"))
     assert "staging" in user_prompt(llm.requests_for("planner")[-1])
 
@@ -125,15 +125,15 @@ def test_expired_question_uses_the_default_or_reports_a_timeout(stack, llm):
     post_input(stack, "pick one")
     wait_for(stack.conversation.question, timeout=20, message="question")
     wait_for(lambda: expire_question(stack), timeout=5, message="expiry")
-    wait_for(lambda: any('"source": "default"' in user_prompt(b)
-                         for b in llm.requests_for("teller")), timeout=20, message="default")
-    assert any('"answer": "first"' in user_prompt(b) for b in llm.requests_for("teller"))
+    wait_for(lambda: any("'Which one?': none in time, so its default applies: first"
+                         in user_prompt(b) for b in llm.requests_for("teller")), timeout=20,
+             message="default")
 
     llm.script("teller", tool_call("ask_user", question="Really?", timeout=0.5))
     post_input(stack, "again")
     wait_for(stack.conversation.question, timeout=20, message="second question")
     wait_for(lambda: expire_question(stack), timeout=5, message="second expiry")
-    wait_for(lambda: any('"source": "timeout"' in user_prompt(b) and '"answer": ""' in user_prompt(b)
+    wait_for(lambda: any("'Really?': none; it timed out unanswered" in user_prompt(b)
                          for b in llm.requests_for("teller")), timeout=20, message="timeout")
 
 

@@ -153,8 +153,9 @@ def test_an_answer_typed_in_the_chat_box_answers_the_pending_question(stack, llm
     wait_history(stack, lambda h: ("assistant", "Deploying to staging.") in h, message="reply")
     assert stack.conversation.question() is None
     prompt = user_prompt(llm.requests_for("teller")[0])
-    assert "Answer to your question 'Staging or production?'" in prompt
-    assert '"source": "user"' in prompt and "Pending inputs" in prompt
+    assert "Answer to your question 'Staging or production?', from the user: staging please" \
+        in prompt
+    assert "Pending inputs" in prompt
 
 
 def test_a_question_typed_while_a_question_is_pending_is_a_new_input(stack, llm):
@@ -424,10 +425,24 @@ def test_a_tools_error_copied_into_a_question_is_refused_and_asked_again(stack, 
     question = wait_for(stack.conversation.question, timeout=30, message="the question")
     assert question.question == "What should notes.txt say?"
     assert question.options == ["hi", "bye", "hello"]  # its default may be chosen too
-    second = llm.requests_for("teller")[2]["messages"][-1]["content"]
+    second = llm.requests_for("teller")[2]["messages"][-2]["content"]  # then: reply, forced
     assert "copied" in second and "errors you were told" in second
     assert [t for r, t in history(stack) if r == "assistant"] == [
         "What should notes.txt say?\n- hi\n- bye\n- hello"]
+
+
+def test_a_teller_whose_calls_keep_failing_is_asked_for_a_reply_forced(stack, llm):
+    llm.script("teller", tool_call("ask_user", source="user"),
+               tool_call("ask_user", question="What should notes.txt say?", source="user"),
+               tool_call("reply", text="What should notes.txt say?"))
+    llm.default("teller", tool_call("ask_user", source="user"))
+    post_input(stack, "create notes.txt")
+    wait_history(stack, lambda h: ("assistant", "What should notes.txt say?") in h,
+                 message="the reply, forced after two failed calls")
+    third = llm.requests_for("teller")[2]
+    assert third["tool_choice"] == {"type": "function", "function": {"name": "reply"}}
+    assert "failed 2 times in a row" in third["messages"][-1]["content"]
+    assert len(llm.requests_for("teller")) == 3
 
 
 def test_a_reply_quoting_the_users_words_after_a_correction_keeps_them(stack, llm):

@@ -22,9 +22,7 @@ def render_inbox(runtime: Runtime, items: list[InboxItem]) -> str:
         if isinstance(item, InputItem):
             inputs.append(f"- [{item.message['createdAt']}] user: {item.message['text']}")
         elif isinstance(item, AnswerItem):
-            asked_for = f" (asked for task {item.taskId})" if item.taskId else ""
-            inputs.append(f"- Answer to your question {item.question!r}{asked_for}: "
-                          f"{json.dumps({'answer': item.answer, 'source': item.source})}")
+            inputs.append(_render_answer(item))
         elif isinstance(item, ResultItem):
             results.append(_render_result(runtime, item.taskId, done_tasks.get(item.taskId),
                                           done_results.get(item.taskId)))
@@ -36,6 +34,18 @@ def render_inbox(runtime: Runtime, items: list[InboxItem]) -> str:
         if lines:
             blocks.append(f"## {title}\n" + "\n".join(lines))
     return "\n\n".join(blocks) or "## Pending inputs\n(none)"
+
+
+def _render_answer(item: AnswerItem) -> str:
+    """An answer in words, not JSON: small models copy a JSON answer's keys into their calls."""
+    asked = f"- Answer to your question {item.question!r}"
+    if item.taskId:
+        asked += f" (asked for task {item.taskId})"
+    if item.source == "default":
+        return f"{asked}: none in time, so its default applies: {item.answer}"
+    if item.source == "timeout" or not item.answer:
+        return f"{asked}: none; it timed out unanswered"
+    return f"{asked}, from the user: {item.answer}"
 
 
 def _render_result(runtime: Runtime, task_id: str, task: Task | None, result: Result | None

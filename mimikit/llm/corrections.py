@@ -9,7 +9,8 @@ problem gets:
   ``delegate`` with the request (``remember`` for a promise to keep something in memory);
 - an empty answer: call a tool (the Teller: ``reply``);
 - a call of a tool that does not exist, or one that cannot be read: the tools there are;
-- an answer cut at ``max_tokens``: the same, shorter.
+- an answer cut at ``max_tokens``: the same, shorter;
+- a Teller whose calls keep failing: answer the user with ``reply``, in its own words.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ PLAIN = "plain"
 PROMISE = "promise"
 UNREADABLE = "unreadable"
 CUT = "cut"
+FAILING = "failing"
 
 
 def plain_text(finishers: list[str]) -> tuple[str, str]:
@@ -65,3 +67,9 @@ def cut(max_tokens: int | None) -> str:
     limit = f" of {max_tokens} tokens" if max_tokens else ""
     return (f"error: your answer was cut off at the limit{limit} before it ended. Answer again, "
             "shorter: fewer words, or write a long file in several smaller calls.")
+
+
+def failing(times: int) -> str:
+    """A Teller whose every call failed ``times`` answers in a row."""
+    return (f"error: your calls failed {times} times in a row. Call 'reply' now and answer the "
+            "user in your own words: what you will do, or what you need to know.")

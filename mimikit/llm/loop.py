@@ -36,6 +36,7 @@ __all__ = ["Observer", "RunOptions", "RunRecord", "RunStatus", "ToolCallRecord",
 logger = logging.getLogger("mimikit.llm")
 # How often one kind of problem is corrected before the run gives up on it (or, for text, takes
 # it as it is): the first time a message, the second time the call forced.
+FAILING_IN_ROW = 2  # a Teller's answers in a row whose calls all failed, before reply is forced
 GIVE_UP_AFTER = {corrections.EMPTY: 2, corrections.PLAIN: 2, corrections.PROMISE: 2,
                  corrections.UNREADABLE: 3, corrections.CUT: 1}
 
@@ -125,6 +126,7 @@ class _Loop:
         self.forced: Any = None  # the tool_choice of the next request, after a correction
         self.backed: set[str] = set()  # the tools whose calls succeeded
         self.called = False  # some call of the run succeeded
+        self.failed_in_row = 0  # answers in a row whose every call failed
 
     # -- the cycle --
 
@@ -281,6 +283,7 @@ class _Loop:
     def _run_calls(self, calls: list[ToolCall]) -> bool:
         """Run one message's tool calls; True when one of them ended the run."""
         finish: ToolOutcome | None = None
+        worked = False
         for index, call in enumerate(calls):
             if len(calls) > 1 and self.registry.must_be_alone(self.record.role, call.name):
                 outcome = self._refuse(call, f"{call.name!r} ends the run: call it alone, in a "
@@ -289,6 +292,7 @@ class _Loop:
             else:
                 outcome = self._call(call)
             self.called = self.called or outcome.ok
+            worked = worked or outcome.ok
             if outcome.ok:
                 self.backed.add(call.name)
             if not outcome.ok:
@@ -301,6 +305,12 @@ class _Loop:
                 return True
         if finish is not None:
             return self._finish_batch(finish, calls)
+        self.failed_in_row = 0 if worked else self.failed_in_row + 1
+        if self.failed_in_row == FAILING_IN_ROW and self.options.text_ends_run:
+            # a confused small model retries the same broken call to the step limit: ask the
+            # Teller for its answer in words instead, forced
+            self._correct(corrections.FAILING, corrections.failing(self.failed_in_row))
+            self.forced = forced("reply")
         return False
 
     def _finish_batch(self, finish: ToolOutcome, calls: list[ToolCall]) -> bool:
