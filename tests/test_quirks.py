@@ -53,6 +53,8 @@ SHAPES = {
     "key_tool_name_input": '{"tool_name": "reply", "input": {"text": "hi"}}',
     "key_function_string": '{"function": "reply", "arguments": {"text": "hi"}}',
     "other_keys_are_arguments": '{"name": "reply", "text": "hi"}',
+    "loose_arguments": '{"name": "reply", "arguments": {text: \'hi\',}}',
+    "doubled_loose_arguments": '{{"name": "reply", "arguments": {text: "hi"}}}',
     "name_then_literal": 'reply{text: "hi"}',
     "name_then_json": 'reply {"text": "hi"}',
     "name_then_single_quotes": "reply{'text': 'hi',}",
@@ -308,6 +310,17 @@ def test_the_planner_example_copied_from_its_prompt_is_read_as_its_calls():
     assert found.prose == '1. → `{taskId: "A1"}`\n2.'
 
 
+def test_a_call_in_doubled_braces_with_keys_left_unquoted_inside_is_read():
+    # Qwen2.5-coder 1.5B as a Planner, its braces doubled and its inner keys bare
+    text = ('{{"name": "submit_result", "arguments": {"status": "done", "resultType": "text", '
+            '"result": {text: "Delegated notes.txt."}, "question": null}}}')
+    found = written_calls(text, ["submit_result"])
+    assert found is not None and found.prose == ""
+    assert [(name, json.loads(arguments)) for name, arguments in found.calls] == [
+        ("submit_result", {"status": "done", "resultType": "text",
+                           "result": {"text": "Delegated notes.txt."}, "question": None})]
+
+
 @pytest.mark.parametrize("text, excerpt", [
     ('delegate{prompt: "Read src/utils.py", title: Plan}', 'delegate{prompt: "Read src/utils.py"'),
     ('shell{command: "ls -la"', 'shell{command: "ls -la"'),
@@ -457,14 +470,18 @@ MEGABYTE = 1_000_000
     "{", '{"', '{{"', '[{"a":', '{"a": "\\', "<tool_call>", '<tool_call>{"a":', "```json\n",
     '{"name": "reply", "arguments": {"text": "hi"}} ',
     "reply{a: [", "reply(a=", "delegate{prompt: 'x ", 'reply{text: "hi"} ',
+    '{"name": "reply", "arguments": {text: \'', '{"name": "reply", "arguments": {text: "hi"}} ',
+    '{"a": {b: [[[[',
 ], ids=["prose", "braces", "brace_quotes", "doubled", "nested", "escapes", "tags", "tags_json",
-        "fences", "calls", "named_nested", "named_keywords", "named_unclosed", "named_calls"])
+        "fences", "calls", "named_nested", "named_keywords", "named_unclosed", "named_calls",
+        "loose_unclosed", "loose_calls", "loose_nested"])
 def test_a_megabyte_of_text_is_read_in_bounded_time(unit):
     text = unit * (MEGABYTE // len(unit))
     found = written_calls(text, TOOLS)
     looks_truncated(text)
     _stream(text, [4096] * (len(text) // 4096))
-    if unit.startswith(('{"name"', "reply{text")):
+    if unit.startswith(('{"name": "reply", "arguments": {"', "reply{text",
+                        '{"name": "reply", "arguments": {text: "')):
         assert len(found.calls) == len(text) // len(unit)
 
 

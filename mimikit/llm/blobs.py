@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from mimikit.llm.literals import NotLoose, loose_value_at
+
 NAME_KEYS = ("name", "tool_name", "tool", "function", "recipient_name")
 ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 WRAPPER_KEYS = ("tool_calls", "tool_call", "tool_uses")
@@ -40,6 +42,10 @@ _BARE_CALL = re.compile(_OPEN + r'(?:"(?:name|tool_name|tool|function|'
 _SEPARATORS = re.compile(r"[\s,;]*+")
 _SPACE = re.compile(r"\s*+")
 FIRST_WINDOW_CHARS = 512  # grown eightfold while a value runs past it
+# A strict read that fails this near the text's end may be a cut: looked at loosely only when
+# its brackets close; a call with doubled braces is read loosely this far.
+LOOSE_CHECK_CHARS = 4096
+LOOSE_DOUBLED_CHARS = 65536
 _CUT_TAIL_CHARS = 16  # an error this near a window's end may be its cut (``tru|e``, ``\u00|e9``)
 _SPECIAL = re.compile(r'["\\{}\[\]]')
 _DECODER = json.JSONDecoder()
@@ -97,12 +103,55 @@ def skip(pattern: re.Pattern[str], text: str, pos: int) -> int:
 
 
 def decode_at(text: str, index: int) -> tuple[Decoded | None, int]:
-    """The JSON value starting at ``index`` (a ``{`` or ``[``), read with doubled braces undone.
+    """The JSON value starting at ``index`` (a ``{`` or ``[``), read with doubled braces undone;
+    JSON that is not strict (``{"name": "reply", "arguments": {text: 'hi'}}``) read loosely.
 
     Returns:
         The value (None when none could be read) and how many characters the attempt read:
         all the rest of the text when the value is unfinished at its end.
     """
+    found, read = _strict_at(text, index)
+    if found is not None or (index + read >= len(text) and (
+            len(text) - index > LOOSE_CHECK_CHARS or close_of(text, index) < 0)):
+        return found, read  # read, or unfinished (a strict error near the end may be a cut)
+    loose, loose_read = _loose_at(text, index)
+    return loose, read + loose_read
+
+
+def _loose_at(text: str, index: int) -> tuple[Decoded | None, int]:
+    """The loose value at ``index`` (``literals``), its doubled braces undone; and how many
+    characters the attempt read."""
+    if text.startswith("{", index) and text.startswith("{", skip(_SPACE, text, index + 1)):
+        return _loose_undoubled(text, index)
+    try:
+        value, end = loose_value_at(text, index)
+    except NotLoose as error:
+        return None, error.at - index
+    except RecursionError:
+        return None, len(text) - index
+    return Decoded(value, index, end), end - index
+
+
+def _loose_undoubled(text: str, index: int) -> tuple[Decoded | None, int]:
+    """``_loose_at`` with doubled braces, read in a single-braced copy of a window that grows
+    only while the value runs past it."""
+    size = FIRST_WINDOW_CHARS
+    while True:
+        window = text[index : index + size]
+        single = window.replace("{{", "{").replace("}}", "}")
+        try:
+            value, end = loose_value_at(single, 0)
+        except NotLoose as error:
+            if error.at < len(single) or index + size >= len(text) or size >= LOOSE_DOUBLED_CHARS:
+                return None, len(window)
+            size *= 8
+            continue
+        except RecursionError:
+            return None, len(window)
+        return Decoded(value, index, index + _undoubled_end(text, index, end)), len(window)
+
+
+def _strict_at(text: str, index: int) -> tuple[Decoded | None, int]:
     if text.startswith("{", index):
         inner = skip(_SPACE, text, index + 1)
         if text.startswith("{", inner):
