@@ -25,8 +25,8 @@ from mimikit.llm.blobs import (
     looks_truncated,
     skip,
 )
+from mimikit.llm.literals import NotLoose
 from mimikit.llm.notation import (
-    NotLoose,
     arguments_at,
     name_prefixes,
     named_start,

@@ -67,7 +67,8 @@ from mimikit.llm.blobs import (
     skip,
     tool_name,
 )
-from mimikit.llm.notation import NotLoose, arguments_at, named_start
+from mimikit.llm.literals import NotLoose
+from mimikit.llm.notation import arguments_at, named_start
 
 __all__ = ["WrittenCalls", "arguments_text", "looks_truncated", "written_calls"]
 
