@@ -396,6 +396,14 @@ def test_a_reply_written_as_a_transcript_line_keeps_only_its_text(stack, llm):
     assert [t for r, t in history(stack) if r == "assistant"] == ["Hello there!"]
 
 
+def test_an_answer_that_is_only_a_replys_argument_written_as_a_line_is_its_text(stack, llm):
+    llm.script("teller", text('- `text`: "Hello! How can I assist you today?"'))
+    post_input(stack, "hello!")
+    wait_history(stack, lambda h: any(role == "assistant" for role, _t in h), message="a reply")
+    assert [t for r, t in history(stack) if r == "assistant"] == [
+        "Hello! How can I assist you today?"]
+
+
 def test_a_reply_call_holding_only_copied_lines_is_refused_and_written_again(stack, llm):
     llm.script("teller", tool_call("reply", text="- [2026-11-25T03:21:15Z] user: hi"),
                tool_call("reply", text="Hi! What can I do for you?"))
@@ -465,6 +473,22 @@ def test_an_answer_repeating_one_line_is_ended_where_the_loop_began(stack, llm):
     wait_history(stack, lambda h: ("assistant", "Hello.") in h, timeout=30, message="the reply")
     assert time.monotonic() - began < 15
     assert len(llm.requests_for("teller")) == 1
+
+
+def test_an_answer_writing_one_call_over_and_over_ends_at_the_third_and_runs_it_once(stack, llm):
+    from llm_server import streamed
+
+    call = ('```json\n{\n  "function": "delegate",\n  "arguments": {\n    "prompt": '
+            '"Create notes.txt"\n  }\n}\n```\n\n')
+    llm.script("teller", streamed(text(call * 200), pause=0.02, chunk_chars=8),  # 80 s in all
+               tool_call("reply", text="On it."))
+    began = time.monotonic()
+    post_input(stack, "create notes.txt")
+    wait_history(stack, lambda h: ("assistant", "On it.") in h, timeout=30, message="the reply")
+    assert time.monotonic() - began < 20
+    assert len(_planned(stack, llm)) == 1
+    results = [m for m in llm.requests_for("teller")[1]["messages"] if m["role"] == "tool"]
+    assert len(results) == 1  # the call once, not once per copy
 
 
 def test_a_promise_copied_as_a_transcript_line_is_handed_over_and_said_plainly(stack, llm):

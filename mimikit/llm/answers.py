@@ -44,9 +44,9 @@ def read_answer(completion: Completion, names: Collection[str], step: int = 0) -
     """
     cut = completion.finish_reason == "length"
     if completion.tool_calls:
-        calls = [ToolCall(id=call.id or f"call-{step}-{index}", name=call.name,
-                          arguments=arguments_text(call.arguments))
-                 for index, call in enumerate(completion.tool_calls)]
+        calls = _once([ToolCall(id=call.id or f"call-{step}-{index}", name=call.name,
+                                arguments=arguments_text(call.arguments))
+                       for index, call in enumerate(completion.tool_calls)])
         text = (completion.content or "").strip() or None
         return Answer(calls, text, _message(text, calls), cut=cut and not all(
             _whole(call.arguments) for call in calls))
@@ -56,12 +56,24 @@ def read_answer(completion: Completion, names: Collection[str], step: int = 0) -
         text = content.strip() or None
         return Answer([], text, {"role": "assistant", "content": completion.content or ""},
                       cut=cut or (text is not None and looks_truncated(text)))
-    calls = [ToolCall(id=f"text-{step}-{index}", name=name, arguments=arguments)
-             for index, (name, arguments) in enumerate(found.calls)]
+    calls = _once([ToolCall(id=f"text-{step}-{index}", name=name, arguments=arguments)
+                   for index, (name, arguments) in enumerate(found.calls)])
     prose = found.prose or None
     return Answer(calls, prose, _message(prose, calls), written=bool(calls),
                   unknown=list(found.unknown), broken=list(found.broken),
                   cut=not calls and (cut or looks_truncated(content)))
+
+
+def _once(calls: list[ToolCall]) -> list[ToolCall]:
+    """The calls, each the same call (name and arguments) only once: a small model in a loop
+    writes one call over and over in a message."""
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for call in calls:
+        if (call.name, call.arguments) not in seen:
+            seen.add((call.name, call.arguments))
+            kept.append(call)
+    return kept
 
 
 def _message(text: str | None, calls: list[ToolCall]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from mimikit.llm.responses import (
     detail,
     with_estimate,
 )
-from mimikit.llm.streaming import REPEATED_LINES, IgnoresToolChoice, PastDeadline, read_stream
+from mimikit.llm.streaming import IgnoresToolChoice, PastDeadline, read_stream
 
 logger = logging.getLogger("mimikit.llm")
 
@@ -377,7 +377,7 @@ class LLMClient:
             raise Retryable(f"the LLM at {self.url} ended its streamed answer empty")
         if found.looped:
             stream.close()  # the server stops writing the loop
-            logger.info("the LLM at %s repeated one line %d times: its answer ends before them",
-                        self.url, REPEATED_LINES)
+            logger.info("the LLM at %s went round in a loop: its answer ends where it began",
+                        self.url)
         calls = [ToolCall(id=i, name=n, arguments=a) for i, n, a in found.calls]
         return Completion.of(found.content, calls, found.usage, found.finish_reason)

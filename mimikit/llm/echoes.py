@@ -4,11 +4,13 @@ template's markup (``<tool_response>``, ``<|im_end|>``) and what the runtime tol
 run (a correction, a tool's error: "Call 'reply' with your answer to the user.", "Field
 required"). Taken out before a reply is shown: a line that begins with a bracketed time is such
 a copy, and keeps its text only when it is the assistant's; a sentence or clause whose words
-are, nearly all and in order, words of something the runtime told the model is one too.
+are, nearly all and in order, words of something the runtime told the model is one too. An
+answer that is only a reply's argument written as a line (``- `text`: "Hello!"``) is its text.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from difflib import SequenceMatcher
@@ -24,6 +26,7 @@ _TEMPLATE_TAGS = re.compile(r"</?tool_response>|<\|(?:im_start|im_end|endoftext|
 # A sentence or clause, with the mark that ends it.
 _PIECE = re.compile(r"[^.!?;\n。！？；]+[.!?;。！？；]*")
 _WORD = re.compile(r"\w+")
+_ARGUMENT_LINE = re.compile(r'\s*(?:[-*]\s*)?(`?)(?:text|reply)\1\s*:\s*("(?:[^"\\]|\\.)*")\s*')
 # What the runtime quotes back of the model's own words (a value, a promise): not its words.
 _QUOTED = re.compile(r"(?<!\w)'[^'\n]*'(?!\w)|\"[^\"\n]*\"")
 TOLD_SHARE = 0.8  # of a piece's words found in order in what was told: a copy
@@ -34,12 +37,23 @@ def without_echoes(text: str, told: Sequence[str] = ()) -> str:
     """``text`` without copied conversation lines, template markup and pieces of ``told``
     (what the runtime told the model in this run), blank runs closed."""
     text = _TEMPLATE_TAGS.sub("", _TOOL_RESPONSE.sub("", text))
+    argument = _ARGUMENT_LINE.fullmatch(text)
+    if argument is not None:
+        text = _string(argument.group(2))
     text = _LINE.sub(lambda line: line[2] if line[1] == "assistant" else "", text)
     if told:
         told_words = [_words(_QUOTED.sub(" ", said)) for said in told]
         text = _PIECE.sub(lambda piece: "" if _copied(piece.group(), told_words) else
                           piece.group(), text)
     return re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]{2,}", " ", text)).strip()
+
+
+def _string(quoted: str) -> str:
+    try:
+        value = json.loads(quoted)
+    except json.JSONDecodeError:
+        return quoted[1:-1]
+    return value if isinstance(value, str) else quoted[1:-1]
 
 
 def _words(text: str) -> list[str]:

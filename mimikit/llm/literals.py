@@ -22,7 +22,8 @@ _DECODER = json.JSONDecoder()
 
 
 class NotLoose(ValueError):
-    """Raised where the text stops being a value of the notation (``at``: the index)."""
+    """Raised where the text stops being a loose value (``at``: the index; the text's end while
+    the value is unfinished)."""
 
     def __init__(self, at: int) -> None:
         super().__init__(f"not a value at {at}")

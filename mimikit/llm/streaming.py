@@ -17,6 +17,7 @@ from typing import Any
 
 from mimikit.llm.choice import may_be_naming
 from mimikit.llm.prose import ProseFilter
+from mimikit.llm.repeats import TAIL_CHARS, loop_cut
 from mimikit.llm.responses import usage_of
 from mimikit.models import Usage
 
@@ -30,12 +31,6 @@ _PARTIAL_ESCAPE = re.compile(r'\\(u[0-9a-fA-F]{0,3})?$')
 # often repeat themselves up to ``max_tokens``.
 PROSE_BEFORE_GIVING_UP = 160
 
-
-# Small models fall into a loop writing one short line again and again (a fence, a brace, a
-# blank) up to ``max_tokens``, minutes on a local server: this many of the same line in a row
-# ends the answer there, without them.
-REPEATED_LINES = 8
-_REPEATED_LINE_CHARS = 40
 
 
 class IgnoresToolChoice(Exception):
@@ -104,7 +99,7 @@ class Streamed:
     calls: list[tuple[str, str, str]] = field(default_factory=list)  # id, name, arguments
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
-    looped: bool = False  # cut where it began to repeat one line (``REPEATED_LINES``)
+    looped: bool = False  # cut where it began to go round in a loop (``repeats``)
 
 
 class _Reader:
@@ -159,22 +154,21 @@ class _Reader:
                 self._show(self.replies.setdefault(part.index, ReplyText()).feed(arguments))
 
     def _looping(self) -> bool:
-        """Whether the text ends in a run of one short line repeated (``REPEATED_LINES``): the
-        run is taken out, and the answer ends before it."""
-        span, tail = (REPEATED_LINES + 1) * (_REPEATED_LINE_CHARS + 1), ""
+        """Whether the text ends in a loop (``repeats``): the answer then ends where it began."""
+        tail = ""
         for piece in reversed(self.content):  # only the end is read, on every line break
             tail = piece + tail
-            if len(tail) >= span:
+            if len(tail) >= TAIL_CHARS:
                 break
-        last = tail[-span:].split("\n")[:-1][-REPEATED_LINES:]
-        if len(last) < REPEATED_LINES or len(set(last)) != 1 or \
-                len(last[0]) > _REPEATED_LINE_CHARS:
+        lines = tail[-TAIL_CHARS:]
+        lines = lines[:lines.rfind("\n") + 1]  # what follows the last line break repeats too
+        cut = loop_cut(lines)
+        if cut is None:
             return False
         text = "".join(self.content)
-        body = text[:text.rfind("\n") + 1]  # what follows the last line break repeats too
-        while body.endswith(last[0] + "\n"):
-            body = body[:-len(last[0]) - 1]
-        self.content, self.looped, self.finish_reason = [body], True, "stop"
+        ended = text.rfind("\n") + 1  # where ``lines`` ends in the text
+        self.content, self.looped, self.finish_reason = [text[:ended - len(lines) + cut]], True, \
+            "stop"
         return True
 
     def _check_prose(self) -> None:

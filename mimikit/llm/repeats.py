@@ -1,0 +1,53 @@
+"""Where an answer starts going round in a loop, so that it ends there and not at
+``max_tokens``, minutes later on a local server.
+
+Small models fall into two loops: one line again and again (a fence, a brace, a blank, a
+sentence), and a block of lines again and again (a heading and a sentence; a whole call written
+out, the same each time). A run of a short line is taken out whole; of the others, the first
+copy is kept. Blank
+lines between the copies of a block do not count: models vary them.
+"""
+
+from __future__ import annotations
+
+import re
+
+REPEATED_LINES = 8  # of one line in a row
+SHORT_LINE_CHARS = 40  # a run of a line no longer than this is taken out whole
+REPEATED_BLOCKS = 3  # copies in a row of a block of 2 to BLOCK_LINES lines
+BLOCK_LINES = 16
+TAIL_CHARS = 8192  # the end of the text read on each line break
+_LINE = re.compile(r"[^\n]*\n")
+
+
+def loop_cut(tail: str) -> int | None:
+    """Where to cut ``tail`` (the end of an answer, at a line break) that ends in a loop: before
+    a run of one short line, after the first of a run of one long line or of repeated blocks;
+    None when it ends in none."""
+    lines = [(found.group()[:-1], found.start(), found.end()) for found in _LINE.finditer(tail)]
+    cut = _line_run(lines)
+    return cut if cut is not None else _block_run([line for line in lines if line[0].strip()])
+
+
+def _line_run(lines: list[tuple[str, int, int]]) -> int | None:
+    """Before a run of one short line; after the first of a run of one long line."""
+    last = lines[-REPEATED_LINES:]
+    if len(last) < REPEATED_LINES or len({text for text, _s, _e in last}) != 1:
+        return None
+    first = len(lines) - REPEATED_LINES
+    while first > 0 and lines[first - 1][0] == last[0][0]:
+        first -= 1
+    return lines[first][1] if len(last[0][0]) <= SHORT_LINE_CHARS else lines[first][2]
+
+
+def _block_run(filled: list[tuple[str, int, int]]) -> int | None:
+    texts = [text.strip() for text, _s, _e in filled]
+    for size in range(2, BLOCK_LINES + 1):
+        span = size * REPEATED_BLOCKS
+        if len(texts) < span:
+            return None
+        run = texts[-span:]
+        if all(run[index] == run[index - size] for index in range(size, span)) and \
+                len(set(run[:size])) > 1:
+            return filled[len(filled) - span + size - 1][2]
+    return None

@@ -1,0 +1,48 @@
+"""Where an answer starts going round in a loop (``mimikit/llm/repeats.py``): the loops small
+models fall into on a local server, and text that only looks like one."""
+
+from __future__ import annotations
+
+import pytest
+
+from mimikit.llm.repeats import loop_cut
+
+CALL = ('```json\n{\n  "function": "delegate",\n  "arguments": {\n    "prompt": "Create notes.txt",'
+        '\n    "timeout": null\n  }\n}\n```\n\n')
+REPLY_BLOCK = "# Reply\n\n**File `notes.txt` created.** (1 second) (text) (summary)\n"
+
+
+def _kept(text: str) -> str | None:
+    cut = loop_cut(text)
+    return None if cut is None else text[:cut]
+
+
+def test_a_run_of_one_short_line_is_taken_out_whole():
+    assert _kept("Done.\n" + "```\n" * 8) == "Done.\n"
+    assert _kept("Done.\n" + "\n" * 12) == "Done.\n"
+
+
+def test_a_long_line_written_eight_times_keeps_its_first_copy():
+    line = "If you have any other questions, please let me know.\n"
+    assert _kept("Paris.\n" + line * 8) == "Paris.\n" + line
+
+
+def test_a_block_written_three_times_keeps_its_first_copy_whatever_the_blanks_between():
+    text = "Sure.\n" + REPLY_BLOCK + "\n\n\n\n" + REPLY_BLOCK + "\n" + REPLY_BLOCK
+    assert _kept(text) == "Sure.\n" + REPLY_BLOCK
+
+
+def test_a_call_written_out_three_times_keeps_one():
+    assert _kept("On it.\n" + CALL * 3) == "On it.\n" + CALL.rstrip("\n") + "\n"
+
+
+@pytest.mark.parametrize("text", [
+    "".join(f"{n}. step {n}\n" for n in range(1, 30)),
+    "| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\n",
+    REPLY_BLOCK * 2,
+    "A long line that a report may well repeat twice or thrice in a row.\n" * 3,
+    "```\n" * 7,
+    "x\n\nx\n\n",
+], ids=["numbered_list", "table", "block_twice", "long_line_thrice", "seven_fences", "two_lines"])
+def test_text_that_only_looks_like_a_loop_is_left_alone(text):
+    assert loop_cut(text) is None
