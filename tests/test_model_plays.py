@@ -404,6 +404,17 @@ def test_an_answer_that_is_only_a_replys_argument_written_as_a_line_is_its_text(
         "Hello! How can I assist you today?"]
 
 
+def test_an_answer_that_is_only_a_json_object_is_asked_once_for_words(stack, llm):
+    llm.script("teller", text('{"source": "error", "content": "Backlog already has x"}'),
+               tool_call("reply", text="Noted."))
+    post_input(stack, "add x to my backlog")
+    wait_history(stack, lambda h: ("assistant", "Noted.") in h, message="the reply in words")
+    second = llm.requests_for("teller")[1]
+    assert second["tool_choice"] == {"type": "function", "function": {"name": "reply"}}
+    assert "JSON object" in second["messages"][-1]["content"]
+    assert [t for r, t in history(stack) if r == "assistant"] == ["Noted."]
+
+
 def test_a_reply_call_holding_only_copied_lines_is_refused_and_written_again(stack, llm):
     llm.script("teller", tool_call("reply", text="- [2026-11-25T03:21:15Z] user: hi"),
                tool_call("reply", text="Hi! What can I do for you?"))

@@ -10,12 +10,18 @@ problem gets:
 - an empty answer: call a tool (the Teller: ``reply``);
 - a call of a tool that does not exist, or one that cannot be read: the tools there are;
 - an answer cut at ``max_tokens``: the same, shorter;
-- a Teller whose calls keep failing: answer the user with ``reply``, in its own words.
+- a Teller whose calls keep failing: answer the user with ``reply``, in its own words;
+- a Teller's text that is only a JSON object or list (no call, no words): ``reply``, once.
 """
 
 from __future__ import annotations
 
+import json
+import re
+
 from mimikit.llm.answers import Answer
+
+_FENCE = re.compile(r"\A```[\w+.\-]*\s*(.*?)\s*```\Z", re.DOTALL)
 
 EMPTY = "empty"
 PLAIN = "plain"
@@ -23,6 +29,7 @@ PROMISE = "promise"
 UNREADABLE = "unreadable"
 CUT = "cut"
 FAILING = "failing"
+BARE = "bare"
 
 
 def plain_text(finishers: list[str]) -> tuple[str, str]:
@@ -73,3 +80,20 @@ def failing(times: int) -> str:
     """A Teller whose every call failed ``times`` answers in a row."""
     return (f"error: your calls failed {times} times in a row. Call 'reply' now and answer the "
             "user in your own words: what you will do, or what you need to know.")
+
+
+def bare_json(text: str) -> bool:
+    """True when ``text`` (fenced or not) is only a JSON object or list."""
+    body = text.strip()
+    fenced = _FENCE.match(body)
+    try:
+        value = json.loads(fenced.group(1) if fenced else body)
+    except (json.JSONDecodeError, RecursionError):
+        return False
+    return isinstance(value, dict | list)
+
+
+def bare() -> str:
+    """A Teller that answered with a JSON object that is no call."""
+    return ("error: your answer was a JSON object, which is no call and no words the user can "
+            "read. Call 'reply' now with your answer to the user in words.")

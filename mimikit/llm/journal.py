@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from mimikit.llm.completion import Completion, ToolCall
+from mimikit.llm.registry import ToolOutcome
 from mimikit.models import Usage
 
 INTERRUPTED = ("error: interrupted: the process running this call stopped before it reported, "
@@ -77,3 +78,18 @@ class Replay:
     def write_done(self, call_id: str, entry: dict[str, Any]) -> None:
         if self.journal is not None:
             self.journal.append({"kind": "done", "id": call_id, **entry})
+
+
+def journaled(outcome: ToolOutcome, ctx: Any) -> dict[str, Any]:
+    """What the journal keeps of a call's end: its result and what it left in the context."""
+    state = ctx.snapshot() if hasattr(ctx, "snapshot") else None
+    return {"ok": outcome.ok, "content": outcome.content, "value": outcome.value,
+            "stop": outcome.stop, "afterBatch": outcome.after_batch, "state": state}
+
+
+def replayed(entry: dict[str, Any], ctx: Any) -> ToolOutcome:
+    """A finished call's outcome as the journal kept it, what it left in the context restored."""
+    if entry.get("state") is not None and hasattr(ctx, "restore"):
+        ctx.restore(entry["state"])
+    return ToolOutcome(ok=entry["ok"], content=entry["content"], value=entry.get("value"),
+                       stop=entry.get("stop", False), after_batch=entry.get("afterBatch", False))

@@ -21,7 +21,7 @@ from mimikit.llm.answers import Answer, read_answer
 from mimikit.llm.choice import forced
 from mimikit.llm.client import LLMDeadline
 from mimikit.llm.completion import ChatClient, Completion, ToolCall
-from mimikit.llm.journal import INTERRUPTED, Journal, Replay
+from mimikit.llm.journal import INTERRUPTED, Journal, Replay, journaled, replayed
 from mimikit.llm.promises import backing_tool
 from mimikit.llm.record import (
     STEP_TEXT_LIMIT,
@@ -213,6 +213,10 @@ class _Loop:
                 return self._take_text_as_result(text)
             self._correct(corrections.PLAIN, message, force=finisher)  # to the step limit
             return False
+        if corrections.bare_json(text) and not self.problems[corrections.BARE]:
+            self._correct(corrections.BARE, corrections.bare())
+            self.forced = forced("reply")  # once: then the text is taken as it is
+            return False
         tool = self._broken_promise(text)
         if tool:
             return self._problem(corrections.PROMISE, corrections.promise(text, tool),
@@ -341,11 +345,11 @@ class _Loop:
             if hasattr(self.ctx, "call_id"):
                 self.ctx.call_id = call.id
             outcome = self.registry.call(self.record.role, call.name, call.arguments, self.ctx)
-            self.replay.write_done(call.id, _journaled(outcome, self.ctx))
+            self.replay.write_done(call.id, journaled(outcome, self.ctx))
         elif recorded.get("interrupted"):
             outcome = ToolOutcome(ok=False, content=INTERRUPTED)
         else:
-            outcome = _replayed(recorded, self.ctx)
+            outcome = replayed(recorded, self.ctx)
         self._note(call, outcome, int((time.monotonic() - began) * 1000))
         return outcome
 
@@ -382,17 +386,3 @@ class _Loop:
 
     def _timed_out(self, deadline: float) -> None:
         self._fail(f"timed out after {round(deadline - self.started, 1):g} s")
-
-
-def _journaled(outcome: ToolOutcome, ctx: Any) -> dict[str, Any]:
-    """What the journal keeps of a call's end: its result and what it left in the context."""
-    state = ctx.snapshot() if hasattr(ctx, "snapshot") else None
-    return {"ok": outcome.ok, "content": outcome.content, "value": outcome.value,
-            "stop": outcome.stop, "afterBatch": outcome.after_batch, "state": state}
-
-
-def _replayed(entry: dict[str, Any], ctx: Any) -> ToolOutcome:
-    if entry.get("state") is not None and hasattr(ctx, "restore"):
-        ctx.restore(entry["state"])
-    return ToolOutcome(ok=entry["ok"], content=entry["content"], value=entry.get("value"),
-                       stop=entry.get("stop", False), after_batch=entry.get("afterBatch", False))
