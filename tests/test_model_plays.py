@@ -356,6 +356,21 @@ def test_a_planner_writing_calls_in_its_prompts_notation_gets_its_worker_task(st
     assert (stack.settings.work_dir / "notes.txt").read_text() == "hello\n"
 
 
+def test_a_planner_failing_with_the_correction_it_was_given_as_its_error_is_refused(stack, llm):
+    llm.script("teller", tool_call("delegate", prompt="Remind me daily to drink water"),
+               tool_call("reply", text="On it."))
+    llm.script("planner", text("1. **Delegate** the reminder to run every day at 9am."),
+               tool_call("submit_result", status="failed", resultType="text",
+                         error="You answered in plain text, and only a call of 'submit_result' "
+                               "ends this run."),
+               tool_call("submit_result", status="done", resultType="text",
+                         result={"text": "Could not plan it."}))
+    post_input(stack, "remind me daily to drink water")
+    assert _planned(stack, llm)
+    refused = llm.requests_for("planner")[2]["messages"][-1]["content"]
+    assert "only repeats the corrections you were given" in refused
+
+
 def test_a_planner_silent_without_any_call_done_still_fails(stack, llm):
     llm.script("teller", tool_call("delegate", prompt="Summarize the logs"),
                tool_call("reply", text="On it."))

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from mimikit.durations import Seconds
 from mimikit.exceptions import InvalidValue, ToolError
+from mimikit.llm.echoes import without_echoes
 from mimikit.llm.registry import StopRun
 from mimikit.models import check_result
 
@@ -35,14 +37,19 @@ class Args(BaseModel):
                                                and value.strip().lower() in _LEFT_OUT)))}
 
 
-def finish_with_result(args: Any) -> StopRun:
+def finish_with_result(args: Any, told: Sequence[str] = ()) -> StopRun:
     """End a run with a submitted result, after checking it against its resultType schema.
 
     ``args`` has ``status``, ``resultType``, ``result`` and ``error``; a problem becomes an
-    error text that tells the model what to fix.
+    error text that tells the model what to fix. An error that only repeats what the model was
+    told during the run (``told``: "You answered in plain text...") is refused: it says nothing
+    of what went wrong.
     """
     if args.status == "failed" and not args.error:
         raise ToolError("status failed requires 'error' saying what went wrong")
+    if args.error and told and not without_echoes(args.error, told):
+        raise ToolError("'error' only repeats the corrections you were given; say what went "
+                        "wrong with the work itself, or do the work and submit it as done")
     if args.status == "done" or args.result:
         try:
             check_result(args.resultType, args.result)

@@ -204,4 +204,4 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
         """Finish planning: done (commits your delegations), needs_input, or failed."""
         if args.status == "needs_input" and not args.question:
             raise ToolError("status needs_input requires 'question' for the user")
-        return finish_with_result(args)
+        return finish_with_result(args, ctx.told)

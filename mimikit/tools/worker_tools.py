@@ -62,4 +62,4 @@ def register(registry: Registry) -> None:
     @registry.tool("submit_result", roles=worker, alone=True, idempotent=True)
     def submit_result(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
         """Finish the task with its structured result (must match resultType's schema)."""
-        return finish_with_result(args)
+        return finish_with_result(args, ctx.told)
