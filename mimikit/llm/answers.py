@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mimikit.llm.completion import Completion, ToolCall
-from mimikit.llm.quirks import arguments_text, looks_truncated, written_calls
+from mimikit.llm.quirks import WrittenCalls, arguments_text, looks_truncated, written_calls
 
 
 @dataclass
@@ -52,6 +52,8 @@ def read_answer(completion: Completion, names: Collection[str], step: int = 0) -
             _whole(call.arguments) for call in calls))
     content = completion.content or ""
     found = written_calls(content, names) if content.strip() else None
+    if not cut and (found is None or not found.calls) and looks_truncated(content):
+        found = _closed(content, names) or found
     if found is None:
         text = content.strip() or None
         return Answer([], text, {"role": "assistant", "content": completion.content or ""},
@@ -62,6 +64,16 @@ def read_answer(completion: Completion, names: Collection[str], step: int = 0) -
     return Answer(calls, prose, _message(prose, calls), written=bool(calls),
                   unknown=list(found.unknown), broken=list(found.broken),
                   cut=not calls and (cut or looks_truncated(content)))
+
+
+def _closed(content: str, names: Collection[str]) -> WrittenCalls | None:
+    """The calls of an answer that ended (not at ``max_tokens``) before the last brace or two
+    of its call: small models drop them."""
+    for missing in ("}", "}}", "}}}"):
+        found = written_calls(content + missing, names)
+        if found is not None and found.calls and not looks_truncated(content + missing):
+            return found
+    return None
 
 
 def _once(calls: list[ToolCall]) -> list[ToolCall]:
