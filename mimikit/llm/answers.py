@@ -44,9 +44,9 @@ def read_answer(completion: Completion, names: Collection[str], step: int = 0) -
     """
     cut = completion.finish_reason == "length"
     if completion.tool_calls:
-        calls = _once([ToolCall(id=call.id or f"call-{step}-{index}", name=call.name,
-                                arguments=arguments_text(call.arguments))
-                       for index, call in enumerate(completion.tool_calls)])
+        calls = [ToolCall(id=call.id or f"call-{step}-{index}", name=call.name,
+                          arguments=arguments_text(call.arguments))
+                 for index, call in enumerate(completion.tool_calls)]
         text = (completion.content or "").strip() or None
         return Answer(calls, text, _message(text, calls), cut=cut and not all(
             _whole(call.arguments) for call in calls))
@@ -77,8 +77,9 @@ def _closed(content: str, names: Collection[str]) -> WrittenCalls | None:
 
 
 def _once(calls: list[ToolCall]) -> list[ToolCall]:
-    """The calls, each the same call (name and arguments) only once: a small model in a loop
-    writes one call over and over in a message."""
+    """The calls written in a text, each the same call (name and arguments) only once: a small
+    model in a loop writes one call over and over. (Calls sent as ``tool_calls`` all run: a
+    second identical ``delegate`` there is answered with the first one's id.)"""
     seen: set[tuple[str, str]] = set()
     kept = []
     for call in calls:
