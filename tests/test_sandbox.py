@@ -145,6 +145,24 @@ def test_the_network_is_off_and_the_result_says_so(box, host_server):
 
 
 @needs_bwrap
+def test_programs_installed_under_tmp_still_run_and_the_rest_of_tmp_stays_hidden(box, monkeypatch):
+    place = Path(tempfile.mkdtemp(prefix="mimikit-venv-", dir="/tmp"))
+    beside = Path(tempfile.mkdtemp(prefix="mimikit-beside-", dir="/tmp"))
+    try:
+        (place / "bin").mkdir()
+        tool = place / "bin" / "hello-tool"
+        tool.write_text("#!/bin/sh\necho hello-from-tmp\n")
+        tool.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{place / 'bin'}{os.pathsep}{os.environ['PATH']}")
+        assert box.shell("hello-tool")["stdout"] == "hello-from-tmp\n"
+        assert box.shell(f"ls {beside}")["exitCode"] != 0  # the private /tmp hides the rest
+        assert box.shell(f"touch {place}/x")["exitCode"] != 0  # shown read-only
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
+        shutil.rmtree(beside, ignore_errors=True)
+
+
+@needs_bwrap
 def test_shell_network_on_reaches_the_host(tmp_path, host_server):
     (tmp_path / "work").mkdir()
     ws = Workspace(tmp_path / "work", sandbox=choose_sandbox("auto", network=True))

@@ -73,7 +73,8 @@ class Sandbox:
         """
         masked = _existing(hidden)
         if self.kind == "bwrap" and self.program:
-            boxed = bwrap_argv(self.program, argv, root, masked, self.network)
+            boxed = bwrap_argv(self.program, argv, root, masked, self.network,
+                               shown=programs_in_tmp(env.get("PATH", "")))
             yield boxed, {**env, "TMPDIR": "/tmp"}  # the private one
         elif self.kind == "sandbox-exec" and self.program:
             with tempfile.TemporaryDirectory(prefix="mimikit-shell-") as tmp:
@@ -163,12 +164,25 @@ def _existing(paths: Sequence[Path]) -> list[Path]:
 # --- command lines ------------------------------------------------------------------------------
 
 
+def programs_in_tmp(path: str) -> list[Path]:
+    """Where the programs a command may run lie under /tmp, which the sandbox replaces with a
+    private one: this Python environment (a virtualenv made in /tmp) and the ``PATH``
+    directories there (a ``bin`` directory with the environment it belongs to)."""
+    places = [Path(sys.prefix), Path(sys.base_prefix)]
+    for entry in filter(None, path.split(os.pathsep)):
+        place = Path(entry)
+        places.append(place.parent if place.name == "bin" else place)
+    return [place for place in _existing(places)
+            if place.is_relative_to("/tmp") and place != Path("/tmp")]
+
+
 def bwrap_argv(program: str, argv: list[str], root: Path, hidden: Sequence[Path],
-               network: bool) -> list[str]:
+               network: bool, shown: Sequence[Path] = ()) -> list[str]:
     """The bubblewrap command line running ``argv`` in the work directory ``root``.
 
-    Mounts are applied in order: the work dir is bound writable over the read-only root and
-    the private /tmp, then the hidden paths are covered (the state dir often lies inside it).
+    Mounts are applied in order: the programs ``shown`` from the real /tmp read-only over the
+    private one, the work dir bound writable over the read-only root and the private /tmp, then
+    the hidden paths covered (the state dir often lies inside it).
     A new PID namespace with its own /proc keeps the other processes, and the runtime's
     environment in /proc/PID/environ, out of sight; when bwrap dies (the process group is
     killed on a timeout or a cancel) the kernel kills everything left in that namespace, even
@@ -176,6 +190,8 @@ def bwrap_argv(program: str, argv: list[str], root: Path, hidden: Sequence[Path]
     """
     args = [program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             "--tmpfs", "/tmp"]
+    for place in shown:
+        args += ["--ro-bind", str(place), str(place)]
     if not network and Path("/run").is_dir():
         args += ["--tmpfs", "/run"]  # its sockets (docker, dbus) would be a way around no network
     args += ["--bind", str(root), str(root)]
