@@ -478,7 +478,7 @@ def test_a_tools_error_copied_into_a_question_is_refused_and_asked_again(stack, 
 def test_a_teller_whose_calls_keep_failing_is_asked_for_a_reply_forced(stack, llm):
     llm.script("teller", tool_call("ask_user", source="user"),
                tool_call("ask_user", question="What should notes.txt say?", source="user"),
-               tool_call("reply", text="What should notes.txt say?"))
+               text('{"text": "What should notes.txt say?"}'))  # the forced call's arguments
     llm.default("teller", tool_call("ask_user", source="user"))
     post_input(stack, "create notes.txt")
     wait_history(stack, lambda h: ("assistant", "What should notes.txt say?") in h,

@@ -13,6 +13,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from mimikit.llm.blobs import decode_at
 from mimikit.llm.completion import Completion, ToolCall
 from mimikit.llm.quirks import WrittenCalls, arguments_text, looks_truncated, written_calls
 
@@ -35,9 +36,12 @@ class Answer:
         return not (self.calls or self.text or self.unknown or self.broken)
 
 
-def read_answer(completion: Completion, names: Collection[str], step: int = 0) -> Answer:
+def read_answer(completion: Completion, names: Collection[str], step: int = 0,
+                forced: tuple[str, frozenset[str]] | None = None) -> Answer:
     """The calls and text of ``completion``; ``names`` are the tools the model was offered,
-    ``step`` numbers the ids given to calls written as text.
+    ``step`` numbers the ids given to calls written as text, ``forced`` the function the
+    request forced and its parameters: an answer holding only an object of those parameters
+    (``{"text": "hi"}`` when ``reply`` was forced) is that function's call.
 
     An answer that reached ``max_tokens`` counts as cut only when it holds no whole call: a
     small model often writes its call and then blank lines to the limit.
@@ -54,6 +58,8 @@ def read_answer(completion: Completion, names: Collection[str], step: int = 0) -
     found = written_calls(content, names) if content.strip() else None
     if not cut and (found is None or not found.calls) and looks_truncated(content):
         found = _closed(content, names) or found
+    if (found is None or not found.calls) and forced is not None:
+        found = _forced_arguments(content, *forced) or found
     if found is None:
         text = content.strip() or None
         return Answer([], text, {"role": "assistant", "content": completion.content or ""},
@@ -73,6 +79,19 @@ def _closed(content: str, names: Collection[str]) -> WrittenCalls | None:
         found = written_calls(content + missing, names)
         if found is not None and found.calls and not looks_truncated(content + missing):
             return found
+    return None
+
+
+def _forced_arguments(content: str, name: str, parameters: frozenset[str]) -> WrittenCalls | None:
+    """The first JSON object in ``content`` made only of ``parameters``, as a call of ``name``."""
+    pos = content.find("{")
+    while 0 <= pos and parameters:
+        found, _read = decode_at(content, pos)
+        if found is not None and isinstance(found.value, dict) and found.value and \
+                set(found.value) <= parameters:
+            return WrittenCalls(calls=[(name, arguments_text(found.value))],
+                                prose=(content[:pos] + content[found.end:]).strip())
+        pos = content.find("{", pos + 1)
     return None
 
 

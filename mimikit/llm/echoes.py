@@ -27,8 +27,6 @@ _TEMPLATE_TAGS = re.compile(r"</?tool_response>|<\|(?:im_start|im_end|endoftext|
 _PIECE = re.compile(r"[^.!?;\n。！？；]+[.!?;。！？；]*")
 _WORD = re.compile(r"\w+")
 _ARGUMENT_LINE = re.compile(r'\s*(?:[-*]\s*)?(`?)(?:text|reply)\1\s*:\s*("(?:[^"\\]|\\.)*")\s*')
-# What the runtime quotes back of the model's own words (a value, a promise): not its words.
-_QUOTED = re.compile(r"(?<!\w)'[^'\n]*'(?!\w)|\"[^\"\n]*\"")
 TOLD_SHARE = 0.8  # of a piece's words found in order in what was told: a copy
 TOLD_MIN_WORDS = 2
 
@@ -42,7 +40,7 @@ def without_echoes(text: str, told: Sequence[str] = ()) -> str:
         text = _string(argument.group(2))
     text = _LINE.sub(lambda line: line[2] if line[1] == "assistant" else "", text)
     if told:
-        told_words = [_words(_QUOTED.sub(" ", said)) for said in told]
+        told_words = [_words(said) for said in told]
         text = _PIECE.sub(lambda piece: "" if _copied(piece.group(), told_words) else
                           piece.group(), text)
     return re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]{2,}", " ", text)).strip()

@@ -127,6 +127,7 @@ class _Loop:
         self.backed: set[str] = set()  # the tools whose calls succeeded
         self.called = False  # some call of the run succeeded
         self.failed_in_row = 0  # answers in a row whose every call failed
+        self.asked_for: Any = None  # the tool_choice of the last request
 
     # -- the cycle --
 
@@ -138,7 +139,7 @@ class _Loop:
             completion = self._ask()
             if completion is None:
                 return
-            if self._handle(read_answer(completion, self.names, record.steps)):
+            if self._handle(read_answer(completion, self.names, record.steps, self._was_forced())):
                 return
         self._fail(f"step limit of {self.options.max_steps} reached without finishing; last "
                    f"error: {self.last_error or 'none (the model kept calling tools)'}")
@@ -169,7 +170,7 @@ class _Loop:
     def _request(self) -> Completion | None:
         began = time.monotonic()
         tool_choice = self.forced or (self.options.tool_choice if self.tools else None)
-        self.forced = None
+        self.forced, self.asked_for = None, tool_choice
         try:
             completion = self.client.chat(self.record.model, self.record.messages, self.tools,
                                           deadline=self.options.deadline,
@@ -184,6 +185,13 @@ class _Loop:
                        "text": (completion.content or "")[:STEP_TEXT_LIMIT] or None,
                        "calls": [call.name for call in completion.tool_calls]})
         return completion
+
+    def _was_forced(self) -> tuple[str, frozenset[str]] | None:
+        """The function the last request forced, and its parameters."""
+        if not isinstance(self.asked_for, dict):
+            return None
+        name = self.asked_for.get("function", {}).get("name", "")
+        return name, self.registry.parameters(self.record.role, name)
 
     def _handle(self, answer: Answer) -> bool:
         """Handle one answer; True when the run ended."""
@@ -242,7 +250,9 @@ class _Loop:
     def _correct(self, kind: str, message: str, force: str | None = None) -> None:
         """Tell the model what to do instead; the second time of a kind, force the call."""
         self.problems[kind] += 1
-        self._told(message)
+        self.last_error = message
+        if kind != corrections.PROMISE:  # a promise's correction quotes the model's own words
+            self._told(message)
         self.record.messages.append({"role": "user", "content": message})
         if force is not None and self.problems[kind] > 1:
             self.forced = forced(force)

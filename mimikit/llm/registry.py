@@ -148,6 +148,11 @@ class Registry:
         """The role's tools that finish a run (e.g. ``submit_result``)."""
         return [n for n in self.names_for(role) if self._tools[(role, n)].alone]
 
+    def parameters(self, role: str, name: str) -> frozenset[str]:
+        """The argument names of the role's tool ``name`` (none for an unknown tool)."""
+        tool = self._tools.get((role, name))
+        return frozenset(tool.args.model_fields) if tool else frozenset()
+
     def names_for(self, role: str) -> list[str]:
         """The tool names a role may call, sorted."""
         return sorted(name for (owner, name) in self._tools if owner == role)
