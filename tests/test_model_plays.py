@@ -475,6 +475,16 @@ def test_a_tools_error_copied_into_a_question_is_refused_and_asked_again(stack, 
         "What should notes.txt say?\n- hi\n- bye\n- hello"]
 
 
+def test_a_question_that_only_repeats_the_users_message_is_refused(stack, llm):
+    llm.script("teller", tool_call("ask_user", question="What is the capital of France?"),
+               tool_call("reply", text="Paris."))
+    post_input(stack, "What is the capital of France?")
+    wait_history(stack, lambda h: ("assistant", "Paris.") in h, message="the answer")
+    assert stack.conversation.question() is None
+    assert "only repeats the user's own message" in \
+        llm.requests_for("teller")[1]["messages"][-1]["content"]
+
+
 def test_a_teller_whose_calls_keep_failing_is_asked_for_a_reply_forced(stack, llm):
     llm.script("teller", tool_call("ask_user", source="user"),
                tool_call("ask_user", question="What should notes.txt say?", source="user"),

@@ -189,6 +189,7 @@ def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None)
     ctx.needs_input = [item.taskId for item in items
                        if isinstance(item, ResultItem) and item.status == "needs_input"]
     ctx.answers = [item for item in items if isinstance(item, AnswerItem) and item.taskId]
+    ctx.heard = [item.message["text"] for item in items if isinstance(item, InputItem)]
     return ctx
 
 

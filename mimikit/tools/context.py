@@ -36,6 +36,7 @@ class ToolContext:
     # What the runtime told the model in this run (corrections, tools' errors): a small model
     # copies it into what it says to the user, where it is taken out (``echoes``).
     told: list[str] = field(default_factory=list)
+    heard: list[str] = field(default_factory=list)  # a Teller pass: the person's messages
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)

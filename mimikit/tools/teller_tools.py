@@ -126,6 +126,10 @@ def register(registry: Registry) -> None:
         if not asked:
             raise ToolError("the question held only words copied from the conversation or "
                             "the errors you were told; write your own question to the user")
+        if not without_echoes(asked, ctx.heard):
+            raise ToolError("the question only repeats the user's own message; answer it "
+                            "with reply, hand it to the Planner with delegate, or ask about "
+                            "what is missing from it")
         options = args.options
         if args.default is not None and options and args.default not in options:
             options = [*options, args.default]  # the answer it falls back to may be chosen
