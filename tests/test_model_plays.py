@@ -371,10 +371,10 @@ def test_a_planner_failing_with_the_correction_it_was_given_as_its_error_is_refu
     assert "only repeats the corrections you were given" in refused
 
 
-def test_a_call_missing_its_last_brace_at_the_end_of_an_answer_is_closed_and_run(stack, llm):
+def test_a_call_missing_its_last_brace_in_a_closed_fence_is_closed_and_run(stack, llm):
     llm.script("teller", tool_call("delegate", prompt="Say hi"), tool_call("reply", text="On it."))
-    llm.script("planner", text('{"name": "submit_result", "arguments": {"status": "done", '
-                               '"resultType": "text", "result": {"text": "hi"}}'))
+    llm.script("planner", text('```\n{"name": "submit_result", "arguments": {"status": "done", '
+                               '"resultType": "text", "result": {"text": "hi"}}\n```'))
     post_input(stack, "say hi")
     planned = _planned(stack, llm)
     assert stack.tasks.results_by_id([planned[0].id])[planned[0].id].result == {"text": "hi"}

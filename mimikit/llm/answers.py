@@ -75,9 +75,13 @@ def read_answer(completion: Completion, names: Collection[str], step: int = 0,
 def _closed(content: str, names: Collection[str]) -> WrittenCalls | None:
     """The calls of an answer that ended (not at ``max_tokens``) before the last brace or two
     of its call: small models drop them."""
+    body = content.rstrip()
+    fence = "\n```" if body.endswith("```") else ""  # the fence closes, the call does not
+    body = body.removesuffix("```").rstrip() if fence else body
     for missing in ("}", "}}", "}}}"):
-        found = written_calls(content + missing, names)
-        if found is not None and found.calls and not looks_truncated(content + missing):
+        closed = body + missing + fence
+        found = written_calls(closed, names)
+        if found is not None and found.calls and not looks_truncated(closed):
             return found
     return None
 
