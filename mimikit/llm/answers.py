@@ -17,6 +17,8 @@ from mimikit.llm.blobs import decode_at
 from mimikit.llm.completion import Completion, ToolCall
 from mimikit.llm.quirks import WrittenCalls, arguments_text, looks_truncated, written_calls
 
+FORCED_OBJECTS_TRIED = 32  # braces looked at for a forced function's arguments
+
 
 @dataclass
 class Answer:
@@ -88,8 +90,9 @@ def _closed(content: str, names: Collection[str]) -> WrittenCalls | None:
 
 def _forced_arguments(content: str, name: str, parameters: frozenset[str]) -> WrittenCalls | None:
     """The first JSON object in ``content`` made only of ``parameters``, as a call of ``name``."""
-    pos = content.find("{")
-    while 0 <= pos and parameters:
+    pos, tries = content.find("{"), FORCED_OBJECTS_TRIED
+    while 0 <= pos and parameters and tries:
+        tries -= 1
         found, _read = decode_at(content, pos)
         if found is not None and isinstance(found.value, dict) and found.value and \
                 set(found.value) <= parameters:
