@@ -485,6 +485,13 @@ def test_a_question_that_only_repeats_the_users_message_is_refused(stack, llm):
         llm.requests_for("teller")[1]["messages"][-1]["content"]
 
 
+def test_a_question_reusing_some_of_the_users_words_is_asked(stack, llm):
+    llm.script("teller", tool_call("ask_user", question="Staging or production?"))
+    post_input(stack, "Deploy the app to staging or production, whichever is free")
+    question = wait_for(stack.conversation.question, timeout=30, message="the question")
+    assert question.question == "Staging or production?"
+
+
 def test_a_teller_whose_calls_keep_failing_is_asked_for_a_reply_forced(stack, llm):
     llm.script("teller", tool_call("ask_user", source="user"),
                tool_call("ask_user", question="What should notes.txt say?", source="user"),

@@ -67,3 +67,11 @@ def _copied(piece: str, told_words: list[list[str]]) -> bool:
         if sum(block.size for block in matcher.get_matching_blocks()) >= TOLD_SHARE * len(words):
             return True
     return False
+
+
+def repeats(text: str, said: Sequence[str]) -> bool:
+    """True when ``text`` says one of ``said`` again: nearly all the words of each, in order
+    (a clarifying question that reuses some of a message's words does not)."""
+    words = _words(text)
+    return len(words) >= TOLD_MIN_WORDS and any(
+        _copied(text, [_words(other)]) and _copied(other, [words]) for other in said)

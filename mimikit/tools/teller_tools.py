@@ -10,7 +10,7 @@ from pydantic import Field
 
 from mimikit.exceptions import ToolError
 from mimikit.lifecycle.submit import submit
-from mimikit.llm.echoes import without_echoes
+from mimikit.llm.echoes import repeats, without_echoes
 from mimikit.llm.registry import Registry, StopRun
 from mimikit.memory import backlog
 from mimikit.memory.files import remember as write_memory
@@ -126,7 +126,7 @@ def register(registry: Registry) -> None:
         if not asked:
             raise ToolError("the question held only words copied from the conversation or "
                             "the errors you were told; write your own question to the user")
-        if not without_echoes(asked, ctx.heard):
+        if repeats(asked, ctx.heard):
             raise ToolError("the question only repeats the user's own message; answer it "
                             "with reply, hand it to the Planner with delegate, or ask about "
                             "what is missing from it")
