@@ -43,6 +43,10 @@ def planner_plans(llm):
                                      result={"text": "planned"}))
 
 
+def _replies(stack):
+    return [t for r, t in history(stack) if r == "assistant"]
+
+
 def _planned(stack, llm):
     return wait_for(lambda: [t for t in stack.tasks.with_status("done") if t.role == "planner"],
                     timeout=30, message="the Planner task the Teller delegated")
@@ -56,7 +60,7 @@ def test_a_teller_call_written_as_text_is_run_and_never_shown(stack, llm, shape)
     planned = _planned(stack, llm)
     assert planned[0].prompt.startswith("Create notes.txt with 'hello'")
     wait_history(stack, lambda h: any(r == "assistant" for r, _t in h), message="a reply")
-    shown = [t for r, t in history(stack) if r == "assistant"]
+    shown = _replies(stack)
     assert not any("delegate" in t or "{" in t or "<" in t for t in shown), shown
 
 
@@ -93,7 +97,7 @@ def test_reply_first_then_delegate_in_the_next_message_is_not_lost(stack, llm):
                tool_call("delegate", prompt="Create notes.txt"), text(""))
     post_input(stack, "create notes.txt")
     assert _planned(stack, llm)[0].prompt.startswith("Create notes.txt")
-    replies = [t for r, t in history(stack) if r == "assistant"]
+    replies = _replies(stack)
     assert replies == ["I'll create notes.txt for you."]
 
 
@@ -409,7 +413,7 @@ def test_lines_the_model_copies_from_its_prompt_are_never_shown(stack, llm, echo
     llm.script("teller", tool_call("delegate", prompt="Create notes.txt"), text(echo))
     post_input(stack, "create notes.txt")
     wait_history(stack, lambda h: any(role == "assistant" for role, _t in h), message="a reply")
-    replies = [t for r, t in history(stack) if r == "assistant"]
+    replies = _replies(stack)
     assert replies == ["On it: Create notes.txt"]
 
 
@@ -418,14 +422,14 @@ def test_a_reply_written_as_a_transcript_line_keeps_only_its_text(stack, llm):
                                                  "[2026-11-25 03:21] user: hi"))
     post_input(stack, "hi")
     wait_history(stack, lambda h: ("assistant", "Hello there!") in h, message="the reply")
-    assert [t for r, t in history(stack) if r == "assistant"] == ["Hello there!"]
+    assert _replies(stack) == ["Hello there!"]
 
 
 def test_an_answer_that_is_only_a_replys_argument_written_as_a_line_is_its_text(stack, llm):
     llm.script("teller", text('- `text`: "Hello! How can I assist you today?"'))
     post_input(stack, "hello!")
     wait_history(stack, lambda h: any(role == "assistant" for role, _t in h), message="a reply")
-    assert [t for r, t in history(stack) if r == "assistant"] == [
+    assert _replies(stack) == [
         "Hello! How can I assist you today?"]
 
 
@@ -437,7 +441,7 @@ def test_an_answer_that_is_only_a_json_object_is_asked_once_for_words(stack, llm
     second = llm.requests_for("teller")[1]
     assert second["tool_choice"] == {"type": "function", "function": {"name": "reply"}}
     assert "JSON object" in second["messages"][-1]["content"]
-    assert [t for r, t in history(stack) if r == "assistant"] == ["Noted."]
+    assert _replies(stack) == ["Noted."]
 
 
 def test_a_reply_call_holding_only_copied_lines_is_refused_and_written_again(stack, llm):
@@ -447,7 +451,7 @@ def test_a_reply_call_holding_only_copied_lines_is_refused_and_written_again(sta
     wait_history(stack, lambda h: ("assistant", "Hi! What can I do for you?") in h,
                  message="the reply written again")
     assert "copied" in llm.requests_for("teller")[1]["messages"][-1]["content"]
-    assert [t for r, t in history(stack) if r == "assistant"] == ["Hi! What can I do for you?"]
+    assert _replies(stack) == ["Hi! What can I do for you?"]
 
 
 def test_the_runtimes_corrections_copied_into_a_reply_are_never_shown(stack, llm):
@@ -455,7 +459,7 @@ def test_the_runtimes_corrections_copied_into_a_reply_are_never_shown(stack, llm
         "I'm sorry, I have nothing to report. Call 'reply' with your answer to the user."))
     post_input(stack, "hello!")
     wait_history(stack, lambda h: any(role == "assistant" for role, _t in h), message="a reply")
-    assert [t for r, t in history(stack) if r == "assistant"] == [
+    assert _replies(stack) == [
         "I'm sorry, I have nothing to report."]
 
 
@@ -471,7 +475,7 @@ def test_a_tools_error_copied_into_a_question_is_refused_and_asked_again(stack, 
     assert question.options == ["hi", "bye", "hello"]  # its default may be chosen too
     second = llm.requests_for("teller")[2]["messages"][-2]["content"]  # then: reply, forced
     assert "copied" in second and "errors you were told" in second
-    assert [t for r, t in history(stack) if r == "assistant"] == [
+    assert _replies(stack) == [
         "What should notes.txt say?\n- hi\n- bye\n- hello"]
 
 
@@ -549,7 +553,7 @@ def test_a_promise_copied_as_a_transcript_line_is_handed_over_and_said_plainly(s
     post_input(stack, "every day at 9am remind me to drink water")
     assert "drink water" in _planned(stack, llm)[0].prompt
     wait_history(stack, lambda h: any(r == "assistant" for r, _t in h), message="a reply")
-    replies = [t for r, t in history(stack) if r == "assistant"]
+    replies = _replies(stack)
     assert replies == ["On it: every day at 9am remind me to drink water"]
 
 
@@ -577,7 +581,7 @@ def test_a_promise_to_remember_never_backed_is_kept_by_the_runtime(stack, llm):
     llm.default("teller", text("Got it, I'll remember that you like green tea."))
     post_input(stack, "Remember: I like green tea.")
     wait_history(stack, lambda h: any(r == "assistant" for r, _t in h), message="a reply")
-    assert [t for r, t in history(stack) if r == "assistant"] == [
+    assert _replies(stack) == [
         "Got it, I'll remember that you like green tea."]
     wait_for(lambda: _kept(stack, "I like green tea"), timeout=10, message="the words kept")
     assert len(llm.requests_for("teller")) == 3  # the text, then corrected twice

@@ -189,7 +189,7 @@ def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None)
     ctx.needs_input = [item.taskId for item in items
                        if isinstance(item, ResultItem) and item.status == "needs_input"]
     ctx.answers = [item for item in items if isinstance(item, AnswerItem) and item.taskId]
-    ctx.heard = [item.message["text"] for item in items if isinstance(item, InputItem)]
+    ctx.heard = _heard(items)
     return ctx
 
 
@@ -221,9 +221,14 @@ def _say_handed_over(runtime: Runtime, ctx: ToolContext) -> None:
     post_reply(ctx, "On it: " + "; ".join(text[:200] for text in asked))
 
 
+def _heard(items: list[InboxItem]) -> list[str]:
+    """The person's messages among ``items``."""
+    return [item.message["text"] for item in items if isinstance(item, InputItem)]
+
+
 def _asked(items: list[InboxItem]) -> str:
-    """What the person wrote in ``items``."""
-    return "\n".join(item.message["text"] for item in items if isinstance(item, InputItem))
+    """What the person wrote in ``items``, in one text."""
+    return "\n".join(_heard(items))
 
 
 def keep_in_memory(runtime: Runtime, items: list[InboxItem], promise: str) -> None:

@@ -49,6 +49,13 @@ def arguments_at(text: str, index: int) -> tuple[dict[str, Any], int]:
     return reader.object(index, 1)
 
 
+def mentioned(text: str, start: re.Match[str]) -> bool:
+    """Whether a ``named_start`` match whose arguments cannot be read is a name in prose
+    ("reply (soon)", "delegate {the rest}"): a space or a parenthesis before what follows,
+    where a call written without them (``delegate{``) that cannot be read is a broken call."""
+    return bool(start.group(2)) or text.startswith("(", start.end())
+
+
 @functools.lru_cache(maxsize=64)
 def name_prefixes(names: frozenset[str]) -> frozenset[str]:
     """Every beginning of every name (``functions.`` before it too): a word ending a streamed

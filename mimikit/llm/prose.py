@@ -28,6 +28,7 @@ from mimikit.llm.blobs import (
 from mimikit.llm.literals import NotLoose
 from mimikit.llm.notation import (
     arguments_at,
+    mentioned,
     name_prefixes,
     named_start,
     trailing_prefix,
@@ -151,7 +152,7 @@ class ProseFilter:
             self._budget -= len(text) - bracket
             if error.at >= len(text):
                 return "pending", hold  # still arriving
-            if found.group(2) or text.startswith("(", bracket):
+            if mentioned(text, found):
                 return "prose", bracket
             return "call", hold  # ``finish`` reports it unreadable
         self._budget -= end - bracket

@@ -68,7 +68,7 @@ from mimikit.llm.blobs import (
     tool_name,
 )
 from mimikit.llm.literals import NotLoose
-from mimikit.llm.notation import arguments_at, named_start
+from mimikit.llm.notation import arguments_at, mentioned, named_start
 
 __all__ = ["WrittenCalls", "arguments_text", "looks_truncated", "written_calls"]
 
@@ -236,8 +236,8 @@ class _Scan:
             arguments, end = arguments_at(self.text, bracket)
         except NotLoose as error:
             self.budget -= error.at - bracket + FAILED_READ_COST_CHARS
-            if match.group(2) or self.text.startswith("(", bracket):
-                return bracket  # "reply (soon)": a name in prose
+            if mentioned(self.text, match):
+                return bracket
             close = close_of(self.text, bracket)
             return self._unreadable(match.start(), close if close > 0 else len(self.text))
         self.budget -= end - bracket

@@ -4,8 +4,7 @@
 Small models fall into two loops: one line again and again (a fence, a brace, a blank, a
 sentence), and a block of lines again and again (a heading and a sentence; a whole call written
 out, the same each time). A run of a short line is taken out whole; of the others, the first
-copy is kept. Blank
-lines between the copies of a block do not count: models vary them.
+copy is kept. Blank lines between the copies of a block do not count: models vary them.
 """
 
 from __future__ import annotations

@@ -32,7 +32,6 @@ _PARTIAL_ESCAPE = re.compile(r'\\(u[0-9a-fA-F]{0,3})?$')
 PROSE_BEFORE_GIVING_UP = 160
 
 
-
 class IgnoresToolChoice(Exception):
     """Raised while reading a stream asked for a tool call (``tool_choice``) that ran on in
     prose (``PROSE_BEFORE_GIVING_UP`` characters): the server does not hold its model to it."""
@@ -167,8 +166,8 @@ class _Reader:
             return False
         text = "".join(self.content)
         ended = text.rfind("\n") + 1  # where ``lines`` ends in the text
-        self.content, self.looped, self.finish_reason = [text[:ended - len(lines) + cut]], True, \
-            "stop"
+        self.content = [text[:ended - len(lines) + cut]]
+        self.looped, self.finish_reason = True, "stop"
         return True
 
     def _check_prose(self) -> None:

@@ -28,13 +28,17 @@ class Args(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _left_out(cls, data: Any) -> Any:
+    def _defaults_where_left_out(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
+        optional = {name for name, field in cls.model_fields.items() if not field.is_required()}
         return {name: value for name, value in data.items()
-                if not (name in cls.model_fields and not cls.model_fields[name].is_required()
-                        and (value is None or (isinstance(value, str)
-                                               and value.strip().lower() in _LEFT_OUT)))}
+                if not (name in optional and _left_out(value))}
+
+
+def _left_out(value: Any) -> bool:
+    """Whether ``value`` is how a model writes a value it leaves out (null, "null", "None")."""
+    return value is None or (isinstance(value, str) and value.strip().lower() in _LEFT_OUT)
 
 
 def finish_with_result(args: Any, told: Sequence[str] = ()) -> StopRun:
