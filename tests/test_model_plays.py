@@ -195,7 +195,8 @@ def test_a_teller_call_hanging_past_its_timeout_keeps_the_message_and_answers_la
     procs.beat()  # the supervisor brings the Teller back
     wait_history(runtime, lambda h: ("assistant", "Sorry for the wait: hello!") in h,
                  timeout=60, message="the kept message answered")
-    assert runtime.inbox.read() == []
+    wait_for(lambda: runtime.inbox.read() == [], timeout=10,
+             message="the answered message acknowledged")
     assert sum("kept" in t for r, t in history(runtime) if r == "system") == 1
     print(f"answered after {time.monotonic() - began:.1f} s")  # noqa: T201
 
