@@ -368,3 +368,42 @@ def test_a_hang_on_every_attempt_fails_naming_the_timeout(llm: ScriptedLLM) -> N
 
     with pytest.raises(LLMUnavailable, match=r"did not answer within 0\.2 s \(after 2 attempts\)"):
         client_for(llm, timeout=0.2, max_retries=1).chat(MODEL, [{"role": "user", "content": "x"}])
+
+
+def _offered(options):
+    return [tool["function"]["name"] for tool in options["tools"]]
+
+
+def test_a_forced_function_is_offered_alone_and_asked_as_required_where_its_name_is_not_held():
+    from mimikit.llm.choice import ChoicePolicy, forced
+    from mimikit.llm.completion import Completion, ToolCall
+
+    tools = [{"type": "function", "function": {"name": name}} for name in ("reply", "delegate")]
+    policy = ChoicePolicy("http://127.0.0.1:9/v1")
+    asked = {"tools": tools, "tool_choice": forced("delegate")}
+    prose = Completion(content="I'll delegate it.")
+    assert policy.sent(asked) == {"tools": [tools[1]], "tool_choice": forced("delegate")}
+    policy.answered(asked, prose)  # the name not held: from now on the same demand as required
+    assert policy.sent(asked) == {"tools": [tools[1]], "tool_choice": "required"}
+    called = Completion(content=None, tool_calls=[ToolCall("c1", "delegate", "{}")])
+    policy.answered(asked, called)
+    assert policy.sent({"tools": tools, "tool_choice": "required"})["tool_choice"] == "required"
+    policy.answered(asked, prose)  # "required" not held either
+    assert policy.sent(asked) == {"tools": [tools[1]], "tool_choice": "auto"}
+    assert _offered(policy.sent({"tools": tools, "tool_choice": "required"})) == \
+        ["reply", "delegate"]
+
+
+def test_a_forced_function_is_offered_alone_even_where_nothing_is_held():
+    from mimikit.llm.choice import ChoicePolicy, forced
+    from mimikit.llm.completion import Completion
+
+    tools = [{"type": "function", "function": {"name": name}} for name in ("reply", "delegate")]
+    policy = ChoicePolicy("http://127.0.0.1:9/v1")
+    required = {"tools": tools, "tool_choice": "required"}
+    policy.answered(required, Completion(content="Hello!"))
+    assert policy.sent(required)["tool_choice"] == "auto"
+    asked = {"tools": tools, "tool_choice": forced("reply")}
+    assert policy.sent(asked) == {"tools": [tools[0]], "tool_choice": forced("reply")}
+    policy.answered(asked, Completion(content="Hello!"))
+    assert policy.sent(asked) == {"tools": [tools[0]], "tool_choice": "auto"}

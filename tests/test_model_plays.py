@@ -34,6 +34,8 @@ WRITTEN = {
                                                  "parameters": DELEGATE["arguments"]}),
     "mistral": "[TOOL_CALLS] " + json.dumps([DELEGATE]),
     "function tag": "<function=delegate>" + json.dumps(DELEGATE["arguments"]) + "</function>",
+    "elements": "<tools>\n  <delegate prompt=\"Create notes.txt with 'hello'\"/>\n"
+                "  <reply text=\"I'll create notes.txt.\"/>\n</tools>",
 }
 
 
@@ -131,6 +133,72 @@ def test_a_promising_reply_gets_delegate_forced_the_second_time(stack, llm):
     corrected, forced = llm.requests_for("teller")[1:3]
     assert corrected["tool_choice"] == "required"
     assert forced["tool_choice"] == {"type": "function", "function": {"name": "delegate"}}
+
+
+def test_a_server_taking_a_named_function_as_auto_gets_it_as_required_with_that_tool_alone(
+        stack, llm):
+    def llama_server(body):  # reads tool_choice only as a string: an object is "auto"
+        offered = [tool["function"]["name"] for tool in body.get("tools", [])]
+        if "## Pending inputs" not in body["messages"][1]["content"]:
+            return tool_call("reply", text="The Planner has planned it.")  # a result
+        if body.get("tool_choice") == "required" and offered == ["delegate"]:
+            return tool_call("delegate", prompt="Create todo.txt")
+        if body.get("tool_choice") == "required":
+            return tool_call("reply", text="I'll create it.")
+        return text("I'll create it now.")
+
+    def sent(requests):
+        return [(body.get("tool_choice"), len(body.get("tools", []))) for body in requests]
+
+    llm.default("teller", llama_server)
+    post_input(stack, "create notes.txt")  # forced by name, not held: handed over as written
+    assert _planned(stack, llm)[0].prompt == "create notes.txt"
+    wait_history(stack, lambda h: ("assistant", "The Planner has planned it.") in h,
+                 message="the result told")
+    first = sent(llm.requests_for("teller"))
+    offered = first[0][1]
+    named = {"type": "function", "function": {"name": "delegate"}}
+    assert first[:3] == [("required", offered)] * 2 + [(named, 1)]  # by name once, alone
+    post_input(stack, "create todo.txt")
+    wait_for(lambda: len(_planned(stack, llm)) == 2, message="the second Planner task")
+    assert "Create todo.txt" in [task.prompt.split("\n")[0] for task in _planned(stack, llm)]
+    second = sent(llm.requests_for("teller"))[len(first):]
+    assert second[:3] == [("required", offered)] * 2 + [("required", 1)]  # then as it holds
+
+
+def test_a_planner_forced_to_finish_is_offered_that_function_alone(stack, llm):
+    def small_model(body):  # prose, unless one tool is all it is shown
+        offered = [tool["function"]["name"] for tool in body.get("tools", [])]
+        if offered == ["submit_result"]:
+            return tool_call("submit_result", status="done", resultType="text",
+                             result={"text": "Planned one task."})
+        return text("1. Read the logs. 2. Summarize them.")
+
+    llm.script("teller", tool_call("delegate", prompt="Summarize the logs"),
+               tool_call("reply", text="On it."))
+    llm.default("planner", small_model)
+    post_input(stack, "summarize the logs")
+    planned = _planned(stack, llm)
+    result = stack.tasks.results_by_id([planned[0].id])[planned[0].id].result
+    assert result == {"text": "Planned one task."}
+    sent = [(body.get("tool_choice"), len(body.get("tools", [])))
+            for body in llm.requests_for("planner")]
+    named = {"type": "function", "function": {"name": "submit_result"}}
+    assert sent[1:] == [("auto", sent[0][1]), (named, 1)]  # corrected, then forced: alone
+
+
+def test_a_delegation_that_drops_part_of_the_request_carries_the_users_words(stack, llm):
+    llm.script("teller", tool_calls([("delegate", {"prompt": "remind me to drink water at 9am"}),
+                                     ("reply", {"text": "I'll set that up."})]))
+    post_input(stack, "Every day at 9am remind me to drink water.")
+    prompt = _planned(stack, llm)[0].prompt
+    assert prompt.startswith("remind me to drink water at 9am")
+    assert prompt.endswith("## The user's words\nEvery day at 9am remind me to drink water.")
+    llm.script("teller", tool_calls([("delegate", {"prompt": "Summarize  README.md"}),
+                                     ("reply", {"text": "Summarizing."})]))
+    post_input(stack, "summarize readme.md")
+    wait_for(lambda: len(_planned(stack, llm)) == 2, message="the second Planner task")
+    assert "Summarize  README.md" in [t.prompt for t in _planned(stack, llm)]  # quoted already
 
 
 def test_a_greeting_costs_one_call_and_reply_with_delegate_too(stack, llm):

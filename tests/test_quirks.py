@@ -62,6 +62,11 @@ SHAPES = {
     "name_called_with_keywords": "reply(text='hi')",
     "name_in_backticks": '`reply{text: "hi"}`',
     "name_in_namespace": 'functions.reply{"text": "hi"}',
+    "element_attributes": '<reply text="hi"/>',
+    "element_single_quotes": "<reply text='hi' />",
+    "element_in_tools_list": '<tools>\n  <reply text="hi"/>\n</tools>',
+    "element_children": "<reply>\n  <text>hi</text>\n</reply>",
+    "element_object": '<reply>{"text": "hi"}</reply>',
 }
 # Prose before and after, as models write it.
 AROUND = {
@@ -290,7 +295,10 @@ def test_text_without_a_call_is_not_taken_for_one(text):
     "Only reply {when asked}, and delegate (as told) {later}.",
     "prereply{text: 'hi'} and my_delegate(prompt='x') are other names",
     "A callback: onreply({text: 1})",
-], ids=["names_with_brackets_in_prose", "braces_not_arguments", "longer_words", "suffix"])
+    "Answer with <reply> and hand work over with <delegate>.",
+    "<replying to=\"you\"/> is another tag",
+], ids=["names_with_brackets_in_prose", "braces_not_arguments", "longer_words", "suffix",
+        "elements_never_closed", "longer_element_name"])
 def test_a_tool_name_in_prose_is_not_taken_for_a_call(text):
     found = written_calls(text, TOOLS)
     assert found is None or not found.calls, found
@@ -308,6 +316,26 @@ def test_the_planner_example_copied_from_its_prompt_is_read_as_its_calls():
                       "note": None}),
         ("list_tasks", {})]
     assert found.prose == '1. → `{taskId: "A1"}`\n2.'
+
+
+def test_the_calls_qwen_coder_writes_as_elements_in_its_tools_list_are_read():
+    text = ('<tools>\n  <delegate prompt="Remind the user to drink water at 9am" '
+            'title="Water" notify="always" condition=\'{"type": "file_exists", '
+            '"params": {"path": "a.txt"}}\'/>\n  <list_tasks/>\n</tools>')
+    found = written_calls(text, TOOLS)
+    assert found is not None and found.prose == ""
+    assert [(name, json.loads(arguments)) for name, arguments in found.calls] == [
+        ("delegate", {"prompt": "Remind the user to drink water at 9am", "title": "Water",
+                      "notify": "always",
+                      "condition": {"type": "file_exists", "params": {"path": "a.txt"}}}),
+        ("list_tasks", {})]
+
+
+def test_an_element_with_entities_and_text_that_is_neither_children_nor_object():
+    found = written_calls('<reply text="5 &lt; 6 &amp; &quot;ok&quot;"/>', TOOLS)
+    assert found is not None and found.calls == [("reply", '{"text": "5 < 6 & \\"ok\\""}')]
+    found = written_calls("<reply>just words</reply>", TOOLS)
+    assert found is None or not found.calls
 
 
 def test_a_call_in_doubled_braces_with_keys_left_unquoted_inside_is_read():
@@ -401,7 +429,8 @@ FRAGMENTS = ["<tool_call>", "</tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "<
              "</function>", "[ARGS]", "```json\n", "```", "{", "}", "{{", "}}", "[", "]", '"',
              '\\"', "\\", ":", ",", ";", " ", "\n", '"name"', '"arguments"', '"parameters"',
              '"reply"', '"fly"', '"text"', '"hi"', "null", "tru", "你好", "prose", "<", "<tool",
-             '{"name": "reply", "arguments": {"text": "hi"}}']
+             '{"name": "reply", "arguments": {"text": "hi"}}', "<reply", "/>", ">", "</reply>",
+             ' text="hi"', "<text>", "</text>", "<tools>", "</tools>"]
 marked_text = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join)
 any_text = st.text(max_size=300) | marked_text
 

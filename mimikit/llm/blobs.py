@@ -31,7 +31,9 @@ CALL_START = re.compile(_OPEN + '"' + _STRING_BODY + r'"\s*+:')
 # Text that may still grow into a ``CALL_START`` (it ends before the first key's colon).
 CALL_START_PREFIX = re.compile(r"(?=[\[{])(?:\[\s*+)?(?:\{\s*+(?:\{\s*+)?"
                                '(?:"' + _STRING_BODY + r'(?:\\|"\s*+)?)?)?\Z')
-MARKERS = ("<tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "<function=")
+# What begins a call written as text (``<tools>``: Qwen's template lists the tools in it, and
+# Qwen2.5-Coder writes its calls there as elements, ``notation.element_at``).
+MARKERS = ("<tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "<function=", "<tools>")
 _MARKER = re.compile(r"<tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]|<function=")
 _CLOSERS = {"<tool_call>": "</tool_call>", "<function=": "</function>"}
 _NAME_SO_FAR = re.compile(r"[\w.\-]*+(>)?")

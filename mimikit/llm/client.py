@@ -306,7 +306,7 @@ class LLMClient:
             timeout = max(min(timeout, deadline - time.monotonic()), 0.05)
         try:
             if on_text is not None and self.streams:
-                streamed = self._streamed(sdk, model, messages, timeout, options, on_text,
+                streamed = self._streamed(sdk, model, messages, timeout, asked, on_text,
                                           deadline)
                 if streamed is not None:
                     return streamed
@@ -342,18 +342,19 @@ class LLMClient:
                              f"completion ({error})") from None
 
     def _streamed(self, sdk: openai.OpenAI, model: str, messages: list[dict[str, Any]],
-                  timeout: float, options: dict[str, Any], on_text: Callable[[str], None],
+                  timeout: float, asked: dict[str, Any], on_text: Callable[[str], None],
                   deadline: float | None) -> Completion | None:
-        """One streamed request; a server that answers it whole is not asked to stream again
-        (its whole answer is used); None when it refused the request as streamed."""
+        """One streamed request of ``asked`` (as the server is sent it); a server that answers
+        it whole is not asked to stream again (its whole answer is used); None when it refused
+        the request as streamed."""
+        options = self.choice.sent(asked)
         try:
             raw = sdk.chat.completions.with_raw_response.create(  # type: ignore[call-overload]
                 model=model, messages=messages, timeout=timeout,
                 stream=True, stream_options={"include_usage": True}, **options)
         except openai.BadRequestError as error:
-            if self.choice.refused_by(options, detail(error)):
-                return self._streamed(sdk, model, messages, timeout, self.choice.sent(options),
-                                      on_text, deadline)
+            if self.choice.refused_by(asked, detail(error)):
+                return self._streamed(sdk, model, messages, timeout, asked, on_text, deadline)
             self.streams = False  # e.g. no stream_options here: ask again, unstreamed
             return None
         if "text/event-stream" not in raw.headers.get("content-type", ""):
@@ -361,14 +362,13 @@ class LLMClient:
             raw.http_response.read()
             return self._parse(ChatCompletion.model_validate(raw.http_response.json()))
         stream = raw.parse()
-        names = [tool["function"]["name"] for tool in options.get("tools", [])] or ["reply"]
+        names = [tool["function"]["name"] for tool in asked.get("tools", [])] or ["reply"]
         try:
-            found = read_stream(stream, on_text, deadline, names, self.choice.binding(options))
+            found = read_stream(stream, on_text, deadline, names, self.choice.binding(asked))
         except IgnoresToolChoice as began:
             stream.close()  # a model let loose here often runs on to max_tokens: ask again
-            self.choice.ran_on_in_prose(options, str(began))
-            return self._streamed(sdk, model, messages, timeout, self.choice.sent(options),
-                                  on_text, deadline)
+            self.choice.ran_on_in_prose(asked, str(began))
+            return self._streamed(sdk, model, messages, timeout, asked, on_text, deadline)
         except PastDeadline as late:
             stream.close()
             raise LLMDeadline(f"the LLM at {self.url} was still answering when the run's "

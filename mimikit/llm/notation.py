@@ -7,19 +7,28 @@ would show them rather than as JSON:
 | ``delegate {"prompt": "Read a.txt"}``                | small models, a name before the JSON   |
 | ``delegate({"prompt": "Read a.txt"})``               | models writing JavaScript              |
 | ``delegate(prompt="Read a.txt", title='Read')``      | Llama 3.x's code-style calls, Python   |
+| ``<delegate prompt="Read a.txt" title="Read"/>``,    | Qwen2.5-Coder 1.5B, its template's     |
+| in ``<tools>…</tools>`` or not; ``<delegate>`` with  | ``<tools>`` list read as a way to call |
+| ``<prompt>Read a.txt</prompt>`` or ``{…}`` inside    | (XML attributes or child elements)     |
 
 Inside, the object may be loose the way JavaScript and Python write them (``literals``). Only
-the names of the role's tools count, and only where the name stands as a word of its own.
+the names of the role's tools count, and only where the name stands as a word of its own (or
+right after ``<``, as an element).
 """
 
 from __future__ import annotations
 
 import functools
+import html
 import re
 from typing import Any
 
 from mimikit.llm.blobs import OPENAI_NAMESPACE
-from mimikit.llm.literals import Reader
+from mimikit.llm.literals import NotLoose, Reader, loose_value_at
+
+_ATTRIBUTE = re.compile(r"""\s*+([A-Za-z_][\w\-]*+)\s*+=\s*+(?:"([^"]*+)"|'([^']*+)')""")
+_TAG_END = re.compile(r"\s*+(/?)>")
+_CHILD = re.compile(r"\s*+<([A-Za-z_][\w\-]*+)>(.*?)</\1>", re.DOTALL)
 
 
 @functools.lru_cache(maxsize=64)
@@ -47,6 +56,73 @@ def arguments_at(text: str, index: int) -> tuple[dict[str, Any], int]:
             return value, reader.expect(reader.space(pos), ")")
         return reader.keywords(pos)
     return reader.object(index, 1)
+
+
+@functools.lru_cache(maxsize=64)
+def element_start(names: frozenset[str], at_end: bool = False) -> re.Pattern[str]:
+    """Where a call written as an element may begin: ``<`` and one of ``names``, then a space,
+    ``/`` or ``>``; with ``at_end``, also the name ending the text."""
+    alternatives = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+    after = r"(?=[\s/>]|\Z)" if at_end else r"(?=[\s/>])"
+    return re.compile(rf"<({alternatives or '(?!)'})" + after)
+
+
+def element_at(text: str, start: re.Match[str]) -> tuple[dict[str, Any], int]:
+    """The arguments of a call written as an element (``element_start`` matched ``start``):
+    its attributes, and the object or the child elements inside it; and where it ends.
+
+    Raises:
+        NotLoose: where the text stops being such an element (its end while unfinished).
+    """
+    arguments: dict[str, Any] = {}
+    pos = start.end()
+    while (attribute := _ATTRIBUTE.match(text, pos)) is not None:
+        raw = attribute[2] if attribute[2] is not None else attribute[3]
+        arguments[attribute[1]] = _written_value(raw)
+        pos = attribute.end()
+    tag_end = _TAG_END.match(text, pos)
+    if tag_end is None:
+        raise NotLoose(pos if ">" in text[pos:] else len(text))
+    if tag_end[1]:
+        return arguments, tag_end.end()
+    closing = f"</{start[1]}>"
+    close = text.find(closing, tag_end.end())
+    if close < 0:
+        raise NotLoose(len(text))
+    arguments.update(_element_body(text, tag_end.end(), close))
+    return arguments, close + len(closing)
+
+
+def _element_body(text: str, pos: int, close: int) -> dict[str, Any]:
+    """What an element holds between its tags: nothing, an object, or child elements."""
+    reader = Reader(text)
+    pos = reader.space(pos)
+    if text.startswith("{", pos):
+        value, pos = reader.object(pos, 1)
+        if reader.space(pos) != close:
+            raise NotLoose(pos)
+        return value
+    children: dict[str, Any] = {}
+    while (child := _CHILD.match(text, pos, close)) is not None:
+        children[child[1]] = _written_value(child[2].strip())
+        pos = child.end()
+    if reader.space(pos) < close:
+        raise NotLoose(pos)
+    return children
+
+
+def _written_value(raw: str) -> Any:
+    """An attribute's or child's text as a value: an object or list when it reads as one
+    (``condition='{"type": ...}'``), else the text, entities decoded."""
+    text = html.unescape(raw)
+    if text.startswith(("{", "[")):
+        try:
+            value, end = loose_value_at(text, 0)
+        except NotLoose:
+            return text
+        if end == len(text.rstrip()):
+            return value
+    return text
 
 
 def mentioned(text: str, start: re.Match[str]) -> bool:

@@ -2,7 +2,8 @@
 
 Text passes through as it arrives, except from the first character that could begin a call:
 ``{`` or ``[`` (a JSON blob), ```` ``` ```` (a fence around one), ``<tool_call>``,
-``<|python_tag|>``, ``[TOOL_CALLS]`` or ``<function=``. From there it is held until it is
+``<|python_tag|>``, ``[TOOL_CALLS]``, ``<function=``, ``<tools>``, or a tool's name written as
+a call (``delegate{``, ``<delegate ``). From there it is held until it is
 clear: a marker's prefix is held for the few characters it takes to tell; a blob until it
 closes (then shown if it is not a call of a known tool, the same judgement ``written_calls``
 makes); a marker or a call stops the stream, and the end of the answer decides what of the rest
@@ -28,6 +29,8 @@ from mimikit.llm.blobs import (
 from mimikit.llm.literals import NotLoose
 from mimikit.llm.notation import (
     arguments_at,
+    element_at,
+    element_start,
     mentioned,
     name_prefixes,
     named_start,
@@ -79,6 +82,7 @@ class ProseFilter:
     def __init__(self, names: Collection[str]) -> None:
         self.names = frozenset(names)
         self._named = named_start(self.names, at_end=True)
+        self._element = element_start(self.names, at_end=True)
         self._prefixes = name_prefixes(self.names)
         self._held = ""  # not shown yet: from where a call could begin
         self._more: list[str] = []  # pieces after ``_held`` while a blob is open or a call began
@@ -127,18 +131,22 @@ class ProseFilter:
         while (found := self._hold_from(text, pos)) is not None:
             if found.re is self._named:
                 verdict, pos = self._named_verdict(text, found)
+            elif found.re is self._element:
+                verdict, pos = self._element_verdict(text, found)
             else:
                 verdict, pos = self._verdict(text, found.start())
             if verdict != "prose":
                 self._called = verdict == "call"
                 return self._show(text, pos)
         word = trailing_prefix(text, self._prefixes)  # "dele" may go on to "delegate{"
-        return self._show(text, _with_backtick(text, word) if word >= 0 else len(text))
+        if word < 0:
+            return self._show(text, len(text))
+        return self._show(text, word - 1 if text[word - 1 : word] in ("`", "<") else word)
 
     def _hold_from(self, text: str, pos: int) -> re.Match[str] | None:
         """The first place from ``pos`` where holding may start (see ``_HOLD``), or a tool's
-        name written as a call in ``notation`` may begin."""
-        found = [pattern.search(text, pos) for pattern in (_HOLD, self._named)]
+        name written as a call in ``notation`` (or as an element) may begin."""
+        found = [pattern.search(text, pos) for pattern in (_HOLD, self._named, self._element)]
         return min((match for match in found if match is not None),
                    key=lambda match: match.start(), default=None)
 
@@ -157,6 +165,17 @@ class ProseFilter:
             return "call", hold  # ``finish`` reports it unreadable
         self._budget -= end - bracket
         return "call", hold
+
+    def _element_verdict(self, text: str, found: re.Match[str]) -> tuple[Verdict, int]:
+        if self._budget <= 0:
+            return "call", found.start()
+        try:
+            _arguments, end = element_at(text, found)
+        except NotLoose as error:
+            self._budget -= error.at - found.start()
+            return ("pending", found.start()) if error.at >= len(text) else ("prose", found.end())
+        self._budget -= end - found.start()
+        return "call", found.start()
 
     def _show(self, text: str, hold: int) -> str:
         cut = len(text[:hold].rstrip())

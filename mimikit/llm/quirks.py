@@ -36,6 +36,7 @@ and when one fails on a finished answer the whole answer comes back as plain tex
 | "parameters"}]}``                                        | ``multi_tool_use.parallel``         |
 | ``delegate{prompt: "..."}``, ``delegate(prompt="...")``  | small models copying a prompt's     |
 | and the other shapes in ``notation``                     | notation; Llama's code-style calls  |
+| ``<tools><delegate prompt="..."/></tools>`` (``notation``) | Qwen2.5-Coder 1.5B                |
 
 | arguments arrive as                                      | from                                |
 |----------------------------------------------------------|-------------------------------------|
@@ -68,7 +69,13 @@ from mimikit.llm.blobs import (
     tool_name,
 )
 from mimikit.llm.literals import NotLoose
-from mimikit.llm.notation import arguments_at, mentioned, named_start
+from mimikit.llm.notation import (
+    arguments_at,
+    element_at,
+    element_start,
+    mentioned,
+    named_start,
+)
 
 __all__ = ["WrittenCalls", "arguments_text", "looks_truncated", "written_calls"]
 
@@ -84,11 +91,13 @@ _START = re.compile(r"(?=[<\[{])(?:<tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]"
 _SEPARATORS = re.compile(r"[\s,;]*+")
 _MISTRAL_NAMED = re.compile(r"\s*+([\w.\-]+)(?:\[CALL_ID\][\w\-]*+)?\[ARGS\]")
 _CODE_CALL = re.compile(r"\s*+[\w.]+\(")  # <|python_tag|>brave_search.call(query="...")
-_ORPHANS = re.compile(r"</?tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]|</function>|<\|eo[mt]_id\|>")
+_ORPHANS = re.compile(r"</?tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]|</function>|<\|eo[mt]_id\|>"
+                      r"|</?tools>")
 # A fence emptied by taking its call out, with the spaces on its line (the lookbehind starts a
 # match only where a run of spaces starts, so a long run is crossed once).
 _EMPTY_FENCE = re.compile(r"(?<![ \t])[ \t]*+```[\w+.\-]*+\s*+```[ \t]*+")
 _TAG, _TAG_CLOSE, _FUNCTION_CLOSE = "<tool_call>", "</tool_call>", "</function>"
+_TOOLS, _TOOLS_CLOSE = "<tools>", re.compile(r"\s*+</tools>")
 
 
 @dataclass(frozen=True)
@@ -142,6 +151,7 @@ class _Scan:
         self.budget = SCAN_BUDGET_READS_PER_CHAR * len(text) + 65536
         self._found: dict[str, tuple[int, int]] = {}
         self._named = named_start(names)
+        self._element = element_start(names)
         self._next: dict[re.Pattern[str], tuple[int, re.Match[str] | None]] = {}
 
     def run(self) -> None:
@@ -151,7 +161,7 @@ class _Scan:
 
     def _first(self, pos: int) -> re.Match[str] | None:
         """The next place from ``pos`` where a call may begin: a marker or blob, or a name."""
-        found = [self._search(pattern, pos) for pattern in (_START, self._named)]
+        found = [self._search(pattern, pos) for pattern in (_START, self._named, self._element)]
         return min((match for match in found if match is not None),
                    key=lambda match: match.start(), default=None)
 
@@ -166,6 +176,8 @@ class _Scan:
     def _at(self, match: re.Match[str]) -> int:
         if match.re is self._named:
             return self._named_call(match)
+        if match.re is self._element:
+            return self._element_call(match)
         token = match.group()
         if token == _TAG:
             return self._tagged(match)
@@ -244,6 +256,24 @@ class _Scan:
         start = match.start()
         if self.text[start - 1 : start] == "`" and self.text[end : end + 1] == "`":
             start, end = start - 1, end + 1  # `delegate{...}`: its backticks go with it
+        self._take([(match.group(1), arguments)], start, end)
+        return end
+
+    def _element_call(self, match: re.Match[str]) -> int:
+        """``<delegate prompt="..."/>`` and the other element shapes ``notation`` reads; an
+        element that does not read as one is a mention in prose."""
+        try:
+            arguments, end = element_at(self.text, match)
+        except NotLoose as error:
+            self.budget -= error.at - match.start() + FAILED_READ_COST_CHARS
+            return match.end()
+        start = match.start()
+        self.budget -= end - start
+        opened = self.text.rfind(_TOOLS, max(0, start - EXCERPT_CHARS), start)
+        if opened >= 0 and not self.text[opened + len(_TOOLS) : start].strip():
+            start = opened  # the <tools> list it stands first in goes with it
+        closed = _TOOLS_CLOSE.match(self.text, end)
+        end = closed.end() if closed is not None else end
         self._take([(match.group(1), arguments)], start, end)
         return end
 

@@ -19,6 +19,8 @@ from mimikit.store import fingerprints as fingerprint
 from mimikit.tools.args import Args, Seconds
 from mimikit.tools.context import ToolContext
 
+USERS_WORDS_CHARS = 4000  # of each of the person's messages appended to a delegation
+
 
 class ReplyArgs(Args):
     text: str = Field(min_length=1, max_length=100_000)
@@ -89,6 +91,18 @@ def with_earlier_attempt(ctx: ToolContext, prompt: str) -> str:
     return "\n\n".join(blocks)
 
 
+def with_users_words(ctx: ToolContext, prompt: str) -> str:
+    """The prompt of a delegation with the person's messages of this pass appended, each that
+    it does not already quote: a model's summary of a request tends to drop a part of it
+    ("every day", a path, a number), and the Planner then plans the rest."""
+    said = [text[:USERS_WORDS_CHARS] for text in ctx.heard if _plain(text) not in _plain(prompt)]
+    return prompt + "\n\n## The user's words\n" + "\n".join(said) if said else prompt
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
 def register(registry: Registry) -> None:
     teller = {"teller"}
 
@@ -101,7 +115,8 @@ def register(registry: Registry) -> None:
     @registry.tool("delegate", roles=teller, idempotent=True)
     def delegate(ctx: ToolContext, args: TellerDelegateArgs) -> dict[str, Any]:
         """Hand real work to the Planner; returns its taskId."""
-        task = Task(role="planner", prompt=with_earlier_attempt(ctx, args.prompt),
+        prompt = with_earlier_attempt(ctx, with_users_words(ctx, args.prompt))
+        task = Task(role="planner", prompt=prompt,
                     timeout=args.timeout, traceId=ctx.trace_id, priority=7)
         existing = fingerprint.active_duplicate(ctx.runtime, task)
         if existing:
