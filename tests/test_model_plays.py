@@ -194,6 +194,11 @@ def test_a_delegation_that_drops_part_of_the_request_carries_the_users_words(sta
     prompt = _planned(stack, llm)[0].prompt
     assert prompt.startswith("remind me to drink water at 9am")
     assert prompt.endswith("## The user's words\nEvery day at 9am remind me to drink water.")
+    told = wait_for(lambda: [body["messages"][1]["content"] for body in llm.requests_for("teller")
+                             if "## Task results" in body["messages"][1]["content"]],
+                    message="the Teller told the Planner's result")
+    assert "original request: remind me to drink water at 9am" in told[0]
+    assert "## The user's words" not in told[0]  # the Teller sees what it delegated
     llm.script("teller", tool_calls([("delegate", {"prompt": "Summarize  README.md"}),
                                      ("reply", {"text": "Summarizing."})]))
     post_input(stack, "summarize readme.md")
@@ -444,6 +449,39 @@ def test_a_planner_failing_with_the_correction_it_was_given_as_its_error_is_refu
     assert "only repeats the corrections you were given" in refused
 
 
+def test_a_planner_question_that_only_repeats_the_request_is_refused(stack, llm):
+    llm.script("teller", tool_calls([("delegate", {"prompt": "create notes.txt with hello"}),
+                                     ("reply", {"text": "On it."})]))
+    llm.script("planner",
+               tool_call("submit_result", status="needs_input", resultType="text", result={},
+                         question="Create a file notes.txt containing the word hello."),
+               tool_call("submit_result", status="needs_input", resultType="text", result={},
+                         question="Should notes.txt end with a newline?"))
+    post_input(stack, "Create a file notes.txt containing the word hello.")
+    wait_for(lambda: len(llm.requests_for("planner")) == 2, message="the Planner asked again")
+    refused = llm.requests_for("planner")[1]["messages"][-1]["content"]
+    assert "only repeats the request" in refused
+    asked = wait_for(lambda: [t for t in stack.tasks.with_status("done")
+                              if t.role == "planner"], message="the Planner's real question")
+    result = stack.tasks.results_by_id([asked[0].id])[asked[0].id]
+    assert result.question == "Should notes.txt end with a newline?"
+
+
+def test_a_planner_question_the_teller_only_relays_in_words_is_asked_all_the_same(stack, llm):
+    llm.script("teller", tool_calls([("delegate", {"prompt": "Deploy the app"}),
+                                     ("reply", {"text": "Planning."})]),
+               tool_call("reply", text="The Planner wants to know where to deploy."))
+    llm.script("planner", tool_call("submit_result", status="needs_input", resultType="text",
+                                    result={"text": "two targets"},
+                                    question="Staging or production?"))
+    post_input(stack, "deploy")
+    pending = wait_for(stack.conversation.question, timeout=30, message="the question")
+    planner = next(t for t in stack.tasks.with_status("done") if t.role == "planner")
+    assert (pending.question, pending.taskId) == ("Staging or production?", planner.id)
+    assert _replies(stack)[-2:] == ["The Planner wants to know where to deploy.",
+                                    "Staging or production?"]
+
+
 def test_a_call_missing_its_last_brace_in_a_closed_fence_is_closed_and_run(stack, llm):
     llm.script("teller", tool_call("delegate", prompt="Say hi"), tool_call("reply", text="On it."))
     llm.script("planner", text('```\n{"name": "submit_result", "arguments": {"status": "done", '
@@ -500,6 +538,24 @@ def test_an_answer_that_is_only_a_replys_argument_written_as_a_line_is_its_text(
     wait_history(stack, lambda h: any(role == "assistant" for role, _t in h), message="a reply")
     assert _replies(stack) == [
         "Hello! How can I assist you today?"]
+
+
+@pytest.mark.parametrize("language", ["plaintext", "text", "markdown"])
+def test_an_answer_wrapped_whole_in_a_fence_for_prose_is_what_the_fence_holds(stack, llm,
+                                                                              language):
+    said = "Create notes.txt containing hello. This task has been delegated."
+    llm.script("teller", tool_call("delegate", prompt="Create notes.txt"),
+               text(f"```{language}\n{said}\n```"))
+    post_input(stack, "create notes.txt")
+    wait_history(stack, lambda h: any(role == "assistant" for role, _t in h), message="a reply")
+    assert _replies(stack) == [said]
+
+
+def test_an_answer_fenced_as_code_stays_fenced(stack, llm):
+    llm.script("teller", text("```bash\nls -la\n```"))
+    post_input(stack, "how do I list files?")
+    wait_history(stack, lambda h: any(role == "assistant" for role, _t in h), message="a reply")
+    assert _replies(stack) == ["```bash\nls -la\n```"]
 
 
 def test_an_answer_that_is_only_a_json_object_is_asked_once_for_words(stack, llm):

@@ -8,6 +8,7 @@ import json
 from mimikit.models import Result, Task
 from mimikit.store.inbox import AnswerItem, InboxItem, InputItem, ResultItem
 from mimikit.store.runtime import Runtime
+from mimikit.tools.teller_tools import delegated_request
 
 RESULT_CHARS = 6000
 
@@ -52,7 +53,8 @@ def _render_result(runtime: Runtime, task_id: str, task: Task | None, result: Re
                    ) -> str:
     if task is None or result is None:
         return f"### {task_id}\n(result not found)"
-    label = task.title or task.prompt[:120]
+    request = delegated_request(task.prompt) if task.role == "planner" else task.prompt
+    label = task.title or request[:120]
     lines = [f"### {task_id} ({task.role}: {label}) — {result.status}, resultType "
              f"{result.resultType}", "```json", json.dumps(result.result, ensure_ascii=False,
                                                           indent=1)[:RESULT_CHARS], "```"]
@@ -64,5 +66,5 @@ def _render_result(runtime: Runtime, task_id: str, task: Task | None, result: Re
     if retired:
         lines.append("not run, since they waited on it: " + ", ".join(json.loads(retired)))
     if task.role == "planner":
-        lines.append(f"original request: {task.prompt[:2000]}")
+        lines.append(f"original request: {request[:2000]}")
     return "\n".join(lines)

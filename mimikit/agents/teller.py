@@ -32,7 +32,7 @@ from mimikit.llm.echoes import without_echoes
 from mimikit.llm.record import RunRecord
 from mimikit.memory import backlog
 from mimikit.memory.files import remember as write_memory
-from mimikit.models import Task
+from mimikit.models import PendingQuestion, Task
 from mimikit.store import fingerprints
 from mimikit.store.identity import owner_alive
 from mimikit.store.inbox import AnswerItem, InboxItem, InputItem, ResultItem
@@ -40,7 +40,7 @@ from mimikit.store.journal import RunJournal
 from mimikit.store.outage import when_back
 from mimikit.store.runtime import Runtime
 from mimikit.tools.context import ToolContext
-from mimikit.tools.teller_tools import post_reply, with_earlier_attempt
+from mimikit.tools.teller_tools import pose_question, post_reply, with_earlier_attempt
 
 log = logging.getLogger("mimikit.teller")
 JOURNAL_OWNER = "teller"
@@ -205,6 +205,8 @@ def _outcome(runtime: Runtime, ctx: ToolContext, record: RunRecord,
     if ctx.created and not (ctx.replies or ctx.asked) and record.status == "done" and \
             any(isinstance(item, InputItem | AnswerItem) for item in items):
         _say_handed_over(runtime, ctx)  # it delegated and had nothing to add
+    if ctx.needs_input and not (ctx.asked or ctx.created) and record.status != "failed":
+        _ask_for_the_planner(runtime, ctx)
     if ctx.replies or ctx.asked:
         return ANSWERED
     if record.status == "failed":
@@ -219,6 +221,14 @@ def _say_handed_over(runtime: Runtime, ctx: ToolContext) -> None:
     asked = [task.title or task.prompt.strip().splitlines()[0]
              for task in runtime.tasks.by_id(ctx.created)]
     post_reply(ctx, "On it: " + "; ".join(text[:200] for text in asked))
+
+
+def _ask_for_the_planner(runtime: Runtime, ctx: ToolContext) -> None:
+    """A pass told of a Planner task that needs input and neither asked nor delegated: its
+    question is asked as the Planner put it, so the plan does not wait on nothing."""
+    result = runtime.tasks.result(ctx.needs_input[0])
+    if result is not None and result.question and runtime.conversation.question() is None:
+        pose_question(ctx, PendingQuestion(question=result.question[:4000]))
 
 
 def _heard(items: list[InboxItem]) -> list[str]:

@@ -100,7 +100,7 @@ class ChoicePolicy:
 
     def binding(self, options: dict[str, Any]) -> bool:
         """Whether the options as sent require a tool call."""
-        return self.refused is False and bool(options.get("tools")) and \
+        return not self.refused and bool(options.get("tools")) and \
             self._way(options.get("tool_choice")) is not None
 
     def answered(self, options: dict[str, Any], completion: Completion) -> None:

@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 
 from mimikit.atoms.tree import ConditionArg
 from mimikit.exceptions import InvalidValue, ToolError
+from mimikit.llm.echoes import repeats
 from mimikit.llm.registry import Registry, StopRun
 from mimikit.memory.service import search_memory as search
 from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, ResultType, RetryPolicy, Task, utcnow
@@ -23,6 +24,7 @@ from mimikit.store import fingerprints as fingerprint
 from mimikit.tasks import checks
 from mimikit.tools.args import Args, Seconds, finish_with_result
 from mimikit.tools.context import ToolContext
+from mimikit.tools.teller_tools import request_parts
 
 Notify = Literal["always", "on_change", "on_failure", "never"]
 # ``notify`` and ``retry`` are explained once, in the Planner's prompt (tools.md), not here.
@@ -204,4 +206,8 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
         """Finish planning: done (commits your delegations), needs_input, or failed."""
         if args.status == "needs_input" and not args.question:
             raise ToolError("status needs_input requires 'question' for the user")
+        if args.status == "needs_input" and args.question and ctx.task is not None and \
+                repeats(args.question, request_parts(ctx.task.prompt)):
+            raise ToolError("'question' only repeats the request; plan it (a simple request is "
+                            "one delegate), or ask about what is really missing from it")
         return finish_with_result(args, ctx.told)

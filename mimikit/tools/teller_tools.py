@@ -20,6 +20,7 @@ from mimikit.tools.args import Args, Seconds
 from mimikit.tools.context import ToolContext
 
 USERS_WORDS_CHARS = 4000  # of each of the person's messages appended to a delegation
+USERS_WORDS_HEADING = "\n\n## The user's words\n"
 
 
 class ReplyArgs(Args):
@@ -74,6 +75,19 @@ def post_reply(ctx: ToolContext, text: str) -> Message:
     return message
 
 
+def pose_question(ctx: ToolContext, question: PendingQuestion) -> PendingQuestion:
+    """Make ``question`` the one pending, about the pass's Planner task that needs input if
+    there is one; it enters the history too, so later turns (and the Planner) know it."""
+    question = question.model_copy(update={
+        "traceId": ctx.trace_id, "taskId": ctx.needs_input[0] if ctx.needs_input else None})
+    ctx.runtime.conversation.ask(question)
+    ctx.asked = True
+    ctx.runtime.conversation.append(Message(
+        role="assistant", text=question.question + "".join(
+            f"\n- {option}" for option in question.options or []), traceId=ctx.trace_id))
+    return question
+
+
 def with_earlier_attempt(ctx: ToolContext, prompt: str) -> str:
     """The prompt of a delegation that follows an answered question of a Planner task: with
     the original request, the partial result, the question and the answer appended (what a
@@ -96,7 +110,18 @@ def with_users_words(ctx: ToolContext, prompt: str) -> str:
     it does not already quote: a model's summary of a request tends to drop a part of it
     ("every day", a path, a number), and the Planner then plans the rest."""
     said = [text[:USERS_WORDS_CHARS] for text in ctx.heard if _plain(text) not in _plain(prompt)]
-    return prompt + "\n\n## The user's words\n" + "\n".join(said) if said else prompt
+    return prompt + USERS_WORDS_HEADING + "\n".join(said) if said else prompt
+
+
+def delegated_request(prompt: str) -> str:
+    """A Planner task's prompt as the Teller delegated it, without the person's words."""
+    return prompt.split(USERS_WORDS_HEADING, 1)[0]
+
+
+def request_parts(prompt: str) -> list[str]:
+    """A Planner task's prompt as delegated, and each message of the person's appended."""
+    request, _heading, words = prompt.partition(USERS_WORDS_HEADING)
+    return [request, *words.splitlines()]
 
 
 def _plain(text: str) -> str:
@@ -148,16 +173,8 @@ def register(registry: Registry) -> None:
         options = args.options
         if args.default is not None and options and args.default not in options:
             options = [*options, args.default]  # the answer it falls back to may be chosen
-        question = PendingQuestion(question=asked, options=options,
-                                   timeout=args.timeout, default=args.default,
-                                   traceId=ctx.trace_id,
-                                   taskId=ctx.needs_input[0] if ctx.needs_input else None)
-        ctx.runtime.conversation.ask(question)
-        ctx.asked = True
-        # The question enters the history, so later turns (and the Planner) know it was asked.
-        ctx.runtime.conversation.append(Message(
-            role="assistant", text=asked + "".join(
-                f"\n- {option}" for option in options or []), traceId=ctx.trace_id))
+        question = pose_question(ctx, PendingQuestion(question=asked, options=options,
+                                                      timeout=args.timeout, default=args.default))
         return StopRun({"asked": True, "expiresAt": str(question.expiresAt)})
 
     @registry.tool("update_backlog", roles=teller)
