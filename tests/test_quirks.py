@@ -501,16 +501,18 @@ MEGABYTE = 1_000_000
     "reply{a: [", "reply(a=", "delegate{prompt: 'x ", 'reply{text: "hi"} ',
     '{"name": "reply", "arguments": {text: \'', '{"name": "reply", "arguments": {text: "hi"}} ',
     '{"a": {b: [[[[',
+    "<reply>", '<reply text="x" ', "<reply><text>", '<reply text="hi"/> ',
 ], ids=["prose", "braces", "brace_quotes", "doubled", "nested", "escapes", "tags", "tags_json",
         "fences", "calls", "named_nested", "named_keywords", "named_unclosed", "named_calls",
-        "loose_unclosed", "loose_calls", "loose_nested"])
+        "loose_unclosed", "loose_calls", "loose_nested", "elements_unclosed",
+        "element_attributes_unclosed", "element_children_unclosed", "element_calls"])
 def test_a_megabyte_of_text_is_read_in_bounded_time(unit):
     text = unit * (MEGABYTE // len(unit))
     found = written_calls(text, TOOLS)
     looks_truncated(text)
     _stream(text, [4096] * (len(text) // 4096))
     if unit.startswith(('{"name": "reply", "arguments": {"', "reply{text",
-                        '{"name": "reply", "arguments": {text: "')):
+                        '{"name": "reply", "arguments": {text: "', '<reply text="hi"/>')):
         assert len(found.calls) == len(text) // len(unit)
 
 
