@@ -206,6 +206,16 @@ def test_a_delegation_that_drops_part_of_the_request_carries_the_users_words(sta
     assert "Summarize  README.md" in [t.prompt for t in _planned(stack, llm)]  # quoted already
 
 
+def test_a_model_running_on_into_its_next_input_is_stopped_at_its_heading(stack, llm):
+    llm.script("teller", tool_call("reply", text="Hi!"))
+    post_input(stack, "hello")
+    wait_history(stack, lambda h: ("assistant", "Hi!") in h, message="reply")
+    body = llm.requests_for("teller")[0]
+    heading = "## Pending inputs\n"
+    assert body["messages"][-1]["content"].startswith(heading)
+    assert "\n" + heading.strip() in body["stop"] and len(body["stop"]) <= 4  # OpenAI's limit
+
+
 def test_a_greeting_costs_one_call_and_reply_with_delegate_too(stack, llm):
     llm.script("teller", tool_call("reply", text="Hi! How can I help?"))
     post_input(stack, "hello")

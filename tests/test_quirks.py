@@ -338,6 +338,22 @@ def test_an_element_with_entities_and_text_that_is_neither_children_nor_object()
     assert found is None or not found.calls
 
 
+@pytest.mark.parametrize("text, calls", [
+    ('.delegate("Remind me at 9am.", timeout=3600).',
+     [("delegate", '{"*0": "Remind me at 9am.", "timeout": 3600}')]),
+    ('reply("hi")', [("reply", '{"*0": "hi"}')]),
+])
+def test_arguments_by_place_are_kept_by_place_and_a_lone_dot_is_no_prose(text, calls):
+    assert written_calls(text, TOOLS) == WrittenCalls(calls=calls, prose="")
+
+
+@pytest.mark.parametrize("text", ['self.reply("hi")', 'items).reply("hi")',
+                                  'reply(text="hi", "again")'])
+def test_a_method_call_or_a_place_after_a_keyword_is_no_call(text):
+    found = written_calls(text, TOOLS)
+    assert found is None or not found.calls
+
+
 def test_a_call_in_doubled_braces_with_keys_left_unquoted_inside_is_read():
     # Qwen2.5-coder 1.5B as a Planner, its braces doubled and its inner keys bare
     text = ('{{"name": "submit_result", "arguments": {"status": "done", "resultType": "text", '

@@ -300,3 +300,14 @@ def test_render_keeps_strings_and_encodes_the_rest() -> None:
     assert render("line1\nline2") == "line1\nline2"
     assert render({"a": "中文"}) == '{"a": "中文"}'
     assert render(ReplyArgs(text="x")) == '{"text": "x"}'
+
+
+def test_arguments_given_by_place_take_the_fields_in_their_order() -> None:
+    registry = make_registry()
+
+    outcome = registry.call("planner", "delegate", '{"*0": "Read a.txt", "*1": "Read", '
+                                                   '"priority": 8}', Ctx())
+    assert outcome.ok and json.loads(outcome.content) == {"taskId": "task-2", "priority": 8}
+    ctx = Ctx()
+    assert registry.call("teller", "reply", '{"*0": "Hello!"}', ctx).ok
+    assert ctx.replies == ["Hello!"]

@@ -40,6 +40,9 @@ RETRY_AFTER_MAX_SECONDS = 60.0
 # Small models often write their answer (or call), then blank lines until ``max_tokens``: the
 # server stops them at this run of newlines instead.
 BLANK_LINES_STOP = "\n\n\n\n\n\n"
+# One that runs on past its answer writes its next input the way the Teller is shown it
+# (``agents.inbox_view``): the server stops it at that heading.
+NEXT_TURN_STOP = "\n## Pending inputs"
 # Each backoff waits a random time between half and all of its exponential step ("equal
 # jitter"), so clients that failed together do not retry together.
 BACKOFF_JITTER = 0.5
@@ -187,7 +190,7 @@ class LLMClient:
         sdk = self._client()
         options = {key: value for key, value in (("tools", tools), ("max_tokens", max_tokens),
                                                  ("tool_choice", tool_choice)) if value}
-        options["stop"] = [BLANK_LINES_STOP]
+        options["stop"] = [BLANK_LINES_STOP, NEXT_TURN_STOP]
         attempt, tried = 0, set[str]()
         while True:
             try:

@@ -1,6 +1,8 @@
 """JSON loosened the ways JavaScript and Python write literals, as small models write a call's
 arguments: keys without quotes, strings in single quotes, a comma before the close,
-``True``/``False``/``None``; and Python's keyword arguments (``text='hi', n=2``).
+``True``/``False``/``None``; and Python's arguments (``text='hi', n=2``), those before the
+keywords positional (``delegate("Read a.txt", timeout=60)``: keys ``*0``, ``*1``..., which the
+registry gives the tool's fields in their order).
 
 Read by recursive descent from an index, never by rewriting the text; a failure says where the
 text stopped being such a value (at the text's end while it is unfinished).
@@ -13,6 +15,8 @@ import re
 from typing import Any
 
 MAX_DEPTH = 24  # nesting past this is no call a model meant
+POSITIONAL = "*"  # the key of a positional argument is this and its place: "*0", "*1"...
+_KEYWORD = re.compile(r"([A-Za-z_$][\w$]*+)\s*+=(?!=)")
 _SPACE = re.compile(r"\s*+")
 _WORD = re.compile(r"[A-Za-z_$][\w$]*+")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*+)(?:\.\d++)?(?:[eE][+-]?\d++)?")
@@ -93,8 +97,23 @@ class Reader:
         return dict(members[0]), members[1]
 
     def keywords(self, pos: int) -> tuple[dict[str, Any], int]:
-        members, end = self._items(pos, ")", "=", 1)
-        return dict(members), end
+        """Python's arguments up to ``)``: keyword arguments, and positional ones before them."""
+        members: dict[str, Any] = {}
+        while True:
+            pos = self.space(pos)
+            if self.text.startswith(")", pos):
+                return members, pos + 1
+            keyword = _KEYWORD.match(self.text, pos)
+            if keyword is not None:
+                members[keyword[1]], pos = self.value(keyword.end(), 1)
+            elif any(key.startswith(POSITIONAL) for key in members) or not members:
+                members[f"{POSITIONAL}{len(members)}"], pos = self.value(pos, 1)
+            else:
+                raise NotLoose(pos)  # a positional argument after a keyword one
+            pos = self.space(pos)
+            if not self.text.startswith(",", pos):
+                return members, self.expect(pos, ")")
+            pos += 1
 
     def _items(self, pos: int, close: str, colon: str,
                depth: int) -> tuple[list[tuple[str, Any]], int]:

@@ -34,12 +34,13 @@ _CHILD = re.compile(r"\s*+<([A-Za-z_][\w\-]*+)>(.*?)</\1>", re.DOTALL)
 @functools.lru_cache(maxsize=64)
 def named_start(names: frozenset[str], at_end: bool = False) -> re.Pattern[str]:
     """Where a call in this notation may begin: one of ``names`` as a word of its own (OpenAI's
-    ``functions.`` before it allowed), then ``{`` or ``(``, spaces between them allowed; with
-    ``at_end``, also a name that ends the text (a streamed text may go on with the bracket)."""
+    ``functions.`` or a lone dot before it allowed, not ``obj.``), then ``{`` or ``(``, spaces
+    between them allowed; with ``at_end``, also a name that ends the text (a streamed text may
+    go on with the bracket)."""
     alternatives = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
     after = r"(?:(?=[{(])|\Z)" if at_end else r"(?=[{(])"
-    return re.compile(rf"(?<![\w$.])(?:{re.escape(OPENAI_NAMESPACE)})?({alternatives or '(?!)'})"
-                      r"([ \t]*+)" + after)
+    return re.compile(rf"(?<![\w$])(?<![\w$)\]]\.)(?:{re.escape(OPENAI_NAMESPACE)})?"
+                      rf"({alternatives or '(?!)'})([ \t]*+)" + after)
 
 
 def arguments_at(text: str, index: int) -> tuple[dict[str, Any], int]:

@@ -98,6 +98,7 @@ _ORPHANS = re.compile(r"</?tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]|</function
 _EMPTY_FENCE = re.compile(r"(?<![ \t])[ \t]*+```[\w+.\-]*+\s*+```[ \t]*+")
 _TAG, _TAG_CLOSE, _FUNCTION_CLOSE = "<tool_call>", "</tool_call>", "</function>"
 _TOOLS, _TOOLS_CLOSE = "<tools>", re.compile(r"\s*+</tools>")
+_WORDLIKE = re.compile(r"\w")
 
 
 @dataclass(frozen=True)
@@ -365,7 +366,8 @@ def _prose(text: str, spans: list[tuple[int, int]]) -> str:
             out.append("\n\n" if "\n" in gap + piece[: len(piece) - len(piece.lstrip())] else " ")
         out.append(body)
         gap = piece[len(piece.rstrip()):]
-    return _EMPTY_FENCE.sub(_fence_gap, "".join(out)).strip()
+    prose = _EMPTY_FENCE.sub(_fence_gap, "".join(out)).strip()
+    return prose if _WORDLIKE.search(prose) else ""  # "." left of ".delegate(...)." is none
 
 
 def _fence_gap(fence: re.Match[str]) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from mimikit.exceptions import InvalidValue, LLMUnavailable, MimikitError
+from mimikit.llm.literals import POSITIONAL
 from mimikit.roles import ROLES
 
 logger = logging.getLogger("mimikit.tools")
@@ -251,6 +252,7 @@ def _parse_args(tool: Tool, arguments_json: str) -> BaseModel | ToolOutcome:
         return _error(
             f"the arguments of {tool.name!r} must be a JSON object, not {type(data).__name__}"
         )
+    data = _by_name(tool, data)
     try:
         args = tool.args.model_validate(data)
     except ValidationError as error:
@@ -260,6 +262,21 @@ def _parse_args(tool: Tool, arguments_json: str) -> BaseModel | ToolOutcome:
         return _error(f"{copied} holds its own description, not a value: write there what "
                       "that description asks for (small models copy the schema; do not)")
     return args
+
+
+def _by_name(tool: Tool, data: dict[str, Any]) -> dict[str, Any]:
+    """Arguments given by place (``*0``, ``*1``: a call written ``delegate("...", timeout=60)``)
+    under the names of the tool's fields, in their order; any left over stay to be refused."""
+    placed = {key: value for key, value in data.items()
+              if key.startswith(POSITIONAL) and key[len(POSITIONAL):].isdigit()}
+    if not placed:
+        return data
+    named = {key: value for key, value in data.items() if key not in placed}
+    free = [name for name in tool.args.model_fields if name not in named]
+    in_order = sorted(placed.items(), key=lambda item: int(item[0][len(POSITIONAL):]))
+    for index, (key, value) in enumerate(in_order):
+        named[free[index] if index < len(free) else key] = value
+    return named
 
 
 def _copied_descriptions(tool: Tool, data: dict[str, Any]) -> str:
