@@ -502,6 +502,17 @@ def test_a_call_missing_its_last_brace_in_a_closed_fence_is_closed_and_run(stack
     assert len(llm.requests_for("planner")) == 1
 
 
+def test_a_planner_answering_with_only_its_results_arguments_is_done(stack, llm):
+    llm.script("teller", tool_call("delegate", prompt="Say hi"), tool_call("reply", text="On it."))
+    llm.script("planner", text('```json\n{"status": "done", "resultType": "text", '
+                               '"result": {"text": "Nothing to run: hi."}}\n```'))
+    post_input(stack, "say hi")
+    planned = _planned(stack, llm)
+    result = stack.tasks.results_by_id([planned[0].id])[planned[0].id]
+    assert result.result == {"text": "Nothing to run: hi."}
+    assert len(llm.requests_for("planner")) == 1
+
+
 def test_a_planner_silent_without_any_call_done_still_fails(stack, llm):
     llm.script("teller", tool_call("delegate", prompt="Summarize the logs"),
                tool_call("reply", text="On it."))

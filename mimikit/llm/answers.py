@@ -42,8 +42,9 @@ def read_answer(completion: Completion, names: Collection[str], step: int = 0,
                 forced: tuple[str, frozenset[str]] | None = None) -> Answer:
     """The calls and text of ``completion``; ``names`` are the tools the model was offered,
     ``step`` numbers the ids given to calls written as text, ``forced`` the function the
-    request forced and its parameters: an answer holding only an object of those parameters
-    (``{"text": "hi"}`` when ``reply`` was forced) is that function's call.
+    request forced (or the role's one finisher) and its parameters: an answer holding only an
+    object of those parameters (``{"text": "hi"}`` when ``reply`` was forced, ``{"status":
+    "done", ...}`` from a Planner) is that function's call.
 
     An answer that reached ``max_tokens`` counts as cut only when it holds no whole call: a
     small model often writes its call and then blank lines to the limit.

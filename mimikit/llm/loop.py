@@ -139,7 +139,7 @@ class _Loop:
             completion = self._ask()
             if completion is None:
                 return
-            if self._handle(read_answer(completion, self.names, record.steps, self._was_forced())):
+            if self._handle(read_answer(completion, self.names, record.steps, self._implied())):
                 return
         self._fail(f"step limit of {self.options.max_steps} reached without finishing; last "
                    f"error: {self.last_error or 'none (the model kept calling tools)'}")
@@ -186,12 +186,14 @@ class _Loop:
                        "calls": [call.name for call in completion.tool_calls]})
         return completion
 
-    def _was_forced(self) -> tuple[str, frozenset[str]] | None:
-        """The function the last request forced, and its parameters."""
-        if not isinstance(self.asked_for, dict):
-            return None
-        name = self.asked_for.get("function", {}).get("name", "")
-        return name, self.registry.parameters(self.record.role, name)
+    def _implied(self) -> tuple[str, frozenset[str]] | None:
+        """The function an answer of only its arguments calls, and its parameters: the one the
+        last request forced, else the role's one finisher (``submit_result``)."""
+        finishers = self.registry.finishers(self.record.role)
+        if isinstance(self.asked_for, dict):
+            finishers = [self.asked_for.get("function", {}).get("name", "")]
+        return (finishers[0], self.registry.parameters(self.record.role, finishers[0])) \
+            if len(finishers) == 1 else None
 
     def _handle(self, answer: Answer) -> bool:
         """Handle one answer; True when the run ended."""
