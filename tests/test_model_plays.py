@@ -572,6 +572,17 @@ def test_an_answer_wrapped_whole_in_a_fence_for_prose_is_what_the_fence_holds(st
     assert _replies(stack) == [said]
 
 
+def test_a_call_of_a_known_tool_that_does_not_read_is_corrected_and_never_shown(stack, llm):
+    broken = ('```json\n{\n  "name": "ask_user",\n  "arguments": {\n    "question": "When?",\n'
+              '    "options": ["items": ["cron", "runAt"]]\n  }\n}\n```')
+    llm.script("teller", text(broken), tool_call("reply", text="Every day at 9am, then."))
+    post_input(stack, "remind me to drink water")
+    wait_history(stack, lambda h: any(role == "assistant" for role, _t in h), message="a reply")
+    assert _replies(stack) == ["Every day at 9am, then."]
+    corrected = llm.requests_for("teller")[1]["messages"][-1]["content"]
+    assert "could not be read" in corrected and "ask_user" in corrected
+
+
 def test_an_answer_fenced_as_code_stays_fenced(stack, llm):
     llm.script("teller", text("```bash\nls -la\n```"))
     post_input(stack, "how do I list files?")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +92,16 @@ class Brackets:
                 if self.depth <= 0:
                     return pos
         return -1
+
+
+_NAMING = re.compile(_OPEN + r'"(?:name|tool_name|tool|function)"\s*+:\s*+"([\w.\-]{1,80})"')
+
+
+def names_a_tool(text: str, start: int, names: Collection[str]) -> bool:
+    """Whether the blob at ``start`` begins by naming one of ``names`` (``{"name": "reply"``):
+    a call, even when what follows cannot be read."""
+    found = _NAMING.match(text, start)
+    return found is not None and tool_name(found.group(1)) in names
 
 
 def close_of(text: str, start: int) -> int:

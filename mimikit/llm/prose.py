@@ -24,6 +24,7 @@ from mimikit.llm.blobs import (
     blob_calls,
     decode_at,
     looks_truncated,
+    names_a_tool,
     skip,
 )
 from mimikit.llm.literals import NotLoose
@@ -208,7 +209,7 @@ class ProseFilter:
                 return "call", hold
             return "prose", found.end
         if index + read < len(text):  # not JSON, and no more text will make it JSON
-            return "prose", index + 1
+            return ("call", hold) if names_a_tool(text, index, self.names) else ("prose", index + 1)
         brackets = Brackets()  # unfinished: wait for its close, following it as it arrives
         closed = brackets.feed(text, index)
         self._budget -= len(text) - index

@@ -65,6 +65,7 @@ from mimikit.llm.blobs import (
     close_of,
     decode_at,
     looks_truncated,
+    names_a_tool,
     skip,
     tool_name,
 )
@@ -188,11 +189,20 @@ class _Scan:
             return self._function_tag(match)
         found = self._decode(match.start())
         if found is None:
-            return match.start() + 1
+            return self._unread_blob(match.start())
         calls = blob_calls(found.value)
         if calls and all(name in self.names for name, _ in calls):
             self._take(calls, found.start, found.end)
         return found.end
+
+    def _unread_blob(self, start: int) -> int:
+        """A blob that does not read: a broken call when it names one of the tools and closes
+        (``{"name": "ask_user", "arguments": {"options": ["a": 1]}}``), else looked past."""
+        if not names_a_tool(self.text, start, self.names):
+            return start + 1
+        close = close_of(self.text, start)
+        self.budget -= (close if close > 0 else len(self.text)) - start
+        return self._unreadable(start, close) if close > 0 else start + 1
 
     def _tagged(self, match: re.Match[str]) -> int:
         body = match.end()
