@@ -492,24 +492,18 @@ def test_a_planner_question_the_teller_only_relays_in_words_is_asked_all_the_sam
                                     "Staging or production?"]
 
 
-def test_a_call_missing_its_last_brace_in_a_closed_fence_is_closed_and_run(stack, llm):
+@pytest.mark.parametrize(("answer", "result"), [
+    ('```\n{"name": "submit_result", "arguments": {"status": "done", "resultType": "text", '
+     '"result": {"text": "hi"}}\n```', {"text": "hi"}),  # its last brace missing, in a fence
+    ('```json\n{"status": "done", "resultType": "text", "result": {"text": "Nothing to run: '
+     'hi."}}\n```', {"text": "Nothing to run: hi."}),  # only its arguments, no name
+], ids=["last_brace_missing_in_a_closed_fence", "only_the_results_arguments"])
+def test_a_planner_result_written_as_text_ends_its_run_at_once(stack, llm, answer, result):
     llm.script("teller", tool_call("delegate", prompt="Say hi"), tool_call("reply", text="On it."))
-    llm.script("planner", text('```\n{"name": "submit_result", "arguments": {"status": "done", '
-                               '"resultType": "text", "result": {"text": "hi"}}\n```'))
+    llm.script("planner", text(answer))
     post_input(stack, "say hi")
     planned = _planned(stack, llm)
-    assert stack.tasks.results_by_id([planned[0].id])[planned[0].id].result == {"text": "hi"}
-    assert len(llm.requests_for("planner")) == 1
-
-
-def test_a_planner_answering_with_only_its_results_arguments_is_done(stack, llm):
-    llm.script("teller", tool_call("delegate", prompt="Say hi"), tool_call("reply", text="On it."))
-    llm.script("planner", text('```json\n{"status": "done", "resultType": "text", '
-                               '"result": {"text": "Nothing to run: hi."}}\n```'))
-    post_input(stack, "say hi")
-    planned = _planned(stack, llm)
-    result = stack.tasks.results_by_id([planned[0].id])[planned[0].id]
-    assert result.result == {"text": "Nothing to run: hi."}
+    assert stack.tasks.results_by_id([planned[0].id])[planned[0].id].result == result
     assert len(llm.requests_for("planner")) == 1
 
 

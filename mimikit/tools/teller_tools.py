@@ -115,7 +115,7 @@ def with_users_words(ctx: ToolContext, prompt: str) -> str:
 
 def delegated_request(prompt: str) -> str:
     """A Planner task's prompt as the Teller delegated it, without the person's words."""
-    return prompt.split(USERS_WORDS_HEADING, 1)[0]
+    return request_parts(prompt)[0]
 
 
 def request_parts(prompt: str) -> list[str]:
