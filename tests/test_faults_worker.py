@@ -32,17 +32,25 @@ def _agents_and_beat(procs) -> None:
     procs.beat()
 
 
+def _both_runs_ask_the_llm(runtime, tasks, llm) -> bool:
+    """Two tasks are running and each has its LLM request in flight (a run marked running
+    may not have sent it yet; killed then, its attempt never reaches the model)."""
+    running = [t.id for t in runtime.tasks.by_id([t.id for t in tasks]) if t.status == "running"]
+    asked = worker_requests_per_task(llm)
+    return len(running) == 2 and all(asked[i] >= 1 for i in running)
+
+
 @pytest.mark.slow
 def test_kill_9_of_the_whole_task_worker_mid_run_ends_every_task_done_exactly_once(
         wired, procs, llm, figures):
     runtime = wired
-    llm.default("worker", worker_answers_after(0.8))
+    llm.default("worker", worker_answers_after(1.5))
     _agents_and_beat(procs)
     victim = procs.worker(queues="worker", concurrency=2, name="victim")
     tasks = submit(runtime, [Task(prompt=f"job {n}", retry=RetryPolicy(maxAttempts=3))
                              for n in range(TASKS)])
-    wait_until(lambda: statuses(runtime, tasks)["done"] >= 4
-               and statuses(runtime, tasks)["running"] == 2, 60, "a run in full swing")
+    wait_until(lambda: statuses(runtime, tasks)["done"] >= 4 and _both_runs_ask_the_llm(
+        runtime, tasks, llm), 60, "a run in full swing: two runs waiting for the LLM")
 
     procs.kill(victim)  # SIGKILL to the process group: the main process and its pool
     killed = time.monotonic()
