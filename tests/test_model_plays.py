@@ -94,6 +94,17 @@ def test_a_cut_off_answer_is_asked_again_shorter(stack, llm):
     assert not any("A very long" in t for _r, t in history(stack))
 
 
+def test_a_timeout_over_its_most_is_capped_not_refused(stack, llm):
+    llm.script("teller", tool_calls([("delegate", {"prompt": "Create notes.txt",
+                                                   "timeout": 600000}),
+                                     ("reply", {"text": "On it."})]))
+    post_input(stack, "create notes.txt")
+    wait_history(stack, lambda h: ("assistant", "On it.") in h, message="the reply")
+    planned = _planned(stack, llm)
+    assert len(llm.requests_for("teller")) == 1 and planned[0].timeout == 86400
+    assert len(stack.tasks.with_status("done")) == 1
+
+
 def test_reply_first_then_delegate_in_the_next_message_is_not_lost(stack, llm):
     llm.script("teller", tool_call("reply", text="I'll create notes.txt for you."),
                tool_call("delegate", prompt="Create notes.txt"), text(""))

@@ -311,3 +311,23 @@ def test_arguments_given_by_place_take_the_fields_in_their_order() -> None:
     ctx = Ctx()
     assert registry.call("teller", "reply", '{"*0": "Hello!"}', ctx).ok
     assert ctx.replies == ["Hello!"]
+
+
+def test_an_optional_number_over_its_most_is_brought_to_it_with_a_note() -> None:
+    outcome = make_registry().call("planner", "delegate", '{"prompt": "x", "priority": 100}',
+                                   Ctx())
+
+    note, result = outcome.content.split("\n", 1)
+    assert outcome.ok and json.loads(result) == {"taskId": "task-2", "priority": 10}
+    assert note == "note: priority 100 is over its most, 10; 10 was used"
+
+
+@pytest.mark.parametrize("args", [
+    '{"prompt": "x", "priority": -1}',  # under its least: what was meant is unknown
+    '{"prompt": "x", "priority": 100, "type": "weekly"}',  # and something else is wrong
+])
+def test_a_number_out_of_bounds_otherwise_refuses_the_call(args: str) -> None:
+    outcome = make_registry().call("planner", "delegate", args, Ctx())
+
+    assert not outcome.ok and outcome.content.startswith("error: invalid arguments")
+    assert "priority: Input should be" in outcome.content

@@ -10,6 +10,7 @@ take different arguments for the Teller, the Planner and the Worker).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import logging
@@ -169,10 +170,14 @@ class Registry:
         tool = self._tools.get((role, name))
         if tool is None:
             return _error(self._refusal(role, name))
-        args = _parse_args(tool, arguments_json)
-        if isinstance(args, ToolOutcome):
-            return args
-        return self._run(tool, args, ctx)
+        parsed = _parse_args(tool, arguments_json)
+        if isinstance(parsed, ToolOutcome):
+            return parsed
+        args, notes = parsed
+        outcome = self._run(tool, args, ctx)
+        if not notes:
+            return outcome
+        return dataclasses.replace(outcome, content="\n".join([*notes, outcome.content]))
 
     def _refusal(self, role: str, name: str) -> str:
         available = ", ".join(self.names_for(role)) or "none"
@@ -230,7 +235,9 @@ def _args_model(handler: Handler) -> type[BaseModel]:
     return model
 
 
-def _parse_args(tool: Tool, arguments_json: str) -> BaseModel | ToolOutcome:
+def _parse_args(tool: Tool, arguments_json: str) -> tuple[BaseModel, list[str]] | ToolOutcome:
+    """The call's arguments checked against the tool's model, with a note for each value
+    brought within its bound; or the error the model is told."""
     text = (arguments_json or "").strip() or "{}"
     try:
         data = json.loads(text)
@@ -253,15 +260,43 @@ def _parse_args(tool: Tool, arguments_json: str) -> BaseModel | ToolOutcome:
             f"the arguments of {tool.name!r} must be a JSON object, not {type(data).__name__}"
         )
     data = _by_name(tool, data)
+    notes: list[str] = []
     try:
         args = tool.args.model_validate(data)
     except ValidationError as error:
-        return _error(f"invalid arguments for {tool.name!r}: {_problems(error)}")
+        capped = _capped(tool, data, error)
+        if capped is None:
+            return _error(f"invalid arguments for {tool.name!r}: {_problems(error)}")
+        data, notes = capped
+        args = tool.args.model_validate(data)
     copied = _copied_descriptions(tool, data)
     if copied:
         return _error(f"{copied} holds its own description, not a value: write there what "
                       "that description asks for (small models copy the schema; do not)")
-    return args
+    return args, notes
+
+
+def _capped(tool: Tool, data: dict[str, Any],
+            error: ValidationError) -> tuple[dict[str, Any], list[str]] | None:
+    """``data`` with each optional number over its most (``timeout: 600000``, milliseconds
+    meant as seconds; ``priority: 100``) set to that most, and a note for the model saying so;
+    None when anything else is wrong, or the call still does not hold (it is refused whole)."""
+    optional = {name for name, field in tool.args.model_fields.items()
+                if not field.is_required()}
+    capped, notes = dict(data), []
+    for item in error.errors():
+        name = item["loc"][0] if len(item["loc"]) == 1 else None
+        sent, most = item.get("input"), (item.get("ctx") or {}).get("le")
+        if item["type"] != "less_than_equal" or name not in optional or most is None:
+            return None
+        capped[str(name)] = most
+        notes.append(f"note: {name} {json.dumps(sent, default=str)} is over its most, "
+                     f"{most}; {most} was used")
+    try:
+        tool.args.model_validate(capped)
+    except ValidationError:
+        return None
+    return capped, notes
 
 
 def _by_name(tool: Tool, data: dict[str, Any]) -> dict[str, Any]:
