@@ -101,8 +101,8 @@ def test_a_timeout_over_its_most_is_capped_not_refused(stack, llm):
     post_input(stack, "create notes.txt")
     wait_history(stack, lambda h: ("assistant", "On it.") in h, message="the reply")
     planned = _planned(stack, llm)
-    assert len(llm.requests_for("teller")) == 1 and planned[0].timeout == 86400
-    assert len(stack.tasks.with_status("done")) == 1
+    assert len(planned) == 1 and planned[0].timeout == 86400
+    assert _replies(stack)[0] == "On it."  # the first answer was taken: no correction asked
 
 
 def test_reply_first_then_delegate_in_the_next_message_is_not_lost(stack, llm):
@@ -777,6 +777,29 @@ def test_a_call_named_without_its_arguments_is_asked_again_with_the_function_for
     shown = [json.loads(data)["text"] for _id, event, data in stack.events.read(since, 50)
              if event == "reply"]
     assert not any("functions" in t for t in shown), shown
+
+
+def test_a_call_written_as_a_command_line_is_run_and_never_streamed(stack, llm):
+    from llm_server import streamed
+
+    # Qwen2.5-Coder 1.5B greeted with "hello!": a name and quoted strings, then a command line
+    # that reads as a reply
+    llm.script("teller", streamed(text('`delegate` "ask_user" "What\'s up?"'), pause=0.01,
+                                  chunk_chars=3),
+               streamed(text('`reply`: "Hello! What can I do for you?"'), pause=0.01,
+                        chunk_chars=3))
+    cursor = stack.redis.xrevrange(stack.keys.events, count=1)
+    since = cursor[0][0].decode() if cursor else "0"
+    post_input(stack, "hello!")
+    wait_history(stack, lambda h: ("assistant", "Hello! What can I do for you?") in h,
+                 message="the reply")
+    told = llm.requests_for("teller")[1]["messages"][-1]["content"]
+    assert "timeout" in told and "is not a duration" in told  # delegate("ask_user", "What's up?")
+    assert _replies(stack) == ["Hello! What can I do for you?"]
+    assert not stack.tasks.with_status("queued", "running", "done")
+    shown = [json.loads(data)["text"] for _id, event, data in stack.events.read(since, 50)
+             if event == "reply"]
+    assert not any("delegate" in t or "reply" in t for t in shown), shown
 
 
 def test_a_server_naming_the_call_in_every_chunk_and_refusing_null_content_is_understood(

@@ -347,6 +347,29 @@ def test_arguments_by_place_are_kept_by_place_and_a_lone_dot_is_no_prose(text, c
     assert written_calls(text, TOOLS) == WrittenCalls(calls=calls, prose="")
 
 
+@pytest.mark.parametrize("text, calls", [
+    ('`delegate` "list_tasks" "What\'s up?"',  # Qwen2.5-Coder 1.5B greeted with "hello!"
+     [("delegate", '{"*0": "list_tasks", "*1": "What\'s up?"}')]),
+    ('reply: "Hello!"', [("reply", '{"*0": "Hello!"}')]),
+    ("  shell 'ls -la' ", [("shell", '{"*0": "ls -la"}')]),
+    ("`reply` `Hi`", [("reply", '{"*0": "Hi"}')]),
+    ("delegate", [("delegate", "{}")]),
+])
+def test_an_answer_of_a_name_and_quoted_strings_is_that_call_by_place(text, calls):
+    assert written_calls(text, TOOLS) == WrittenCalls(calls=calls, prose="")
+
+
+@pytest.mark.parametrize("text", ['`delegate` "a", reply "b"', '"Hi" reply', "reply delegate"])
+def test_names_and_quoted_strings_that_make_no_one_call_are_a_broken_call(text):
+    assert written_calls(text, TOOLS) == WrittenCalls(calls=[], prose="", broken=[text])
+
+
+@pytest.mark.parametrize("text", ['"Hello!"', 'reply "yes" when asked', "Reply: 'Hello!'",
+                                  'replying "Hi"', "I'll delegate it."])
+def test_words_beside_names_and_quotes_are_prose(text):
+    assert written_calls(text, TOOLS) is None
+
+
 @pytest.mark.parametrize("text", ['self.reply("hi")', 'items).reply("hi")',
                                   'reply(text="hi", "again")'])
 def test_a_method_call_or_a_place_after_a_keyword_is_no_call(text):

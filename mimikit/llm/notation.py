@@ -10,6 +10,8 @@ would show them rather than as JSON:
 | ``<delegate prompt="Read a.txt" title="Read"/>``,    | Qwen2.5-Coder 1.5B, its template's     |
 | in ``<tools>…</tools>`` or not; ``<delegate>`` with  | ``<tools>`` list read as a way to call |
 | ``<prompt>Read a.txt</prompt>`` or ``{…}`` inside    | (XML attributes or child elements)     |
+| ``ask_user "What's up?"``, `` `reply`: "Hi!" ``: the | Qwen2.5-Coder 1.5B (a whole answer of  |
+| whole answer a name and quoted strings               | a name and strings, a command line)    |
 
 Inside, the object may be loose the way JavaScript and Python write them (``literals``). Only
 the names of the role's tools count, and only where the name stands as a word of its own (or
@@ -24,7 +26,7 @@ import re
 from typing import Any
 
 from mimikit.llm.blobs import OPENAI_NAMESPACE
-from mimikit.llm.literals import NotLoose, Reader, loose_value_at
+from mimikit.llm.literals import POSITIONAL, NotLoose, Reader, loose_value_at
 
 _ATTRIBUTE = re.compile(r"""\s*+([A-Za-z_][\w\-]*+)\s*+=\s*+(?:"([^"]*+)"|'([^']*+)')""")
 _TAG_END = re.compile(r"\s*+(/?)>")
@@ -124,6 +126,59 @@ def _written_value(raw: str) -> Any:
         if end == len(text.rstrip()):
             return value
     return text
+
+
+COMMAND_LINE_MOST_CHARS = 2000  # of an answer read as a command line (names, quoted strings)
+_QUOTED = re.compile(r""""([^"\n]*+)"|'([^'\n]*+)'|`([^`\n]*+)`""")
+_QUOTED_ANY = r""""[^"\n]*+"|'[^'\n]*+'|`[^`\n]*+`"""
+_IN_QUOTES = re.compile(r""""[^"\n]*+"|'[^'\n]*+'""")
+_BETWEEN = r"[\s,:;.()\[\]]*+"
+
+
+@functools.lru_cache(maxsize=64)
+def _command_line(names: frozenset[str]) -> tuple[re.Pattern[str], re.Pattern[str],
+                                                  re.Pattern[str]]:
+    """A name then quoted strings; any mix of names and quoted strings; a name."""
+    alternatives = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+    name = rf"`?(?:{alternatives or '(?!)'})`?(?![\w-])"
+    first = re.compile(rf"\s*+`?({alternatives or '(?!)'})`?(?![\w-])"
+                       rf"((?:{_BETWEEN}(?:{_QUOTED_ANY}))*+){_BETWEEN}")
+    mixed = re.compile(rf"(?:{_BETWEEN}(?:{_QUOTED_ANY}|{name}))*+{_BETWEEN}")
+    return first, mixed, re.compile(rf"(?<![\w-]){name}")
+
+
+def command_line(text: str, names: frozenset[str]) -> tuple[str | None, dict[str, str]] | None:
+    """An answer that is nothing but tool names and quoted strings, written the way a command
+    line is: the name and the strings (its arguments by place) when one name comes first
+    (``ask_user "What's up?"``, `` `reply`: "Hello!" ``), the strings keyed by place (``*0``);
+    None and no strings when it cannot be one call (`` `delegate` "ask_user", ask_user "Hi" ``);
+    None for any other text."""
+    if len(text) > COMMAND_LINE_MOST_CHARS:
+        return None
+    first, mixed, name = _command_line(names)
+    found = first.fullmatch(text)
+    if found is not None:
+        strings = [next(part for part in quoted.groups() if part is not None)
+                   for quoted in _QUOTED.finditer(found.group(2))]
+        return found.group(1), {f"{POSITIONAL}{place}": value
+                                for place, value in enumerate(strings)}
+    if mixed.fullmatch(text) and name.search(_IN_QUOTES.sub(" ", text)):
+        return None, {}
+    return None
+
+
+def may_be_command_line(text: str, names: frozenset[str]) -> bool:
+    """Whether a streamed answer so far may still turn out a command line (``command_line``):
+    it begins with a name, or the start of one, and holds only names and quoted strings, the
+    last perhaps unfinished."""
+    body = text.lstrip().removeprefix("`")
+    if not text.strip() or len(text) > COMMAND_LINE_MOST_CHARS:
+        return False
+    if not body or body in name_prefixes(names):
+        return True
+    first, mixed, _name = _command_line(names)
+    return any(first.match(text + closer) is not None and mixed.fullmatch(text + closer)
+               is not None for closer in ("", '"', "'", "`"))
 
 
 def mentioned(text: str, start: re.Match[str]) -> bool:

@@ -72,6 +72,7 @@ from mimikit.llm.blobs import (
 from mimikit.llm.literals import NotLoose
 from mimikit.llm.notation import (
     arguments_at,
+    command_line,
     element_at,
     element_start,
     mentioned,
@@ -136,9 +137,21 @@ def written_calls(content: str, names: Collection[str]) -> WrittenCalls | None:
     scan = _Scan(content, frozenset(names))
     scan.run()
     if not (scan.calls or scan.unknown or scan.broken):
-        return None
+        return _command_line(content, scan.names)
     return WrittenCalls(calls=scan.calls, prose=_prose(content, scan.spans),
                         unknown=scan.unknown, broken=scan.broken)
+
+
+def _command_line(content: str, names: frozenset[str]) -> WrittenCalls | None:
+    """A call written as a command line (``ask_user "What's up?"``), or names and strings
+    that make no one call (a broken call); None for any other text."""
+    line = command_line(content, names)
+    if line is None:
+        return None
+    name, arguments = line
+    if name is None:
+        return WrittenCalls(calls=[], prose="", broken=[content.strip()[:EXCERPT_CHARS]])
+    return WrittenCalls(calls=[(name, arguments_text(arguments))], prose="")
 
 
 class _Scan:

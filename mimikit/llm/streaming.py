@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mimikit.llm.choice import may_be_naming
+from mimikit.llm.notation import may_be_command_line
 from mimikit.llm.prose import ProseFilter
 from mimikit.llm.repeats import TAIL_CHARS, loop_cut
 from mimikit.llm.responses import usage_of
@@ -109,7 +110,7 @@ class _Reader:
         self.on_text = on_text
         self.calls_only = calls_only
         self.prose = ProseFilter(names)
-        self.names = names
+        self.names = frozenset(names)
         self.content: list[str] = []
         self.calls: dict[int, dict[str, str]] = {}
         self.replies: dict[int, ReplyText] = {}
@@ -177,9 +178,9 @@ class _Reader:
             raise IgnoresToolChoice(text[:80])
 
     def _show(self, text: str) -> None:
-        if self.naming and may_be_naming("".join(self.content)):
-            self.held += text  # may name a tool and no more (``choice.named_only``)
-            return
+        if self.naming and self._may_be_naming():
+            self.held += text  # may name a tool and no more (``choice.named_only``), or be
+            return  # a call written as a command line (``notation.command_line``)
         self.naming = False
         if self.calls_only and not self.calls:
             self.held += text  # prose that may yet be given up on: never shown twice
@@ -187,9 +188,13 @@ class _Reader:
             self.on_text(self.held + text)
             self.held = ""
 
+    def _may_be_naming(self) -> bool:
+        text = "".join(self.content)
+        return may_be_naming(text) or may_be_command_line(text, self.names)
+
     def done(self) -> Streamed:
-        if self.naming and may_be_naming("".join(self.content)):
-            self.held = ""  # a tool named and no more: asked again, never shown
+        if self.naming and self._may_be_naming():
+            self.held = ""  # a tool named and no more, or a command line: never shown
         self.naming = False
         self._show(self.prose.finish())
         self.calls_only = False
