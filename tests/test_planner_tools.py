@@ -123,6 +123,7 @@ def test_a_condition_on_an_unknown_task_id_is_refused(runtime, planner):
     outcome, _ctx = planner("delegate", type="conditional", prompt="then B",
                             condition={"type": "task_done", "params": {"taskId": "task-made-up"}})
     assert not outcome.ok and "task-made-up" in outcome.content
+    assert "leave out type and condition (a oneshot task runs now)" in outcome.content
     first, _ctx = planner("delegate", prompt="A")
     a_id = json.loads(first.content)["taskId"]
     then, _ctx = planner("delegate", type="conditional", prompt="then B",

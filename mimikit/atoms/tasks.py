@@ -33,7 +33,8 @@ def evaluate_outcome(ref: str, wanted: str, reader: Reader) -> Evaluation:
 def check_ref(params: Any, checker: Checker) -> Any:
     if not checker.knows_task(params.taskId):
         raise InvalidValue(f"condition refers to unknown task id {params.taskId!r}; use a taskId "
-                           "that delegate or schedule returned")
+                           "that delegate or schedule returned, or, for work that waits on no "
+                           "other task, leave out type and condition (a oneshot task runs now)")
     return params
 
 
