@@ -75,8 +75,9 @@ def test_arguments_sent_as_objects_are_read(stack, llm):
     assert not any("internal error" in t for _r, t in history(stack))
 
 
-def test_an_empty_answer_is_corrected_not_taken_for_the_reply(stack, llm):
-    llm.script("teller", text(""), tool_call("reply", text="Hello!"))
+@pytest.mark.parametrize("nothing", ["", "<tools>\n</tools>"], ids=["empty", "empty tools list"])
+def test_an_empty_answer_is_corrected_not_taken_for_the_reply(stack, llm, nothing):
+    llm.script("teller", text(nothing), tool_call("reply", text="Hello!"))
     post_input(stack, "hi")
     wait_history(stack, lambda h: ("assistant", "Hello!") in h, message="the reply")
     second = llm.requests_for("teller")[1]
@@ -558,8 +559,11 @@ def test_a_reply_written_as_a_transcript_line_keeps_only_its_text(stack, llm):
     assert _replies(stack) == ["Hello there!"]
 
 
-def test_an_answer_that_is_only_a_replys_argument_written_as_a_line_is_its_text(stack, llm):
-    llm.script("teller", text('- `text`: "Hello! How can I assist you today?"'))
+@pytest.mark.parametrize("line", ['- `text`: "Hello! How can I assist you today?"',
+                                  "`text`: Hello! How can I assist you today?"])
+def test_an_answer_that_is_only_a_replys_argument_written_as_a_line_is_its_text(stack, llm,
+                                                                                  line):
+    llm.script("teller", text(line))
     post_input(stack, "hello!")
     wait_history(stack, lambda h: any(role == "assistant" for role, _t in h), message="a reply")
     assert _replies(stack) == [

@@ -13,7 +13,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from mimikit.llm.blobs import decode_at
+from mimikit.llm.blobs import decode_at, only_markup
 from mimikit.llm.completion import Completion, ToolCall
 from mimikit.llm.quirks import WrittenCalls, arguments_text, looks_truncated, written_calls
 
@@ -64,7 +64,7 @@ def read_answer(completion: Completion, names: Collection[str], step: int = 0,
     if (found is None or not found.calls) and forced is not None:
         found = _forced_arguments(content, *forced) or found
     if found is None:
-        text = content.strip() or None
+        text = None if only_markup(content) else content.strip() or None
         return Answer([], text, {"role": "assistant", "content": completion.content or ""},
                       cut=cut or (text is not None and looks_truncated(text)))
     calls = _once([ToolCall(id=f"text-{step}-{index}", name=name, arguments=arguments)

@@ -35,6 +35,10 @@ CALL_START_PREFIX = re.compile(r"(?=[\[{])(?:\[\s*+)?(?:\{\s*+(?:\{\s*+)?"
 # What begins a call written as text (``<tools>``: Qwen's template lists the tools in it, and
 # Qwen2.5-Coder writes its calls there as elements, ``notation.element_at``).
 MARKERS = ("<tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "<function=", "<tools>")
+# Call markup left when what it held is taken out, or written with nothing in it.
+ORPHANS = re.compile(r"</?tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]|</function>|<\|eo[mt]_id\|>"
+                     r"|</?tools>")
+_WORDLIKE = re.compile(r"\w")
 _MARKER = re.compile(r"<tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]|<function=")
 _CLOSERS = {"<tool_call>": "</tool_call>", "<function=": "</function>"}
 _NAME_SO_FAR = re.compile(r"[\w.\-]*+(>)?")
@@ -95,6 +99,12 @@ class Brackets:
 
 
 _NAMING = re.compile(_OPEN + r'"(?:name|tool_name|tool|function)"\s*+:\s*+"([\w.\-]{1,80})"')
+
+
+def only_markup(text: str) -> bool:
+    """Whether ``text`` is call markup and nothing a person could read (``<tools></tools>``,
+    ``<tool_call></tool_call>``): an answer as empty as no text at all."""
+    return bool(ORPHANS.search(text)) and not _WORDLIKE.search(ORPHANS.sub("", text))
 
 
 def names_a_tool(text: str, start: int, names: Collection[str]) -> bool:

@@ -5,9 +5,9 @@ run (a correction, a tool's error: "Call 'reply' with your answer to the user.",
 required"). Taken out before a reply is shown: a line that begins with a bracketed time is such
 a copy, and keeps its text only when it is the assistant's; a sentence or clause whose words
 are, nearly all and in order, words of something the runtime told the model is one too. An
-answer that is only a reply's argument written as a line (``- `text`: "Hello!"``) is its text,
-and one wrapped whole in a fence for prose (```` ```plaintext ````, ``text``, ``markdown``) is
-what the fence holds.
+answer that is only a reply's argument written as a line (``- `text`: "Hello!"``, or
+`` `text`: Hello!`` unquoted) is its text, and one wrapped whole in a fence for prose
+(```` ```plaintext ````, ``text``, ``markdown``) is what the fence holds.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ _TEMPLATE_TAGS = re.compile(r"</?tool_response>|<\|(?:im_start|im_end|endoftext|
 _PIECE = re.compile(r"[^.!?;\n。！？；]+[.!?;。！？；]*")
 _WORD = re.compile(r"\w+")
 _ARGUMENT_LINE = re.compile(r'\s*(?:[-*]\s*)?(`?)(?:text|reply)\1\s*:\s*("(?:[^"\\]|\\.)*")\s*')
+_ARGUMENT_NAMED = re.compile(r"\s*(?:[-*]\s*)?`(?:text|reply)`\s*:\s*(\S.*)", re.DOTALL)
 _PROSE_FENCE = re.compile(r"\s*```(?:plaintext|plain|text|txt|markdown|md)[ \t]*\n"
                           r"(.*?)\n?[ \t]*```\s*", re.DOTALL | re.IGNORECASE)
 TOLD_SHARE = 0.8  # of a piece's words found in order in what was told: a copy
@@ -42,6 +43,9 @@ def without_echoes(text: str, told: Sequence[str] = ()) -> str:
     argument = _ARGUMENT_LINE.fullmatch(text)
     if argument is not None:
         text = _string(argument.group(2))
+    named = _ARGUMENT_NAMED.fullmatch(text)
+    if named is not None:  # `text`: Hello! (unquoted)
+        text = named.group(1)
     fenced = _PROSE_FENCE.fullmatch(text)
     if fenced is not None:
         text = fenced.group(1)

@@ -59,6 +59,7 @@ from typing import Any
 
 from mimikit.llm.blobs import (
     CALL_START,
+    ORPHANS,
     Decoded,
     arguments_text,
     blob_calls,
@@ -93,8 +94,6 @@ _START = re.compile(r"(?=[<\[{])(?:<tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]"
 _SEPARATORS = re.compile(r"[\s,;]*+")
 _MISTRAL_NAMED = re.compile(r"\s*+([\w.\-]+)(?:\[CALL_ID\][\w\-]*+)?\[ARGS\]")
 _CODE_CALL = re.compile(r"\s*+[\w.]+\(")  # <|python_tag|>brave_search.call(query="...")
-_ORPHANS = re.compile(r"</?tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]|</function>|<\|eo[mt]_id\|>"
-                      r"|</?tools>")
 # A fence emptied by taking its call out, with the spaces on its line (the lookbehind starts a
 # match only where a run of spaces starts, so a long run is crossed once).
 _EMPTY_FENCE = re.compile(r"(?<![ \t])[ \t]*+```[\w+.\-]*+\s*+```[ \t]*+")
@@ -380,7 +379,7 @@ def _prose(text: str, spans: list[tuple[int, int]]) -> str:
     out: list[str] = []
     gap = ""
     for piece in pieces:
-        piece = _ORPHANS.sub("", piece)
+        piece = ORPHANS.sub("", piece)
         body = piece.strip()
         if not body:
             gap += piece
