@@ -46,6 +46,7 @@ def test_a_run_at_in_the_past_is_refused_with_the_current_time(runtime, planner)
     outcome, ctx = planner("schedule", type="scheduled", prompt="too late",
                            runAt="2020-01-01T09:00:00")
     assert not outcome.ok and "in the past" in outcome.content and "now is" in outcome.content
+    assert 'for every day at 09:00, schedule it recurring with cron "0 9 * * *"' in outcome.content
     assert ctx.staged == []
 
 

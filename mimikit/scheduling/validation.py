@@ -31,9 +31,12 @@ def check_run_at(run_at: datetime, zone: ZoneInfo, now: datetime) -> datetime:
     when = local_time(run_at, zone)
     if when < now - timedelta(seconds=MISFIRE_GRACE_SECONDS):
         local_now = now.astimezone(zone).isoformat(timespec="seconds")
+        daily = when.astimezone(zone)  # a small model's way of asking for "every day at 9"
         raise InvalidValue(
             f"runAt {when.isoformat()} is in the past (now is {local_now}, time zone "
-            f"{zone.key}); give a future time, or delegate a oneshot task to run it now")
+            f"{zone.key}); give a future time, or delegate a oneshot task to run it now; for "
+            f"every day at {daily:%H:%M}, schedule it recurring with cron "
+            f"\"{daily.minute} {daily.hour} * * *\"")
     return when
 
 
