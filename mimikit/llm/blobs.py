@@ -38,7 +38,7 @@ MARKERS = ("<tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "<function=", "<tool
 # Call markup left when what it held is taken out, or written with nothing in it.
 ORPHANS = re.compile(r"</?tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]|</function>|<\|eo[mt]_id\|>"
                      r"|</?tools>")
-_WORDLIKE = re.compile(r"\w")
+WORDLIKE = re.compile(r"\w")  # a character of a word, in any script
 _MARKER = re.compile(r"<tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]|<function=")
 _CLOSERS = {"<tool_call>": "</tool_call>", "<function=": "</function>"}
 _NAME_SO_FAR = re.compile(r"[\w.\-]*+(>)?")
@@ -104,7 +104,7 @@ _NAMING = re.compile(_OPEN + r'"(?:name|tool_name|tool|function)"\s*+:\s*+"([\w.
 def only_markup(text: str) -> bool:
     """Whether ``text`` is call markup and nothing a person could read (``<tools></tools>``,
     ``<tool_call></tool_call>``): an answer as empty as no text at all."""
-    return bool(ORPHANS.search(text)) and not _WORDLIKE.search(ORPHANS.sub("", text))
+    return bool(ORPHANS.search(text)) and not WORDLIKE.search(ORPHANS.sub("", text))
 
 
 def names_a_tool(text: str, start: int, names: Collection[str]) -> bool:

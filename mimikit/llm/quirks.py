@@ -60,6 +60,7 @@ from typing import Any
 from mimikit.llm.blobs import (
     CALL_START,
     ORPHANS,
+    WORDLIKE,
     Decoded,
     arguments_text,
     blob_calls,
@@ -99,7 +100,6 @@ _CODE_CALL = re.compile(r"\s*+[\w.]+\(")  # <|python_tag|>brave_search.call(quer
 _EMPTY_FENCE = re.compile(r"(?<![ \t])[ \t]*+```[\w+.\-]*+\s*+```[ \t]*+")
 _TAG, _TAG_CLOSE, _FUNCTION_CLOSE = "<tool_call>", "</tool_call>", "</function>"
 _TOOLS, _TOOLS_CLOSE = "<tools>", re.compile(r"\s*+</tools>")
-_WORDLIKE = re.compile(r"\w")
 
 
 @dataclass(frozen=True)
@@ -389,7 +389,7 @@ def _prose(text: str, spans: list[tuple[int, int]]) -> str:
         out.append(body)
         gap = piece[len(piece.rstrip()):]
     prose = _EMPTY_FENCE.sub(_fence_gap, "".join(out)).strip()
-    return prose if _WORDLIKE.search(prose) else ""  # "." left of ".delegate(...)." is none
+    return prose if WORDLIKE.search(prose) else ""  # "." left of ".delegate(...)." is none
 
 
 def _fence_gap(fence: re.Match[str]) -> str:

@@ -267,8 +267,7 @@ def _parse_args(tool: Tool, arguments_json: str) -> tuple[BaseModel, list[str]] 
         capped = _capped(tool, data, error)
         if capped is None:
             return _error(f"invalid arguments for {tool.name!r}: {_problems(error)}")
-        data, notes = capped
-        args = tool.args.model_validate(data)
+        args, data, notes = capped
     copied = _copied_descriptions(tool, data)
     if copied:
         return _error(f"{copied} holds its own description, not a value: write there what "
@@ -276,11 +275,12 @@ def _parse_args(tool: Tool, arguments_json: str) -> tuple[BaseModel, list[str]] 
     return args, notes
 
 
-def _capped(tool: Tool, data: dict[str, Any],
-            error: ValidationError) -> tuple[dict[str, Any], list[str]] | None:
-    """``data`` with each optional number over its most (``timeout: 600000``, milliseconds
-    meant as seconds; ``priority: 100``) set to that most, and a note for the model saying so;
-    None when anything else is wrong, or the call still does not hold (it is refused whole)."""
+def _capped(tool: Tool, data: dict[str, Any], error: ValidationError,
+            ) -> tuple[BaseModel, dict[str, Any], list[str]] | None:
+    """The arguments read from ``data`` with each optional number over its most (``timeout:
+    600000``, milliseconds meant as seconds; ``priority: 100``) set to that most, that data,
+    and a note for the model saying so; None when anything else is wrong, or the call still
+    does not hold (it is refused whole)."""
     optional = {name for name, field in tool.args.model_fields.items()
                 if not field.is_required()}
     capped, notes = dict(data), []
@@ -293,10 +293,9 @@ def _capped(tool: Tool, data: dict[str, Any],
         notes.append(f"note: {name} {json.dumps(sent, default=str)} is over its most, "
                      f"{most}; {most} was used")
     try:
-        tool.args.model_validate(capped)
+        return tool.args.model_validate(capped), capped, notes
     except ValidationError:
         return None
-    return capped, notes
 
 
 def _by_name(tool: Tool, data: dict[str, Any]) -> dict[str, Any]:
