@@ -61,9 +61,10 @@ class Settings(BaseSettings):
     planner_model: str | None = None
     worker_model: str | None = None
     worker_backend: Literal["llm", "codex"] = "llm"
-    shell_sandbox: Literal["auto", "on", "off"] = Field(
-        "auto", description="the Worker's shell in a sandbox: auto (when this host has one), "
-                            "on (refuse commands without one), off")
+    shell_sandbox: Literal["auto", "on", "off", "bwrap", "landlock", "sandbox-exec"] = Field(
+        "auto", description="the Worker's shell in a sandbox: auto (the first of bwrap, "
+                            "landlock and sandbox-exec this host has), on (the same, refusing "
+                            "commands where there is none), a kind's name (that one only), off")
     shell_network: bool = Field(False, description="sandboxed shell commands reach the network")
 
     concurrency: int = Field(32, ge=1, le=256, description="runs in flight at once per worker "

@@ -313,7 +313,8 @@ def check_sandbox(settings: Settings, live: list[dict[str, Any]]) -> Check:
                   and w.get("sandbox") == "none")
     if bare:
         detail += f"; task workers without one: {', '.join(bare)}"
-        fix = fix or ("install bubblewrap on their hosts (`apt-get install bubblewrap`), or set "
+        fix = fix or ("install bubblewrap on their hosts (`apt-get install bubblewrap`) or run "
+                      "a kernel with Landlock there (Linux 5.13 or later), or set "
                       "MIMIKIT_SHELL_SANDBOX=off there to silence this")
     status: Status = "fail" if state == "fail" else "warn" if state == "warn" or bare else "ok"
     return Check("sandbox", status, detail, fix)

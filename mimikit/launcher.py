@@ -126,7 +126,7 @@ class Launcher:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         try:
-            warn_without_sandbox(self.settings)
+            announce_sandbox(self.settings)
             self._ensure_redis()
             self._started_at, self._launched_at = time.monotonic(), utcnow()
             for child in self.children:
@@ -264,11 +264,14 @@ class Launcher:
         self.say("stopped")
 
 
-def warn_without_sandbox(settings: Settings) -> None:
-    """Say, once at start-up, that Worker shell commands get no sandbox (unless it is ``off``)."""
+def announce_sandbox(settings: Settings) -> None:
+    """Say, once at start-up, which sandbox Worker shell commands run in and its limits; warn
+    when they get none or it leaves the network open against the setting (``off``: a word)."""
     report = sandbox_report(settings)
     if report["state"] in ("warn", "fail"):
         log.warning("Worker shell sandbox: %s; fix: %s", report["detail"], report["fix"])
+    else:
+        log.info("Worker shell sandbox: %s", report["detail"])
 
 
 def spawn(argv: list[str], log_path: Path | None, **options: Any) -> subprocess.Popen[bytes]:

@@ -1,11 +1,13 @@
-"""The Worker's shell commands in a sandbox: the whole file system read-only but for WORK_DIR,
-the state dir and ``.env`` files hidden, a private /tmp, no network unless allowed, and every
+"""The Worker's shell commands in a sandbox: writes only to WORK_DIR and a private temporary
+directory, the state dir and ``.env`` files out of reach, no network unless allowed, and every
 process of a command dying with it.
 
-Linux uses bubblewrap (``bwrap``); macOS uses ``sandbox-exec`` with a small profile.
-``MIMIKIT_SHELL_SANDBOX`` chooses: ``auto`` uses one when this host has it, ``on`` refuses to
-run commands without one, ``off`` runs them unconfined. ``MIMIKIT_SHELL_NETWORK=on`` lets
-sandboxed commands reach the network.
+The kinds, in the order ``auto`` tries them: bubblewrap (``bwrap``, Linux: the whole file system
+read-only, a PID namespace of its own), Landlock (the Linux kernel's own sandbox, where
+bubblewrap is missing or cannot make a namespace) and ``sandbox-exec`` (macOS, a small profile).
+``MIMIKIT_SHELL_SANDBOX`` chooses: ``auto`` the first this host has, ``on`` the same but refusing
+commands where none can be made, a kind's name that kind alone (refusing commands without it),
+``off`` none. ``MIMIKIT_SHELL_NETWORK=on`` lets sandboxed commands reach the network.
 """
 
 from __future__ import annotations
@@ -16,26 +18,41 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+from mimikit.workspace.bwrap import bwrap_argv, existing, programs_in_tmp
+from mimikit.workspace.grants import landlock_argv, landlock_limits
+from mimikit.workspace.landlock import abi_version
+from mimikit.workspace.seatbelt import seatbelt_argv
 
 if TYPE_CHECKING:
     from mimikit.config import Settings
 
-SandboxMode = Literal["auto", "on", "off"]
-Kind = Literal["bwrap", "sandbox-exec"]
+SandboxMode = Literal["auto", "on", "off", "bwrap", "landlock", "sandbox-exec"]
+Kind = Literal["bwrap", "landlock", "sandbox-exec"]
+KINDS: tuple[Kind, ...] = ("bwrap", "landlock", "sandbox-exec")  # the order auto tries them in
+PLATFORMS: dict[Kind, str] = {"bwrap": "linux", "landlock": "linux", "sandbox-exec": "darwin"}
+LABELS: dict[str, str] = {"bwrap": "bubblewrap", "landlock": "Landlock",
+                           "sandbox-exec": "sandbox-exec"}
 PROBE_TIMEOUT_SECONDS = 10.0
 NETWORK_NOTE = "the network is off in the sandbox (MIMIKIT_SHELL_NETWORK=on allows it)"
+LANDLOCK_NOTE = ("the sandbox (Landlock) may have refused it: a command writes only inside the "
+                 "work dir's existing files and folders and in $TMPDIR, reads only those and "
+                 "the system's, Python's and PATH's files; where the state dir or a .env lies at "
+                 "the top of the work dir, nothing can be added or removed there: make a new "
+                 "top-level file or folder with write_file")
 # What curl, git, wget, Python, Node and the resolver say when they cannot reach a host.
 NETWORK_FAILURE = re.compile(
     r"could not resolve|temporary failure in name resolution|name or service not known|"
     r"nodename nor servname|getaddrinfo|eai_again|enotfound|network is unreachable|enetunreach|"
     r"connection refused|econnrefused|couldn't connect|failed to connect|no route to host|"
-    r"failed to establish a new connection|unable to resolve", re.IGNORECASE)
+    r"failed to establish a new connection|unable to resolve|urlopen error|connect eacces",
+    re.IGNORECASE)
 INSTALL_BWRAP = ("install bubblewrap (`apt-get install bubblewrap`; `dnf install bubblewrap` "
                  "on Fedora)")
 
@@ -50,15 +67,24 @@ class Sandbox:
     network: bool = False
     missing: str | None = None  # why none is in force
     fix: str | None = None  # how to get one
+    abi: int = 0  # Landlock's
+
+    @property
+    def label(self) -> str | None:
+        """Its name as shown: "bubblewrap", "Landlock ABI 7", "sandbox-exec"."""
+        if self.kind is None:
+            return None
+        return f"Landlock ABI {self.abi}" if self.kind == "landlock" else LABELS[self.kind]
 
     @property
     def refusal(self) -> str | None:
         """The error a shell command gets when a sandbox is required and there is none."""
-        if self.mode != "on" or self.kind is not None:
+        if self.kind is not None or self.mode in ("auto", "off"):
             return None
-        return (f"shell commands cannot run here: MIMIKIT_SHELL_SANDBOX=on requires a sandbox "
-                f"and {self.missing}; {self.fix}, or set MIMIKIT_SHELL_SANDBOX=auto or off. "
-                "The file tools (read_file, write_file, list_files) still work.")
+        wanted = "a sandbox" if self.mode == "on" else LABELS[self.mode]
+        return (f"shell commands cannot run here: MIMIKIT_SHELL_SANDBOX={self.mode} requires "
+                f"{wanted} and {self.missing}; {self.fix}, or set MIMIKIT_SHELL_SANDBOX=auto or "
+                "off. The file tools (read_file, write_file, list_files) still work.")
 
     @contextmanager
     def command(self, argv: list[str], env: dict[str, str], root: Path,
@@ -71,35 +97,69 @@ class Sandbox:
             root: the work directory (resolved), the one writable place.
             hidden: paths the command may neither read nor write (the state dir, .env files).
         """
-        masked = _existing(hidden)
+        masked = existing(hidden)
         if self.kind == "bwrap" and self.program:
             boxed = bwrap_argv(self.program, argv, root, masked, self.network,
                                shown=programs_in_tmp(env.get("PATH", "")))
             yield boxed, {**env, "TMPDIR": "/tmp"}  # the private one
-        elif self.kind == "sandbox-exec" and self.program:
-            with tempfile.TemporaryDirectory(prefix="mimikit-shell-") as tmp:
-                real_tmp = os.path.realpath(tmp)
-                yield (seatbelt_argv(self.program, argv, root, real_tmp, masked, self.network),
-                       {**env, "TMPDIR": real_tmp})
+        elif self.kind is not None and self.program:
+            with tempfile.TemporaryDirectory(prefix="mimikit-shell-",
+                                             ignore_cleanup_errors=True) as made:
+                tmp = Path(os.path.realpath(made))
+                if self.kind == "landlock":
+                    boxed = landlock_argv(argv, root, tmp, masked, env.get("PATH", ""),
+                                          self.network)
+                else:
+                    boxed = seatbelt_argv(self.program, argv, root, str(tmp), masked,
+                                          self.network)
+                yield boxed, {**env, "TMPDIR": str(tmp)}
         else:
             yield argv, env
 
     def note(self, exit_code: int | None, output: str) -> str | None:
-        """A note for the model when a failed command looks like it needed the network."""
-        if self.kind is None or self.network or exit_code in (0, None):
+        """A note for the model when a failed command looks like the sandbox's doing: the
+        network it lacks, or (Landlock) a path it may not use."""
+        if self.kind is None or exit_code in (0, None):
             return None
-        return NETWORK_NOTE if NETWORK_FAILURE.search(output) else None
+        if not self.network and NETWORK_FAILURE.search(output):
+            return NETWORK_NOTE
+        if self.kind == "landlock" and "permission denied" in output.lower():
+            return LANDLOCK_NOTE
+        return None
 
 
 # --- choosing -----------------------------------------------------------------------------------
+
+
+class Found(NamedTuple):
+    """What looking for one kind found: its program, or why it cannot be used and the fix."""
+
+    program: str | None
+    missing: str | None = None
+    fix: str | None = None
+    abi: int = 0
 
 
 def choose_sandbox(mode: SandboxMode, network: bool = False) -> Sandbox:
     """The sandbox ``mode`` gives on this host (``off``: none, without looking)."""
     if mode == "off":
         return Sandbox(mode, None, network=network)
-    kind, program, missing, fix = _find()
-    return Sandbox(mode, kind, program, network, missing, fix)
+    missing, fixes = [], []
+    for kind in KINDS if mode in ("auto", "on") else tuple(k for k in KINDS if k == mode):
+        if not sys.platform.startswith(PLATFORMS[kind]):
+            if kind == mode:
+                missing.append(f"{LABELS[kind]} is not available on {sys.platform}")
+                fixes.append("run Workers on " + ("macOS" if kind == "sandbox-exec" else "Linux"))
+            continue
+        found = FINDERS[kind]()
+        if found.missing is None:
+            return Sandbox(mode, kind, found.program, network, abi=found.abi)
+        missing.append(found.missing)
+        fixes.append(found.fix or "")
+    if not missing:
+        return Sandbox(mode, None, None, network, f"no sandbox is known on {sys.platform}",
+                       "run Workers on Linux or macOS, or use MIMIKIT_WORKER_BACKEND=codex")
+    return Sandbox(mode, None, None, network, " and ".join(missing), "; or ".join(fixes))
 
 
 def sandbox_for(settings: Settings) -> Sandbox:
@@ -107,147 +167,88 @@ def sandbox_for(settings: Settings) -> Sandbox:
     return choose_sandbox(settings.shell_sandbox, settings.shell_network)
 
 
-def _find() -> tuple[Kind | None, str | None, str | None, str | None]:
-    """(kind, program, why there is none, how to get one) on this platform."""
-    if sys.platform.startswith("linux"):
-        program = shutil.which("bwrap")
-        if program is None:
-            return None, None, "bubblewrap (bwrap) is not installed", INSTALL_BWRAP
-        return _working("bwrap", program, "allow user namespaces (in a container: run it with "
-                        "a seccomp profile that permits them), or use MIMIKIT_WORKER_BACKEND=codex")
-    if sys.platform == "darwin":
-        program = shutil.which("sandbox-exec") or "/usr/bin/sandbox-exec"
-        if not os.access(program, os.X_OK):
-            return None, None, "sandbox-exec is missing", "restore /usr/bin/sandbox-exec (macOS)"
-        return _working("sandbox-exec", program, "check that sandbox-exec works for this user")
-    return (None, None, f"no sandbox is known on {sys.platform}",
-            "run Workers on Linux (bubblewrap) or macOS, or use MIMIKIT_WORKER_BACKEND=codex")
+def _find_bwrap() -> Found:
+    program = shutil.which("bwrap")
+    if program is None:
+        return Found(None, "bubblewrap (bwrap) is not installed", INSTALL_BWRAP)
+    return _working("bwrap", program, "allow user namespaces (in a container: run it with a "
+                    "seccomp profile that permits them), or use MIMIKIT_WORKER_BACKEND=codex")
 
 
-def _working(kind: Kind, program: str, fix: str) -> tuple[Kind | None, str, str | None,
-                                                          str | None]:
+def _find_landlock() -> Found:
+    abi = abi_version()
+    if abi < 1:
+        return Found(None, "the kernel offers no Landlock (Linux 5.13 or later, with landlock "
+                     "among its LSMs)", "boot a kernel with Landlock enabled (e.g. "
+                     "lsm=landlock,... on its command line)")
+    found = _working("landlock", sys.executable, "check that Landlock works for this user "
+                     "(a seccomp filter may refuse its system calls)")
+    return found._replace(abi=abi)
+
+
+def _find_seatbelt() -> Found:
+    program = shutil.which("sandbox-exec") or "/usr/bin/sandbox-exec"
+    if not os.access(program, os.X_OK):
+        return Found(None, "sandbox-exec is missing", "restore /usr/bin/sandbox-exec (macOS)")
+    return _working("sandbox-exec", program, "check that sandbox-exec works for this user")
+
+
+FINDERS: dict[Kind, Callable[[], Found]] = {"bwrap": _find_bwrap, "landlock": _find_landlock,
+                                            "sandbox-exec": _find_seatbelt}
+
+
+def _working(kind: Kind, program: str, fix: str) -> Found:
     problem = _probe(kind, program)
     if problem:
-        return None, program, f"{program} cannot make a sandbox here ({problem})", fix
-    return kind, program, None, None
+        return Found(program, f"{LABELS[kind]} cannot make a sandbox here ({problem})", fix)
+    return Found(program)
 
 
 @lru_cache(maxsize=8)
 def _probe(kind: Kind, program: str) -> str | None:
-    """Why ``program`` cannot run ``true`` in a sandbox, or None when it can (asked once)."""
+    """Why ``kind`` cannot run ``true`` in a sandbox, or None when it can (asked once)."""
     true = shutil.which("true") or "/usr/bin/true"
-    here = Path(os.path.realpath(tempfile.gettempdir()))
-    if kind == "bwrap":
-        argv = bwrap_argv(program, [true], here, [], network=False)
-    else:
-        argv = seatbelt_argv(program, [true], here, str(here), [], network=False)
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_SECONDS,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return str(error)
+    with tempfile.TemporaryDirectory(prefix="mimikit-probe-") as made:
+        here = Path(os.path.realpath(made))
+        if kind == "bwrap":
+            argv = bwrap_argv(program, [true], here, [], network=False)
+        elif kind == "landlock":
+            argv = landlock_argv([true], here, here, [], os.environ.get("PATH", ""), False)
+        else:
+            argv = seatbelt_argv(program, [true], here, str(here), [], network=False)
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                                  timeout=PROBE_TIMEOUT_SECONDS, start_new_session=True)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return str(error)
     if done.returncode != 0:
         return (done.stderr.strip() or f"exit status {done.returncode}").splitlines()[-1]
     return None
-
-
-def _existing(paths: Sequence[Path]) -> list[Path]:
-    """The real paths of those of ``paths`` that exist, once each."""
-    found: list[Path] = []
-    for path in paths:
-        real = Path(os.path.realpath(path))
-        if real.exists() and real not in found:
-            found.append(real)
-    return found
-
-
-# --- command lines ------------------------------------------------------------------------------
-
-
-def programs_in_tmp(path: str) -> list[Path]:
-    """Where the programs a command may run lie under /tmp, which the sandbox replaces with a
-    private one: this Python environment (a virtualenv made in /tmp) and the ``PATH``
-    directories there (a ``bin`` directory with the environment it belongs to)."""
-    places = [Path(sys.prefix), Path(sys.base_prefix)]
-    for entry in filter(None, path.split(os.pathsep)):
-        place = Path(entry)
-        places.append(place.parent if place.name == "bin" else place)
-    return [place for place in _existing(places)
-            if place.is_relative_to("/tmp") and place != Path("/tmp")]
-
-
-def bwrap_argv(program: str, argv: list[str], root: Path, hidden: Sequence[Path],
-               network: bool, shown: Sequence[Path] = ()) -> list[str]:
-    """The bubblewrap command line running ``argv`` in the work directory ``root``.
-
-    Mounts are applied in order: the programs ``shown`` from the real /tmp read-only over the
-    private one, the work dir bound writable over the read-only root and the private /tmp, then
-    the hidden paths covered (the state dir often lies inside it).
-    A new PID namespace with its own /proc keeps the other processes, and the runtime's
-    environment in /proc/PID/environ, out of sight; when bwrap dies (the process group is
-    killed on a timeout or a cancel) the kernel kills everything left in that namespace, even
-    a process that left the group with ``setsid``.
-    """
-    args = [program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--tmpfs", "/tmp"]
-    for place in shown:
-        args += ["--ro-bind", str(place), str(place)]
-    if not network and Path("/run").is_dir():
-        args += ["--tmpfs", "/run"]  # its sockets (docker, dbus) would be a way around no network
-    args += ["--bind", str(root), str(root)]
-    for path in hidden:
-        if path.is_dir():
-            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
-        else:
-            args += ["--ro-bind", "/dev/null", str(path)]  # nodev: opening it is refused
-    # --cap-drop ALL: run by root, bwrap would otherwise leave the capabilities that undo it all.
-    args += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL",
-             "--chdir", str(root)]
-    if not network:
-        args.append("--unshare-net")
-    return [*args, "--", *argv]
-
-
-# A sandbox-exec (Seatbelt) profile: later rules win over earlier ones. Not tested here (no
-# macOS host runs the tests), so it stays small: writes only to the work dir and a private
-# TMPDIR, the hidden paths neither readable nor writable, the network per the setting.
-SEATBELT_PROFILE = """(version 1)
-(allow default)
-(deny file-write*)
-(allow file-write* (subpath (param "WORK")) (subpath (param "TMP"))
-       (regex #"^/dev/(null|zero|tty.*|fd/.*)$"))
-"""
-
-
-def seatbelt_argv(program: str, argv: list[str], root: Path, tmp: str, hidden: Sequence[Path],
-                  network: bool) -> list[str]:
-    """The ``sandbox-exec`` command line running ``argv`` (paths are passed as parameters)."""
-    profile = SEATBELT_PROFILE + "".join(
-        f'(deny file-read* file-write* (subpath (param "HIDE{i}")))\n' for i in range(len(hidden)))
-    if not network:
-        profile += "(deny network*)\n"
-    params = [f"WORK={root}", f"TMP={tmp}", *(f"HIDE{i}={p}" for i, p in enumerate(hidden))]
-    return [program, "-p", profile, *(part for p in params for part in ("-D", p)), *argv]
 
 
 # --- the report ---------------------------------------------------------------------------------
 
 
 def sandbox_report(settings: Settings) -> dict[str, Any]:
-    """Which sandbox Worker shell commands run in on this host, for status and doctor.
+    """Which sandbox Worker shell commands run in on this host, and its limits, for ``mimikit
+    up``, status, doctor and the page.
 
     Returns:
-        {mode, kind (bwrap|sandbox-exec|codex|off|none), network, state (ok|off|warn|fail),
-        detail, fix?}.
+        {mode, kind (bwrap|landlock|sandbox-exec|codex|off|none), label (e.g. "Landlock ABI
+        7", None without a sandbox), network (whether commands reach it), state
+        (ok|off|warn|fail), detail, fix?}.
     """
     if settings.worker_backend == "codex":
-        return {"mode": settings.shell_sandbox, "kind": "codex", "network": None, "state": "ok",
+        return {"mode": settings.shell_sandbox, "kind": "codex", "label": "codex",
+                "network": None, "state": "ok",
                 "detail": "the codex backend runs commands in codex exec's own workspace-write "
                           "sandbox (MIMIKIT_SHELL_SANDBOX applies to the llm backend)"}
     box = sandbox_for(settings)
     report: dict[str, Any] = {"mode": box.mode, "kind": box.kind or ("off" if box.mode == "off"
                                                                      else "none"),
-                              "network": box.network}
+                              "label": box.label, "network": box.network}
+    if box.kind == "landlock":
+        return {**report, **landlock_limits(box.abi, box.network, _top_fixed(settings))}
     if box.kind is not None:
         network = "network on" if box.network else \
             "network off (MIMIKIT_SHELL_NETWORK=on allows it)"
@@ -257,10 +258,18 @@ def sandbox_report(settings: Settings) -> dict[str, Any]:
     if box.mode == "off":
         return {**report, "state": "off", "detail": "off (MIMIKIT_SHELL_SANDBOX=off): shell "
                 "commands run unconfined as this user"}
-    if box.mode == "on":
+    if box.mode != "auto":
         return {**report, "state": "fail", "detail": f"none: {box.missing}, so shell commands "
-                "are refused (MIMIKIT_SHELL_SANDBOX=on)",
+                f"are refused (MIMIKIT_SHELL_SANDBOX={box.mode})",
                 "fix": f"{box.fix}, or set MIMIKIT_SHELL_SANDBOX=auto or off"}
     return {**report, "state": "warn", "detail": f"none: {box.missing}, so shell commands run "
             "unconfined as this user", "fix": f"{box.fix}, or set MIMIKIT_SHELL_SANDBOX=off to "
             "silence this"}
+
+
+def _top_fixed(settings: Settings) -> bool:
+    """Whether a hidden path (the state dir, a .env) lies inside the work dir, so that Landlock
+    cannot let commands add or remove entries of the folder holding it."""
+    work = settings.work_dir.resolve()
+    hidden = [settings.state_dir.resolve(), *existing([work / ".env", Path.cwd() / ".env"])]
+    return any(path != work and path.is_relative_to(work) for path in hidden)
