@@ -54,7 +54,7 @@ def test_doctor_is_all_green_on_a_healthy_instance(stack, procs, llm):
     procs.beat()
     wait_for(lambda: liveness(stack)["alive"], timeout=30, message="beat to hold the lock")
     stack.settings.state_dir.mkdir(parents=True, exist_ok=True)
-    # Without bubblewrap on this host the sandbox check warns; "off" is the way to silence it.
+    # Without bubblewrap or Landlock on this host the sandbox check warns; "off" silences it.
     quiet = {} if choose_sandbox("auto").kind else {"MIMIKIT_SHELL_SANDBOX": "off"}
     done = installed("doctor", env_extra=quiet)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -43,7 +43,8 @@ pytestmark = needs_landlock
 
 @pytest.fixture
 def box(tmp_path: Path) -> Workspace:
-    """A Workspace under Landlock over a work dir holding the state dir and a .env, as by default."""
+    """A Workspace under Landlock over a work dir holding the state dir and a .env (the default
+    layout)."""
     work = tmp_path / "work"
     state = _work_with_state(work)
     (work / "src").mkdir()
@@ -95,7 +96,7 @@ def test_memory_md_and_env_cannot_be_read_even_by_a_search_of_the_work_dir(box):
 def test_a_new_entry_beside_the_state_dir_is_refused_with_a_note_and_write_file_makes_it(box):
     result = box.shell("echo x > made-here.txt")
     assert result["exitCode"] != 0 and not (box.root / "made-here.txt").exists()
-    assert result["note"] == LANDLOCK_NOTE
+    assert result["note"] == f"{LANDLOCK_NOTE}; {NETWORK_NOTE}"
     box.write_file("made-here.txt", "by write_file\n")
     again = box.shell("echo by shell >> made-here.txt && cat made-here.txt")
     assert again["stdout"] == "by write_file\nby shell\n" and "note" not in again
@@ -274,10 +275,12 @@ def test_doctor_status_and_the_api_name_landlock_its_abi_and_its_limits(runtime,
     monkeypatch.setenv("MIMIKIT_SHELL_SANDBOX", "landlock")
     settings = runtime.settings.model_copy(update={"shell_sandbox": "landlock"})
     body = create_app(settings).test_client().get("/api/status").get_json()
-    assert body["sandbox"]["kind"] == "landlock" and body["sandbox"]["label"] == f"Landlock ABI {ABI}"
+    assert body["sandbox"]["kind"] == "landlock"
+    assert body["sandbox"]["label"] == f"Landlock ABI {ABI}"
     assert body["sandbox"]["network"] is (ABI < 4)
     inside = settings.model_copy(update={"state_dir": settings.work_dir / ".mimikit"})
-    assert "cannot add or remove entries at its top" in sandbox_report(inside)["detail"]
+    assert "the state dir lies in the work dir, so commands cannot add or remove entries " \
+           "beside it (write_file can)" in sandbox_report(inside)["detail"]
     assert "cannot add or remove" not in sandbox_report(settings)["detail"]
 
 

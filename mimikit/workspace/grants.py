@@ -112,16 +112,17 @@ def landlock_argv(argv: list[str], work: Path, tmp: Path, hidden: Sequence[Path]
     return [sys.executable, "-I", "-S", LAUNCHER, str(rules_file), "--", *argv]
 
 
-def landlock_limits(abi: int, network: bool, top_fixed: bool) -> dict[str, Any]:
-    """What Landlock ``abi`` confines, in words: {state, detail, fix?} of the sandbox report."""
+def landlock_limits(abi: int, network: bool, held: str | None) -> dict[str, Any]:
+    """What Landlock ``abi`` confines, in words: {state, detail, fix?} of the sandbox report
+    (``held``: the hidden path the work dir holds, such as "the state dir", if any)."""
     covered = ", ".join(what for since, what in COVERED if abi >= since)
     parts = [f"Landlock ABI {abi} (covers {covered}): shell commands write only to the work dir "
              "and a private temporary directory, read only those and the system's, Python's "
              "and PATH's files, cannot read the state dir or .env, and what they start ends "
              "with them"]
-    if top_fixed:
-        parts.append("the state dir or a .env lies in the work dir, so commands cannot add or "
-                     "remove entries at its top (write_file can)")
+    if held:
+        parts.append(f"{held} lies in the work dir, so commands cannot add or remove entries "
+                     "beside it (write_file can)")
     if network:
         parts.append("network on")
     elif abi >= 4:

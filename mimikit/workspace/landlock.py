@@ -195,8 +195,14 @@ class _Stopped(Exception):
         self.signum = signum
 
 
+_stopping: list[int] = []
+
+
 def _on_stop(signum: int, _frame: Any) -> None:
-    raise _Stopped(signum)
+    # Once only: a second stop (the worker dying after a cancel) must not cut the cleanup short.
+    if not _stopping:
+        _stopping.append(signum)
+        raise _Stopped(signum)
 
 
 def _children() -> list[int]:
@@ -216,8 +222,6 @@ def _children() -> list[int]:
 
 def _end_descendants() -> None:
     """Kill every descendant: each one killed hands its own children over to this reaper."""
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, signal.SIG_IGN)  # a second stop must not cut this short
     while True:
         for pid in _children():
             try:
@@ -235,7 +239,7 @@ def _exec(command: list[str]) -> NoReturn:
     try:
         for signum in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores them; a shell must not
             signal.signal(signum, signal.SIG_DFL)
-        os.execv(command[0], command)
+        os.execvp(command[0], command)
     except OSError as error:
         os.write(2, f"mimikit: cannot run {command[0]}: {error.strerror}\n".encode())
     finally:

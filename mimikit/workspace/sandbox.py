@@ -41,11 +41,10 @@ LABELS: dict[str, str] = {"bwrap": "bubblewrap", "landlock": "Landlock",
                            "sandbox-exec": "sandbox-exec"}
 PROBE_TIMEOUT_SECONDS = 10.0
 NETWORK_NOTE = "the network is off in the sandbox (MIMIKIT_SHELL_NETWORK=on allows it)"
-LANDLOCK_NOTE = ("the sandbox (Landlock) may have refused it: a command writes only inside the "
-                 "work dir's existing files and folders and in $TMPDIR, reads only those and "
-                 "the system's, Python's and PATH's files; where the state dir or a .env lies at "
-                 "the top of the work dir, nothing can be added or removed there: make a new "
-                 "top-level file or folder with write_file")
+LANDLOCK_NOTE = ("the sandbox (Landlock) may have refused it: a command writes only in the "
+                 "work dir and $TMPDIR, and reads only there and in the system's, Python's and "
+                 "PATH's files; where the state dir or a .env lies in the work dir, nothing can "
+                 "be added or removed beside it: make a new file or folder there with write_file")
 # What curl, git, wget, Python, Node and the resolver say when they cannot reach a host.
 NETWORK_FAILURE = re.compile(
     r"could not resolve|temporary failure in name resolution|name or service not known|"
@@ -124,7 +123,7 @@ class Sandbox:
         if not self.network and NETWORK_FAILURE.search(output):
             return NETWORK_NOTE
         if self.kind == "landlock" and "permission denied" in output.lower():
-            return LANDLOCK_NOTE
+            return LANDLOCK_NOTE + ("" if self.network else f"; {NETWORK_NOTE}")
         return None
 
 
@@ -248,7 +247,8 @@ def sandbox_report(settings: Settings) -> dict[str, Any]:
                                                                      else "none"),
                               "label": box.label, "network": box.network}
     if box.kind == "landlock":
-        return {**report, **landlock_limits(box.abi, box.network, _top_fixed(settings))}
+        return {**report, "network": box.network or box.abi < 4,  # ABI 4 closes TCP
+                **landlock_limits(box.abi, box.network, _held_in_work(settings))}
     if box.kind is not None:
         network = "network on" if box.network else \
             "network off (MIMIKIT_SHELL_NETWORK=on allows it)"
@@ -267,9 +267,13 @@ def sandbox_report(settings: Settings) -> dict[str, Any]:
             "silence this"}
 
 
-def _top_fixed(settings: Settings) -> bool:
-    """Whether a hidden path (the state dir, a .env) lies inside the work dir, so that Landlock
+def _held_in_work(settings: Settings) -> str | None:
+    """Which hidden path (the state dir, a .env) lies inside the work dir, if one does: Landlock
     cannot let commands add or remove entries of the folder holding it."""
     work = settings.work_dir.resolve()
-    hidden = [settings.state_dir.resolve(), *existing([work / ".env", Path.cwd() / ".env"])]
-    return any(path != work and path.is_relative_to(work) for path in hidden)
+    for name, path in (("the state dir", settings.state_dir.resolve()),
+                       *(("a .env", env) for env in existing([work / ".env",
+                                                             Path.cwd() / ".env"]))):
+        if path != work and path.is_relative_to(work):
+            return name
+    return None

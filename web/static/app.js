@@ -94,8 +94,9 @@
     if (!sandbox || typeof sandbox !== 'object') return;
     const network = sandbox.network === true ? ' · network on'
       : sandbox.network === false ? ' · network off' : '';
+    // The label names it exactly ("bubblewrap", "Landlock ABI 7"); the title says its limits.
     const text = { off: 'No sandbox (off)', none: 'No sandbox' }[sandbox.kind]
-      || `Sandbox · ${sandbox.kind}${network}`;
+      || `Sandbox · ${sandbox.label || sandbox.kind}${network}`;
     const pillState = { ok: 'ok', off: 'warn', warn: 'warn', fail: 'down' }[sandbox.state];
     setPill('#status-sandbox', pillState || 'unknown', text,
       [sandbox.detail, sandbox.fix && `fix: ${sandbox.fix}`].filter(Boolean).join('\n'));
