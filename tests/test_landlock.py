@@ -175,9 +175,15 @@ def test_shell_network_on_reaches_the_host(tmp_path, host_server):
 
 
 @pytest.mark.skipif(ABI < 6, reason=f"Landlock ABI {ABI} does not scope signals (ABI 6 does)")
-def test_a_command_cannot_signal_the_process_that_runs_it(box):
-    result = box.shell(f"kill -0 {os.getpid()}")
-    assert result["exitCode"] != 0 and "Operation not permitted" in result["stderr"]
+def test_a_command_can_neither_signal_the_worker_nor_kill_its_reaper_to_leave_a_process_behind(
+        box):
+    marker = "47.5625"
+    result = box.shell(f"kill -0 {os.getpid()}; kill -9 $PPID; setsid sleep {marker} & "
+                       "echo still-reaped")
+    assert result["stderr"].count("Operation not permitted") == 2, result["stderr"]
+    assert result["stdout"] == "still-reaped\n"
+    wait_for(lambda: not commands_running("sleep", marker), timeout=5,
+             message="the sleep to be gone with the command")
 
 
 # --- processes ----------------------------------------------------------------------------------

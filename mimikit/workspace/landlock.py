@@ -3,16 +3,17 @@ that runs a Worker shell command under it where bubblewrap is missing.
 
 The shell runs ``python -I -S landlock.py RULES -- bash -c COMMAND``: this file, run by path
 with the standard library alone so that it starts in milliseconds whatever the environment.
-Before the command starts, the program
+The program
 
 - gives up every capability, so that a command run by root cannot undo the rest (load a kernel
   module, make a device node for the disk);
-- restricts itself with a Landlock ruleset: each path of RULES gets the access it names, the
-  rest of the file system none; TCP connect and bind are refused unless the network is on
-  (ABI 4); signals and abstract UNIX sockets do not reach out of the sandbox (ABI 6);
-- becomes the reaper of what the command starts, so that orphans (``setsid``, double forks)
-  come back to it and are killed when the command ends, when the program is stopped (a
-  timeout or a cancel), or when the worker that started it dies.
+- starts the command in a child that restricts itself with a Landlock ruleset before it runs
+  it: each path of RULES gets the access it names, the rest of the file system none; TCP
+  connect and bind are refused unless the network is on (ABI 4); signals and abstract UNIX
+  sockets do not reach out of the sandbox (ABI 6), to this program neither;
+- is the reaper of what the command starts, so that orphans (``setsid``, double forks) come
+  back to it and are killed when the command ends, when the program is stopped (a timeout or
+  a cancel), or when the worker that started it dies.
 """
 
 from __future__ import annotations
@@ -155,28 +156,39 @@ def _allow(ruleset: int, path: str, rights: int) -> None:
         os.close(fd)
 
 
-def restrict(rules: Iterable[tuple[str, str]], network: bool) -> int:
-    """Confine this process and all it starts to ``rules`` ((path, an ``ACCESS`` name) pairs).
-
-    Returns:
-        The ABI in force.
+def ruleset(rules: Iterable[tuple[str, str]], network: bool) -> int:
+    """A ruleset (a descriptor) granting ``rules``: (path, an ``ACCESS`` name) pairs.
 
     Raises:
-        OSError: the kernel has no Landlock, or refused the ruleset.
+        OSError: the kernel has no Landlock, or refused a rule.
     """
     abi = abi_version()
     if abi < 1:
         raise OSError(errno.EOPNOTSUPP, "this kernel offers no Landlock")
     handled = handled_rights(abi)
-    ruleset = _ruleset(abi, network)
+    made = _ruleset(abi, network)
     try:
         for path, access in rules:
-            _allow(ruleset, path, ACCESS[access] & handled)
-        _prctl(PR_SET_NO_NEW_PRIVS, 1)  # also: no exec ever gives capabilities back
-        _syscall(SYS_RESTRICT_SELF, ctypes.c_long(ruleset), ctypes.c_long(0))
+            _allow(made, path, ACCESS[access] & handled)
+    except OSError:
+        os.close(made)
+        raise
+    return made
+
+
+def enforce(made: int) -> None:
+    """Confine this process, and all it starts from now on, to the ruleset ``made``."""
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)  # also: no exec ever gives capabilities back
+    _syscall(SYS_RESTRICT_SELF, ctypes.c_long(made), ctypes.c_long(0))
+
+
+def restrict(rules: Iterable[tuple[str, str]], network: bool) -> None:
+    """Confine this process and all it starts to ``rules`` (see ``ruleset``)."""
+    made = ruleset(rules, network)
+    try:
+        enforce(made)
     finally:
-        os.close(ruleset)
-    return abi
+        os.close(made)
 
 
 def drop_capabilities() -> None:
@@ -234,8 +246,15 @@ def _end_descendants() -> None:
             return
 
 
-def _exec(command: list[str]) -> NoReturn:
-    """In the child: become ``command`` (exit status 127 when it cannot start)."""
+def _exec(command: list[str], made: int) -> NoReturn:
+    """In the child: confine itself, then become ``command`` (exit status 126 when it cannot
+    be confined, 127 when it cannot start)."""
+    try:
+        enforce(made)
+    except OSError as error:
+        os.write(2, f"mimikit: the Landlock sandbox could not be set up ({error}); the "
+                    "command did not run\n".encode())
+        os._exit(126)
     try:
         for signum in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores them; a shell must not
             signal.signal(signum, signal.SIG_DFL)
@@ -246,11 +265,17 @@ def _exec(command: list[str]) -> NoReturn:
         os._exit(127)
 
 
-def _run(command: list[str]) -> int:
-    """Run ``command`` to its end, reaping the orphans handed over meanwhile; its wait status."""
+def _run(command: list[str], made: int) -> int:
+    """Run ``command`` confined to the ruleset ``made`` to its end, reaping the orphans handed
+    over meanwhile; returns its wait status.
+
+    Only the child is confined: this program stays outside the sandbox, where (from ABI 6) the
+    command's signals cannot reach it to escape its reaping.
+    """
     pid = os.fork()
     if pid == 0:
-        _exec(command)
+        _exec(command, made)
+    os.close(made)
     while True:
         found, status = os.waitpid(-1, 0)
         if found == pid:
@@ -268,13 +293,14 @@ def _die_like(status: int) -> NoReturn:
     os._exit(os.waitstatus_to_exitcode(status))
 
 
-def _confine(spec: dict[str, Any]) -> None:
+def _prepare(spec: dict[str, Any]) -> int:
+    """Become the reaper that dies with the worker, without capabilities; the ruleset made."""
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)  # the worker's death stops this program
     if os.getppid() != spec["parent"]:  # it died before that was set
         raise _Stopped(signal.SIGTERM)
     drop_capabilities()
-    restrict(((path, access) for path, access in spec["rules"]), spec["network"])
+    return ruleset(((path, access) for path, access in spec["rules"]), spec["network"])
 
 
 def main(args: list[str]) -> NoReturn:
@@ -288,12 +314,12 @@ def main(args: list[str]) -> NoReturn:
             spec = json.load(file)
         os.unlink(args[0])
         try:
-            _confine(spec)
+            made = _prepare(spec)
         except OSError as error:
             os.write(2, f"mimikit: the Landlock sandbox could not be set up ({error}); the "
                         "command did not run\n".encode())
             os._exit(126)
-        status = _run(args[2:])
+        status = _run(args[2:], made)
     except _Stopped as stopped:
         status = stopped.signum  # a wait status too
     finally:
