@@ -102,11 +102,14 @@ def test_a_new_entry_beside_the_state_dir_is_refused_with_a_note_and_write_file_
     assert again["stdout"] == "by write_file\nby shell\n" and "note" not in again
 
 
-def test_with_the_state_dir_elsewhere_python_a_venv_and_pip_work_in_the_work_dir(free):
+def test_with_the_state_dir_elsewhere_python_a_venv_pip_and_git_work_in_the_work_dir(free):
     result = free.shell("python3 -c 'print(6 * 7)' > answer.txt && python3 -m venv .venv && "
                         ".venv/bin/pip --version && .venv/bin/python -c 'import sys; "
-                        "print(sys.prefix)' && ls -A", timeout=120)
+                        "print(sys.prefix)' && git init -q repo && git -C repo -c user.name=m "
+                        "-c user.email=m@example.org commit -q --allow-empty -m first && "
+                        "git -C repo log --format=%s", timeout=120)
     assert result["exitCode"] == 0, result
+    assert result["stdout"].endswith("first\n")
     assert (free.root / "answer.txt").read_text() == "42\n"
     assert f"{free.root}/.venv" in result["stdout"] and "pip " in result["stdout"]
 

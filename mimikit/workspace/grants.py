@@ -1,9 +1,9 @@
 """What a shell command confined by Landlock may touch, and the command line that confines it.
 
 It may write in the work dir and in a private temporary directory made for it; read and run
-the system's files, this Python's and the programs on ``PATH``; read /proc and /sys; use
-/dev/null and the like. Nothing else: not ``$HOME``, not /tmp, not the state dir, not the
-``.env`` files.
+the system's files, this Python's and the programs on ``PATH``; read /proc, /sys and git's
+configuration; use /dev/null and the like. Nothing else: not the rest of ``$HOME``, not /tmp
+or /dev/shm, not the state dir, not the ``.env`` files.
 
 Landlock only grants, and a right granted on a folder holds for everything beneath it. So a
 folder that holds a hidden path (the state dir inside the work dir, as by default; a ``.env``
@@ -32,6 +32,8 @@ SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"
 VIEWED = ("/proc", "/sys")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
 TOOL_FOLDERS = ("bin", "sbin", "shims")  # a PATH entry so named brings the folder it lies in
+# The only files of $HOME a command reads: git stops at a configuration it cannot read.
+HOME_READ = (".gitconfig", ".config/git")
 # What a ruleset covers from which ABI on, and what an older one leaves open.
 COVERED = ((1, "files"), (4, "TCP connect and bind"), (6, "signals and abstract UNIX sockets"))
 GAPS = ((2, "moving files between folders, which is refused"), (3, "truncating files"),
@@ -69,7 +71,7 @@ def readable_places(work: Path, path_env: str) -> list[Path]:
     """The folders a command reads and runs programs from: the system, this Python (its
     environment and the installation it was made from), and the ``PATH`` entries, with the
     folder of a ``bin`` among them (a tool's libraries lie beside its programs) unless that is
-    ``$HOME``, ``/`` or holds the work dir."""
+    ``$HOME``, ``/`` or holds the work dir; and git's configuration in ``$HOME``."""
     places = [Path(p) for p in (*SYSTEM, sys.prefix, sys.base_prefix, sys.exec_prefix,
                                 sys.base_exec_prefix)]
     barred = {Path.home().resolve(), Path("/")}
@@ -82,6 +84,7 @@ def readable_places(work: Path, path_env: str) -> list[Path]:
                 and not work.is_relative_to(place.parent):
             places.append(place.parent)
     places.append(Path(os.path.realpath("/etc/resolv.conf")))  # often a link into /run
+    places += [Path.home() / name for name in HOME_READ]
     found: list[Path] = []
     for place in places:
         real = Path(os.path.realpath(place))
