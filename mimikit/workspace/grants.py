@@ -5,13 +5,16 @@ the system's files, this Python's and the programs on ``PATH``; read /proc, /sys
 configuration; use /dev/null and the like. Nothing else: not the rest of ``$HOME``, not /tmp
 or /dev/shm, not the state dir, not the ``.env`` files.
 
-Landlock only grants, and a right granted on a folder holds for everything beneath it. So a
-folder that holds a hidden path (the state dir inside the work dir, as by default; a ``.env``
-there) is not granted as a whole: each of its entries is, but the hidden one, and the folder
-itself may only be listed. What this leaves out, said where the sandbox is reported: an entry
-such a folder gains while the command runs gets no right (the command can neither make a new
-file or folder at that level nor remove one; inside the entries it found, it can), and the
-names in the hidden folder can be listed, though not read.
+Landlock only grants, and a right granted on a folder holds for everything beneath it. Where
+the command can have a mount namespace of its own (root, or user namespaces allowed), the
+hidden paths (the state dir inside the work dir, as by default; a ``.env`` there) are covered
+in it (``mountns``) and every place is granted whole. Where it cannot (an unprivileged
+container), a folder that holds a hidden path is not granted as a whole: each of its entries
+is, but the hidden one, and the folder itself may only be listed. What this leaves out, said
+where the sandbox is reported: an entry such a folder gains while the command runs gets no
+right (the command can neither make a new file or folder at that level nor remove one; inside
+the entries it found, it can), and the names in the hidden folder can be listed, though not
+read.
 """
 
 from __future__ import annotations
@@ -103,29 +106,62 @@ def landlock_rules(work: Path, tmp: Path, hidden: Sequence[Path], path_env: str)
     return rules + [(device, "device") for device in DEVICES]
 
 
+def outermost(paths: Sequence[Path]) -> list[Path]:
+    """Those of ``paths`` that lie in none of the others (covering a folder covers them)."""
+    return [path for path in paths
+            if not any(path != other and path.is_relative_to(other) for other in paths)]
+
+
 def landlock_argv(argv: list[str], work: Path, tmp: Path, hidden: Sequence[Path],
-                  path_env: str, network: bool) -> list[str]:
-    """The command line running ``argv`` confined; its rules go in a file in ``tmp`` (a long
-    list would not fit in one argument)."""
+                  path_env: str, network: bool, namespace: bool) -> list[str]:
+    """The command line running ``argv`` confined, the ``hidden`` paths covered in a mount
+    namespace of its own (``namespace``) or left out of the grants; its rules go in a file in
+    ``tmp`` (a long list would not fit in one argument)."""
     rules_file = tmp / RULES_FILE
-    rules = landlock_rules(work, tmp, hidden, path_env)
+    rules = landlock_rules(work, tmp, () if namespace else hidden, path_env)
+    hide = [str(path) for path in outermost(hidden)] if namespace else None
     rules_file.write_text(json.dumps({"parent": os.getpid(), "network": network,
-                                      "rules": rules}), encoding="utf-8")
+                                      "rules": rules, "hide": hide}), encoding="utf-8")
     # -I -S: no environment variable, user site or site-packages slows or changes its start.
     return [sys.executable, "-I", "-S", LAUNCHER, str(rules_file), "--", *argv]
 
 
-def landlock_limits(abi: int, network: bool, held: str | None) -> dict[str, Any]:
-    """What Landlock ``abi`` confines, in words: {state, detail, fix?} of the sandbox report
-    (``held``: the hidden path the work dir holds, such as "the state dir", if any)."""
-    covered = ", ".join(what for since, what in COVERED if abi >= since)
-    parts = [f"Landlock ABI {abi} (covers {covered}): shell commands write only to the work dir "
-             "and a private temporary directory, read only those and the system's, Python's "
-             "and PATH's files, cannot read the state dir or .env, and what they start ends "
-             "with them"]
+def landlock_label(abi: int, namespace: bool) -> str:
+    """The sandbox's name as shown: "Landlock ABI 7 with a private mount namespace", or "Landlock
+    ABI 7 (entries granted one by one)" where commands cannot have one."""
+    return f"Landlock ABI {abi} " + ("with a private mount namespace" if namespace
+                                     else "(entries granted one by one)")
+
+
+def _hiding(no_namespace: str | None, held: str | None) -> list[str]:
+    """How the state dir and .env are kept out of reach, in words (see ``landlock_limits``)."""
+    if no_namespace is None:
+        return ["the state dir and .env files are covered in the commands' own mount namespace "
+                "(by an empty read-only folder, by a file that cannot be opened), so that the "
+                "work dir is granted whole"]
+    parts = [f"no private mount namespace ({no_namespace}): a folder holding the state dir or "
+             "a .env is granted entry by entry"]
     if held:
         parts.append(f"{held} lies in the work dir, so commands cannot add or remove entries "
                      "beside it (write_file can)")
+    return parts
+
+
+def landlock_limits(abi: int, network: bool, no_namespace: str | None,
+                    held: str | None) -> dict[str, Any]:
+    """What Landlock ``abi`` confines, in words: {state, detail, fix?} of the sandbox report.
+
+    Args:
+        abi: the kernel's Landlock ABI.
+        network: whether commands may use the network.
+        no_namespace: why commands get no mount namespace of their own (None: they do).
+        held: the hidden path the work dir holds, such as "the state dir", if any.
+    """
+    covered = ", ".join(what for since, what in COVERED if abi >= since)
+    parts = [f"{landlock_label(abi, no_namespace is None)}, covering {covered}: shell commands "
+             "write only to the work dir and a private temporary directory, read only those "
+             "and the system's, Python's and PATH's files, cannot read the state dir or .env, "
+             "and what they start ends with them", *_hiding(no_namespace, held)]
     if network:
         parts.append("network on")
     elif abi >= 4:

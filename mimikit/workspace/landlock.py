@@ -2,15 +2,18 @@
 that runs a Worker shell command under it where bubblewrap is missing.
 
 The shell runs ``python -I -S landlock.py RULES -- bash -c COMMAND``: this file, run by path
-with the standard library alone so that it starts in milliseconds whatever the environment.
+with the standard library alone (and ``mountns.py`` beside it) so that it starts in
+milliseconds whatever the environment.
 The program
 
-- gives up every capability, so that a command run by root cannot undo the rest (load a kernel
-  module, make a device node for the disk);
-- starts the command in a child that restricts itself with a Landlock ruleset before it runs
-  it: each path of RULES gets the access it names, the rest of the file system none; TCP
-  connect and bind are refused unless the network is on (ABI 4); signals and abstract UNIX
-  sockets do not reach out of the sandbox (ABI 6), to this program neither;
+- starts the command in a child that, before it runs it, takes a private mount namespace where
+  RULES ask for one (the paths to hide covered there: a folder by an empty read-only one, a
+  file by one that cannot be opened), gives up every capability, so that a command run by
+  root cannot undo the rest (load a kernel module, make a device node for the disk), and
+  restricts itself with a Landlock ruleset: each path of RULES gets the access it names, the
+  rest of the file system none; TCP connect and bind are refused unless the network is on (ABI
+  4); signals and abstract UNIX sockets do not reach out of the sandbox (ABI 6), to this
+  program neither;
 - is the reaper of what the command starts, so that orphans (``setsid``, double forks) come
   back to it and are killed when the command ends, when the program is stopped (a timeout or
   a cancel), or when the worker that started it dies.
@@ -20,12 +23,13 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import importlib.util
 import json
 import os
 import signal
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any, NoReturn
 
@@ -246,15 +250,30 @@ def _end_descendants() -> None:
             return
 
 
-def _exec(command: list[str], made: int) -> NoReturn:
-    """In the child: confine itself, then become ``command`` (exit status 126 when it cannot
-    be confined, 127 when it cannot start)."""
+def _hiding(hide: list[str] | None) -> Callable[[], None]:
+    """What the child does first: take a mount namespace of its own hiding ``hide`` (nothing
+    when None); ``mountns.py`` is loaded by path, as this program runs without its package."""
+    if hide is None:
+        return lambda: None
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mountns.py")
+    spec = importlib.util.spec_from_file_location("mountns", path)
+    if spec is None or spec.loader is None:
+        raise OSError(errno.ENOENT, f"cannot load {path}")
+    mountns = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mountns)
+    return lambda: mountns.private_mounts(hide)
+
+
+def _exec(command: list[str], made: int, hiding: Callable[[], None]) -> NoReturn:
+    """In the child: hide what ``hiding`` hides, give up every capability, confine itself,
+    then become ``command`` (exit status 126 when it cannot be confined, 127 when it cannot
+    start)."""
     try:
+        hiding()
+        drop_capabilities()
         enforce(made)
     except OSError as error:
-        os.write(2, f"mimikit: the Landlock sandbox could not be set up ({error}); the "
-                    "command did not run\n".encode())
-        os._exit(126)
+        _refuse(error)
     try:
         for signum in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores them; a shell must not
             signal.signal(signum, signal.SIG_DFL)
@@ -265,17 +284,25 @@ def _exec(command: list[str], made: int) -> NoReturn:
         os._exit(127)
 
 
-def _run(command: list[str], made: int) -> int:
-    """Run ``command`` confined to the ruleset ``made`` to its end, reaping the orphans handed
-    over meanwhile; returns its wait status.
+def _refuse(error: OSError) -> NoReturn:
+    os.write(2, f"mimikit: the Landlock sandbox could not be set up ({error}); the command "
+                "did not run\n".encode())
+    os._exit(126)
+
+
+def _run(command: list[str], made: int, hiding: Callable[[], None]) -> int:
+    """Run ``command`` confined to the ruleset ``made`` (after ``hiding``) to its end, reaping
+    the orphans handed over meanwhile; returns its wait status.
 
     Only the child is confined: this program stays outside the sandbox, where (from ABI 6) the
-    command's signals cannot reach it to escape its reaping.
+    command's signals cannot reach it to escape its reaping. It keeps its capabilities until
+    the child is started, which needs them for a mount namespace (root).
     """
     pid = os.fork()
     if pid == 0:
-        _exec(command, made)
+        _exec(command, made, hiding)
     os.close(made)
+    drop_capabilities()
     while True:
         found, status = os.waitpid(-1, 0)
         if found == pid:
@@ -294,18 +321,18 @@ def _die_like(status: int) -> NoReturn:
 
 
 def _prepare(spec: dict[str, Any]) -> int:
-    """Become the reaper that dies with the worker, without capabilities; the ruleset made."""
+    """Become the reaper that dies with the worker; the ruleset made."""
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)  # the worker's death stops this program
     if os.getppid() != spec["parent"]:  # it died before that was set
         raise _Stopped(signal.SIGTERM)
-    drop_capabilities()
     return ruleset(((path, access) for path, access in spec["rules"]), spec["network"])
 
 
 def main(args: list[str]) -> NoReturn:
     """``RULES_FILE -- COMMAND...``: run COMMAND confined to the rules of the JSON file
-    (``{"parent": pid, "network": bool, "rules": [[path, access], ...]}``, deleted once read)."""
+    (``{"parent": pid, "network": bool, "rules": [[path, access], ...], "hide": [path, ...]
+    or null for no mount namespace}``, deleted once read)."""
     for signum in STOP_SIGNALS:
         signal.signal(signum, _on_stop)
     status = int(signal.SIGTERM)  # a wait status: killed by it, unless the command ran
@@ -314,12 +341,10 @@ def main(args: list[str]) -> NoReturn:
             spec = json.load(file)
         os.unlink(args[0])
         try:
-            made = _prepare(spec)
+            made, hiding = _prepare(spec), _hiding(spec["hide"])
         except OSError as error:
-            os.write(2, f"mimikit: the Landlock sandbox could not be set up ({error}); the "
-                        "command did not run\n".encode())
-            os._exit(126)
-        status = _run(args[2:], made)
+            _refuse(error)
+        status = _run(args[2:], made, hiding)
     except _Stopped as stopped:
         status = stopped.signum  # a wait status too
     finally:

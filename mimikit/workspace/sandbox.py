@@ -4,7 +4,9 @@ process of a command dying with it.
 
 The kinds, in the order ``auto`` tries them: bubblewrap (``bwrap``, Linux: the whole file system
 read-only, a PID namespace of its own), Landlock (the Linux kernel's own sandbox, where
-bubblewrap is missing or cannot make a namespace) and ``sandbox-exec`` (macOS, a small profile).
+bubblewrap is missing or cannot make a namespace: with a mount namespace of its own hiding the
+state dir and .env where one can be made, else granting entries one by one) and
+``sandbox-exec`` (macOS, a small profile).
 ``MIMIKIT_SHELL_SANDBOX`` chooses: ``auto`` the first this host has, ``on`` the same but refusing
 commands where none can be made, a kind's name that kind alone (refusing commands without it),
 ``off`` none. ``MIMIKIT_SHELL_NETWORK=on`` lets sandboxed commands reach the network.
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from mimikit.workspace.bwrap import bwrap_argv, existing, programs_in_tmp
-from mimikit.workspace.grants import landlock_argv, landlock_limits
+from mimikit.workspace.grants import landlock_argv, landlock_label, landlock_limits
 from mimikit.workspace.landlock import abi_version
 from mimikit.workspace.seatbelt import seatbelt_argv
 
@@ -43,8 +45,10 @@ PROBE_TIMEOUT_SECONDS = 10.0
 NETWORK_NOTE = "the network is off in the sandbox (MIMIKIT_SHELL_NETWORK=on allows it)"
 LANDLOCK_NOTE = ("the sandbox (Landlock) may have refused it: a command writes only in the "
                  "work dir and $TMPDIR, and reads only there and in the system's, Python's and "
-                 "PATH's files; where the state dir or a .env lies in the work dir, nothing can "
-                 "be added or removed beside it: make a new file or folder there with write_file")
+                 "PATH's files")
+ENTRIES_NOTE = ("; where the state dir or a .env lies in the work dir, nothing can be added or "
+                "removed beside it: make a new file or folder there with write_file")
+LANDLOCK_SETUP_FAILED = re.compile(r"could not be set up \((.*)\); the command did not run$")
 # What curl, git, wget, Python, Node and the resolver say when they cannot reach a host.
 NETWORK_FAILURE = re.compile(
     r"could not resolve|temporary failure in name resolution|name or service not known|"
@@ -67,13 +71,17 @@ class Sandbox:
     missing: str | None = None  # why none is in force
     fix: str | None = None  # how to get one
     abi: int = 0  # Landlock's
+    no_namespace: str | None = None  # Landlock: why commands get no mount namespace (None: do)
 
     @property
     def label(self) -> str | None:
-        """Its name as shown: "bubblewrap", "Landlock ABI 7", "sandbox-exec"."""
+        """Its name as shown: "bubblewrap", "Landlock ABI 7 with a private mount namespace",
+        "Landlock ABI 7 (entries granted one by one)", "sandbox-exec"."""
         if self.kind is None:
             return None
-        return f"Landlock ABI {self.abi}" if self.kind == "landlock" else LABELS[self.kind]
+        if self.kind == "landlock":
+            return landlock_label(self.abi, self.no_namespace is None)
+        return LABELS[self.kind]
 
     @property
     def refusal(self) -> str | None:
@@ -107,7 +115,7 @@ class Sandbox:
                 tmp = Path(os.path.realpath(made))
                 if self.kind == "landlock":
                     boxed = landlock_argv(argv, root, tmp, masked, env.get("PATH", ""),
-                                          self.network)
+                                          self.network, self.no_namespace is None)
                 else:
                     boxed = seatbelt_argv(self.program, argv, root, str(tmp), masked,
                                           self.network)
@@ -123,7 +131,8 @@ class Sandbox:
         if not self.network and NETWORK_FAILURE.search(output):
             return NETWORK_NOTE
         if self.kind == "landlock" and "permission denied" in output.lower():
-            return LANDLOCK_NOTE + ("" if self.network else f"; {NETWORK_NOTE}")
+            entries = "" if self.no_namespace is None else ENTRIES_NOTE
+            return LANDLOCK_NOTE + entries + ("" if self.network else f"; {NETWORK_NOTE}")
         return None
 
 
@@ -137,10 +146,13 @@ class Found(NamedTuple):
     missing: str | None = None
     fix: str | None = None
     abi: int = 0
+    no_namespace: str | None = None
 
 
-def choose_sandbox(mode: SandboxMode, network: bool = False) -> Sandbox:
-    """The sandbox ``mode`` gives on this host (``off``: none, without looking)."""
+def choose_sandbox(mode: SandboxMode, network: bool = False, namespace: bool = True) -> Sandbox:
+    """The sandbox ``mode`` gives on this host (``off``: none, without looking); ``namespace``
+    False keeps Landlock from a mount namespace where one could be made (it grants entries one
+    by one, as where none can)."""
     if mode == "off":
         return Sandbox(mode, None, network=network)
     missing, fixes = [], []
@@ -152,7 +164,9 @@ def choose_sandbox(mode: SandboxMode, network: bool = False) -> Sandbox:
             continue
         found = FINDERS[kind]()
         if found.missing is None:
-            return Sandbox(mode, kind, found.program, network, abi=found.abi)
+            no_namespace = found.no_namespace if namespace else "turned off"
+            return Sandbox(mode, kind, found.program, network, abi=found.abi,
+                           no_namespace=no_namespace if kind == "landlock" else None)
         missing.append(found.missing)
         fixes.append(found.fix or "")
     if not missing:
@@ -180,9 +194,13 @@ def _find_landlock() -> Found:
         return Found(None, "the kernel offers no Landlock (Linux 5.13 or later, with landlock "
                      "among its LSMs)", "boot a kernel with Landlock enabled (e.g. "
                      "lsm=landlock,... on its command line)")
+    problem = _probe("landlock", sys.executable, namespace=True)
+    if problem is None:
+        return Found(sys.executable, abi=abi)
     found = _working("landlock", sys.executable, "check that Landlock works for this user "
                      "(a seccomp filter may refuse its system calls)")
-    return found._replace(abi=abi)
+    cause = LANDLOCK_SETUP_FAILED.search(problem)
+    return found._replace(abi=abi, no_namespace=cause.group(1) if cause else problem)
 
 
 def _find_seatbelt() -> Found:
@@ -204,15 +222,19 @@ def _working(kind: Kind, program: str, fix: str) -> Found:
 
 
 @lru_cache(maxsize=8)
-def _probe(kind: Kind, program: str) -> str | None:
-    """Why ``kind`` cannot run ``true`` in a sandbox, or None when it can (asked once)."""
+def _probe(kind: Kind, program: str, namespace: bool = False) -> str | None:
+    """Why ``kind`` cannot run ``true`` in a sandbox, or None when it can (asked once); Landlock
+    with ``namespace`` in a mount namespace of its own covering a folder and a file."""
     true = shutil.which("true") or "/usr/bin/true"
     with tempfile.TemporaryDirectory(prefix="mimikit-probe-") as made:
         here = Path(os.path.realpath(made))
         if kind == "bwrap":
             argv = bwrap_argv(program, [true], here, [], network=False)
         elif kind == "landlock":
-            argv = landlock_argv([true], here, here, [], os.environ.get("PATH", ""), False)
+            (here / "state").mkdir()  # a state dir and a .env to hide, as in the default layout
+            (here / ".env").touch()
+            argv = landlock_argv([true], here, here, [here / "state", here / ".env"],
+                                 os.environ.get("PATH", ""), False, namespace)
         else:
             argv = seatbelt_argv(program, [true], here, str(here), [], network=False)
         try:
@@ -234,8 +256,8 @@ def sandbox_report(settings: Settings) -> dict[str, Any]:
 
     Returns:
         {mode, kind (bwrap|landlock|sandbox-exec|codex|off|none), label (e.g. "Landlock ABI
-        7", None without a sandbox), network (whether commands reach it), state
-        (ok|off|warn|fail), detail, fix?}.
+        7 with a private mount namespace", None without a sandbox), network (whether commands
+        reach it), state (ok|off|warn|fail), detail, fix?}.
     """
     if settings.worker_backend == "codex":
         return {"mode": settings.shell_sandbox, "kind": "codex", "label": "codex",
@@ -247,8 +269,9 @@ def sandbox_report(settings: Settings) -> dict[str, Any]:
                                                                      else "none"),
                               "label": box.label, "network": box.network}
     if box.kind == "landlock":
+        held = _held_in_work(settings) if box.no_namespace else None
         return {**report, "network": box.network or box.abi < 4,  # ABI 4 closes TCP
-                **landlock_limits(box.abi, box.network, _held_in_work(settings))}
+                **landlock_limits(box.abi, box.network, box.no_namespace, held)}
     if box.kind is not None:
         network = "network on" if box.network else \
             "network off (MIMIKIT_SHELL_NETWORK=on allows it)"
@@ -269,7 +292,8 @@ def sandbox_report(settings: Settings) -> dict[str, Any]:
 
 def _held_in_work(settings: Settings) -> str | None:
     """Which hidden path (the state dir, a .env) lies inside the work dir, if one does: Landlock
-    cannot let commands add or remove entries of the folder holding it."""
+    without a mount namespace cannot let commands add or remove entries of the folder holding
+    it."""
     work = settings.work_dir.resolve()
     for name, path in (("the state dir", settings.state_dir.resolve()),
                        *(("a .env", env) for env in existing([work / ".env",
