@@ -199,6 +199,11 @@ class Keys:
         """Hash of counters for ``/metrics`` (``tasks|done``, ``firings|fired``, ...)."""
         return self._k("metrics")
 
+    @property
+    def recovered_at(self) -> str:
+        """When the start-up recovery last finished (``mimikit up`` is ready after it)."""
+        return self._k("meta", "recovered_at")
+
     def meta(self, name: str) -> str:
         """Small bookkeeping values (last archive run, last flush, ...)."""
         return self._k("meta", name)
