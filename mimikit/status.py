@@ -58,8 +58,10 @@ def status(runtime: Runtime) -> dict[str, Any]:
 def inbox_state(runtime: Runtime) -> dict[str, Any]:
     """The Teller's inbox: items waiting, how many of them wait to be tried again after a
     failed pass, and those that gave up (with the reason) until tried again or dismissed."""
-    return {"waiting": runtime.inbox.size(), "retrying": len(item_tries(runtime).all()),
-            "maxTries": MAX_TRIES, "failed": failed_listing(runtime)}
+    waiting = runtime.inbox.peek()
+    tried = item_tries(runtime).of([item.id for item in waiting])
+    return {"waiting": len(waiting), "retrying": len(tried), "maxTries": MAX_TRIES,
+            "failed": failed_listing(runtime)}
 
 
 def last_batch(runtime: Runtime) -> dict[str, Any] | None:

@@ -120,6 +120,8 @@ def test_a_failed_message_tried_again_from_the_api_is_answered_once_the_model_ca
     shown = client.get("/api/inbox/failed").get_json()
     assert [item["id"] for item in shown["failed"]] == [note.failedItem]
     assert (shown["maxTries"], shown["maxCalls"]) == (MAX_TRIES, max_calls(stack))
+    bad_query = client.get("/api/inbox/failed?state=gone")
+    assert bad_query.status_code == 400 and "'state' must be failed" in bad_query.get_json()["error"]
     usage = client.get("/api/usage").get_json()["inbox"]
     (row,) = usage["items"]
     assert row["state"] == "failed" and 0 < row["calls"] <= usage["maxCalls"] == 12
@@ -191,3 +193,34 @@ def test_a_task_result_the_teller_cannot_report_gives_up_and_a_message_is_still_
     wait_history(stack, lambda h: ("assistant", "Noted.") in h, message="the message answered")
     (record,) = failed_records(stack)
     assert (record["kind"], record["taskId"]) == ("result", task.id)
+
+
+def test_a_teller_killed_between_two_passes_and_a_redis_restart_lose_no_try(
+        wired, procs, llm, redis_server, figures):
+    runtime = wired
+    llm.default("teller", chokes_on(BAD, reply="Still here."))
+    agents = procs.worker(queues="teller,supervisor", concurrency=2, name="agents")
+    post_input(runtime, BAD)
+    wait_for(lambda: runtime.redis.hlen(runtime.keys.inbox_tries), message="a failed pass")
+    procs.kill(agents)  # kill -9 while it waits to try the message again
+    first_pass = asked_about(llm, BAD)
+    redis_server.stop(kill=True)
+    redis_server.start()  # from its AOF
+    (entry,) = wait_for(lambda: list(_tries(runtime).values()), message="the count is back")
+    assert (entry.tries, entry.calls) == (1, first_pass)
+    procs.worker(queues="teller,supervisor", concurrency=2, name="agents")
+    post_input(runtime, GOOD)
+    wait_history(runtime, lambda h: ("assistant", "Still here.") in h, timeout=40,
+                 message="the new message answered by the new Teller")
+    (record,) = wait_for(lambda: failed_records(runtime), timeout=30, message="it gives up")
+    figures.record("Teller kill -9 and Redis kill -9 between two passes",
+                   requests_first_pass=first_pass, requests_in_all=asked_about(llm, BAD))
+    assert (record["tries"], record["calls"]) == (MAX_TRIES, asked_about(llm, BAD))
+    assert asked_about(llm, BAD) == MAX_TRIES * first_pass  # one more pass, not two
+    assert len(notes(runtime)) == 1
+
+
+def _tries(runtime: Any) -> dict[str, Any]:
+    from mimikit.conversation.tries import item_tries
+
+    return item_tries(runtime).all()

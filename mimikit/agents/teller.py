@@ -123,17 +123,17 @@ def _keep(runtime: Runtime, items: list[InboxItem], reason: str) -> bool:
     """A pass that ended without a reply: each item uses a try (those out of tries give up),
     and the next pass goes on (True); one the model never answered uses none, the items are
     kept and the person is told once, and a later wake tries again (False)."""
-    calls = sum(entry.get("kind") == "answer" for entry in journal(runtime).entries())
-    journal(runtime).clear()  # the next try starts afresh
+    pass_journal = journal(runtime)  # counted with the tries, then gone: the next starts afresh
+    calls = sum(entry.get("kind") == "answer" for entry in pass_journal.entries())
     log.warning("Teller pass over %d item(s) ended without a reply after %d LLM answer(s): %s",
                 len(items), calls, reason)
     runtime.events.log("teller_pass_failed", reason=reason[:500], items=len(items), calls=calls)
     if not tries.never_answered(reason, calls):
         outage.record_success(runtime)  # the model answers: it is not away
-        tries.count_failure(runtime, items, reason, calls)
+        tries.count_failure(runtime, items, reason, calls, pass_journal.key)
         tries.pause_before_retry(runtime)
         return True
-    tries.count_stall(runtime, items, reason)
+    tries.count_stall(runtime, items, reason, pass_journal.key)
     inputs = sum(isinstance(item, InputItem | AnswerItem) for item in items)
     if outage.record_failure(runtime, reason, inputs) and inputs:
         runtime.conversation.system(

@@ -60,19 +60,22 @@ def within_bounds(runtime: Runtime, items: list[InboxItem]) -> list[InboxItem]:
     return [item for item in items if item.id not in spent]
 
 
-def count_failure(runtime: Runtime, items: list[InboxItem], detail: str, calls: int
-                  ) -> list[str]:
+def count_failure(runtime: Runtime, items: list[InboxItem], detail: str, calls: int,
+                  journal: str | None = None) -> list[str]:
     """A pass over ``items`` failed (``detail`` says why) after ``calls`` LLM answers: each
-    item uses a try, and those out of tries or calls give up. Returns the ids that gave up."""
-    tried = item_tries(runtime).count([item.id for item in items], detail, tries=1, calls=calls)
+    item uses a try (and the pass's ``journal`` key goes, in the same step), and those out of
+    tries or calls give up. Returns the ids that gave up."""
+    tried = item_tries(runtime).count([item.id for item in items], detail, tries=1, calls=calls,
+                                      journal=journal)
     return [item.id for item in items if _spent(runtime, tried[item.id])
             and failed.give_up(runtime, item, tried[item.id], detail)]
 
 
-def count_stall(runtime: Runtime, items: list[InboxItem], detail: str) -> None:
+def count_stall(runtime: Runtime, items: list[InboxItem], detail: str,
+                journal: str | None = None) -> None:
     """A pass over ``items`` that the model never answered: no try is used, but they wait
-    behind new items from now on."""
-    item_tries(runtime).count([item.id for item in items], detail, stalls=1)
+    behind new items from now on (the pass's ``journal`` key goes, in the same step)."""
+    item_tries(runtime).count([item.id for item in items], detail, stalls=1, journal=journal)
 
 
 def never_answered(detail: str, calls: int) -> bool:
@@ -85,7 +88,7 @@ def pause_before_retry(runtime: Runtime, seconds: float = RETRY_PAUSE_SECONDS) -
     (it goes first, at once) or nothing is left to try."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        waiting = runtime.inbox.read()
+        waiting = runtime.inbox.peek()
         tried = item_tries(runtime).of([item.id for item in waiting])
         if not waiting or any(item.id not in tried for item in waiting):
             return
@@ -97,7 +100,7 @@ def held_back(runtime: Runtime) -> set[str]:
     tried again after a failed pass, and those that gave up (dismissed ones too). A message
     the model cannot answer must not spoil the passes of the others."""
     tried = item_tries(runtime).all()
-    waiting = {str(item.message.get("id")) for item in runtime.inbox.read()
+    waiting = {str(item.message.get("id")) for item in runtime.inbox.peek()
                if isinstance(item, InputItem) and item.id in tried}
     gone = {record.messageId for record in failed.failed_items(runtime).all()
             if record.messageId}
@@ -106,7 +109,7 @@ def held_back(runtime: Runtime) -> set[str]:
 
 def spending(runtime: Runtime) -> dict[str, object]:
     """The bounds and what each item that failed a pass took so far (``GET /api/usage``)."""
-    waiting = {item.id: item for item in runtime.inbox.read()}
+    waiting = {item.id: item for item in runtime.inbox.peek()}
     rows: list[dict[str, object]] = [
         {"id": item_id, "state": "retrying", "kind": waiting[item_id].kind,
          "traceId": waiting[item_id].traceId, "tries": entry.tries, "stalls": entry.stalls,

@@ -143,6 +143,11 @@ class Inbox:
                 items.append(item)
         return items
 
+    def peek(self) -> list[InboxItem]:
+        """The items waiting, oldest first, changing nothing (an unreadable one is skipped)."""
+        parsed = (parse_item(raw) for raw in self.redis.lrange(self.keys.inbox, 0, -1))
+        return [item for item in parsed if item is not None]
+
     def size(self) -> int:
         return int(self.redis.llen(self.keys.inbox))
 

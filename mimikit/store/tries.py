@@ -1,9 +1,10 @@
 """How the Teller's passes went for each inbox item: the failed passes it was part of, the LLM
 calls those passes took, the passes the model never answered, and the last reason.
 
-Counted atomically in one Redis hash (a Lua script adds to every item of a pass at once), so a
-crash never loses a try or counts one twice; an item's entry goes when the item is acknowledged
-(``Inbox.ack``) or gives up (``store.failed``).
+Counted atomically in one Redis hash (a Lua script adds to every item of a pass at once, and
+drops the journal of that pass in the same step), so a crash never loses a try or counts one
+twice; an item's entry goes when the item is acknowledged (``Inbox.ack``) or gives up
+(``store.failed``).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from mimikit.models import Model, utcnow
 from mimikit.store.keys import Keys, as_text
 
 # Adds to the entry of each id ARGV[6..]: ARGV[1] tries, ARGV[2] stalls, ARGV[3] calls; the
-# reason ARGV[4] and the time ARGV[5] replace the last ones. Returns the entries as stored.
+# reason ARGV[4] and the time ARGV[5] replace the last ones; deletes KEYS[2] (the journal of
+# the pass that was counted), when given. Returns the entries as stored.
 _COUNT = """
+if KEYS[2] then redis.call('DEL', KEYS[2]) end
 local stored = {}
 for i = 6, #ARGV do
   local raw = redis.call('HGET', KEYS[1], ARGV[i])
@@ -56,12 +59,12 @@ class ItemTries:
         self.key = keys.inbox_tries
 
     def count(self, ids: list[str], reason: str, *, tries: int = 0, stalls: int = 0,
-              calls: int = 0) -> dict[str, Tries]:
-        """Add ``tries``, ``stalls`` and ``calls`` to each of ``ids`` (one atomic step) and
-        note ``reason``; returns each entry as it now stands."""
-        if not ids:
-            return {}
-        stored = self.redis.eval(_COUNT, 1, self.key, tries, stalls, calls, reason[:2000],
+              calls: int = 0, journal: str | None = None) -> dict[str, Tries]:
+        """Add ``tries``, ``stalls`` and ``calls`` to each of ``ids`` and note ``reason``, and
+        delete the key ``journal`` (the counted pass's), in one atomic step; returns each entry
+        as it now stands."""
+        keys = [self.key, journal] if journal else [self.key]
+        stored = self.redis.eval(_COUNT, len(keys), *keys, tries, stalls, calls, reason[:2000],
                                  utcnow().isoformat(), *ids)
         return {item_id: Tries.model_validate_json(raw)
                 for item_id, raw in zip(ids, stored, strict=True)}
