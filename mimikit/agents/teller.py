@@ -97,9 +97,11 @@ def pass_items(runtime: Runtime) -> list[InboxItem]:
 def handle(runtime: Runtime, items: list[InboxItem], keeper: teller_gate.LeaseKeeper) -> bool:
     """One pass over ``items`` (those out of tries give up first); False when the Teller
     should stop for now (the LLM is away, the lease was lost), True to go on."""
+    if keeper.lost:
+        return False
     items = tries.within_bounds(runtime, items)
-    if keeper.lost or not items:
-        return not keeper.lost
+    if not items:
+        return True
     try:
         reason = _guarded_pass(runtime, items)
     except LLMAwayDuringPass:
