@@ -93,11 +93,13 @@ def _time(value: str | None) -> datetime | None:
 
 def warm(runtime: Runtime, queues: frozenset[str]) -> dict[str, float]:
     """Ready a worker for its first job from ``queues`` (``agents.common.warm``); the agents
-    worker also imports the supervisor."""
+    worker also imports the supervisor and the Teller's pass."""
     from mimikit.agents.common import warm as warm_agents
 
     if not queues or "supervisor" in queues:
         from mimikit.supervisor import recovery, tick  # noqa: F401 - imported ahead of a tick
+    if not queues or "teller" in queues:
+        from mimikit.agents import teller  # noqa: F401 - imported ahead of the first message
     return warm_agents(runtime, queues)
 
 

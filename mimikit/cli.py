@@ -313,6 +313,21 @@ def cancel(task_id: str) -> int:
 
 
 @cli.command()
+@click.argument("action", type=click.Choice(["list", "retry", "dismiss"]), default="list")
+@click.argument("item_id", required=False, metavar="[ID]")
+@click.option("--all", "include_dismissed", is_flag=True, help="list: dismissed ones too")
+@json_option
+@instance_options
+def failed(action: str, item_id: str | None, include_dismissed: bool, as_json: bool) -> int:
+    """The messages, answers and task results the Teller gave up on after their bounded
+    tries: list them, `retry ID` (back in the inbox, its tries unused) or `dismiss ID` (kept,
+    marked dismissed). API: GET /api/inbox/failed, POST /api/inbox/failed/ID/retry|dismiss."""
+    from mimikit.console.failed import run_failed
+
+    return run_failed(_settings(), action, item_id, include_dismissed, as_json)
+
+
+@cli.command()
 @click.argument("role", type=click.Choice(tuple(ROLES)))
 @click.option("--mode", type=click.Choice(PROMPT_MODES), default="minimal", show_default=True,
               help="full adds this instance's memory and history (reads Redis)")

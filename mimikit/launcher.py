@@ -44,6 +44,8 @@ PUMP_DRAIN_SECONDS = 5  # how long the last lines of a stopped child may take to
 # memory archival and start-up recovery side by side.
 AGENT_THREADS = 4
 BEAT_CHILD = "worker-agents"  # the child that runs beat (on a thread)
+# The log that tells why a part is not ready, for the parts that are not a child of their own.
+PART_LOGS = {"beat": BEAT_CHILD, "schema": BEAT_CHILD, "recovery": BEAT_CHILD}
 log = logging.getLogger("mimikit.up")
 
 
@@ -238,7 +240,8 @@ class Launcher:
             if now - self._started_at > READY_WARN_SECONDS and not self._slow_start_said:
                 self._slow_start_said = True
                 self.say("not ready yet, still waiting for " + ", ".join(
-                    f"{name} (log: {self._log_of(name)})" for name in missing))
+                    f"{name} (log: {self._log_of(PART_LOGS.get(name, name))})"
+                    for name in missing))
             return
         self._ready = True
         self.say(f"ready at {url} in {now - self._started_at:.1f} s  "

@@ -338,6 +338,8 @@ class Message(Model):
     elapsedMs: int | None = None
     traceId: str | None = None
     taskId: str | None = None
+    # The inbox item this system message says gave up (the page offers to try it again).
+    failedItem: str | None = None
 
 
 class PendingQuestion(Model):

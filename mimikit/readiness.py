@@ -3,19 +3,25 @@
 Ready means the first real job costs what later ones do: the web answers ``/api/health``; each
 worker child has registered, which it does once warmed up (imports, prompts and tool schemas,
 the LLM client, the memory index) and consuming; a beat holds the lock and has ticked since the
-launch. Until then the parts still missing are named, so a slow start can say what it waits for.
+launch; the stored data is at this version's schema and the start-up recovery (work left from
+before, the Teller woken for what waits) has finished since the launch, so the first message
+never waits behind it. Until then the parts still missing are named, so a slow start can say
+what it waits for.
 """
 
 from __future__ import annotations
 
 import urllib.request
 from datetime import datetime
+from typing import Any
 
 from redis.exceptions import RedisError
 
 from mimikit.delivery.workers import workers
 from mimikit.scheduling.liveness import liveness
+from mimikit.store.identity import HOSTNAME
 from mimikit.store.runtime import Runtime
+from mimikit.store.schema import SCHEMA_VERSION, stored_version
 
 
 def web_answers(url: str) -> bool:
@@ -30,15 +36,29 @@ def web_answers(url: str) -> bool:
 def missing_parts(runtime: Runtime, web_url: str, worker_pids: dict[str, int],
                   since: datetime) -> list[str]:
     """The names of the parts not ready: ``"web"``, a key of ``worker_pids`` (a worker child
-    by its pid, whose worker process is the child itself), ``"beat"``, or ``"redis"`` when
-    Redis does not answer."""
+    by its pid, whose worker process is the child itself), ``"beat"``, ``"schema"`` (data
+    migrations not done), ``"recovery"`` (the start-up recovery of a beat of ours not done
+    since ``since``), or ``"redis"`` when Redis does not answer."""
     missing = [] if web_answers(web_url) else ["web"]
     try:
         registered = {entry.get("pid") for entry in workers(runtime)}
         beat = liveness(runtime)
+        migrated = stored_version(runtime) >= SCHEMA_VERSION
+        recovered = runtime.redis.get(runtime.keys.recovered_at)
     except RedisError:
         return [*missing, "redis"]
     missing += [name for name, pid in worker_pids.items() if pid not in registered]
     if not beat["alive"] or datetime.fromisoformat(beat["at"]) < since:
         missing.append("beat")
+    if not migrated:
+        missing.append("schema")
+    if _beat_is_ours(beat, worker_pids) and (
+            recovered is None or datetime.fromisoformat(recovered.decode()) < since):
+        missing.append("recovery")
     return missing
+
+
+def _beat_is_ours(beat: dict[str, Any], worker_pids: dict[str, int]) -> bool:
+    """Whether the beat holding the lock runs in one of our workers (it then runs the start-up
+    recovery; a beat elsewhere ran it when it started)."""
+    return beat.get("owner") in {f"{HOSTNAME}:{pid}" for pid in worker_pids.values()}

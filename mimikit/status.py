@@ -1,5 +1,6 @@
 """The status report of ``GET /api/status`` and ``mimikit status``: Redis, workers, queues, the
-Teller, beat, the LLM, the Worker's shell sandbox and the pending question."""
+Teller and its inbox (what waits, what is tried again, what gave up and why), beat, the LLM,
+the Worker's shell sandbox and the pending question."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from mimikit.config import Settings, hide_password
+from mimikit.conversation.failed import listing as failed_listing
 from mimikit.conversation.gate import teller_state
 from mimikit.conversation.outage import outage
+from mimikit.conversation.tries import MAX_TRIES, item_tries
 from mimikit.delivery.dispatch import queue_depths
 from mimikit.delivery.workers import workers
 from mimikit.roles import CHAT_ROLES
@@ -48,7 +51,17 @@ def status(runtime: Runtime) -> dict[str, Any]:
     report["beat"] = beat_state(runtime)
     report["usage"] = budget_state(runtime)
     report["llmEval"] = last_batch(runtime)
+    report["inbox"] = inbox_state(runtime)
     return report
+
+
+def inbox_state(runtime: Runtime) -> dict[str, Any]:
+    """The Teller's inbox: items waiting, how many of them wait to be tried again after a
+    failed pass, and those that gave up (with the reason) until tried again or dismissed."""
+    waiting = runtime.inbox.peek()
+    tried = item_tries(runtime).of([item.id for item in waiting])
+    return {"waiting": len(waiting), "retrying": len(tried), "maxTries": MAX_TRIES,
+            "failed": failed_listing(runtime)}
 
 
 def last_batch(runtime: Runtime) -> dict[str, Any] | None:

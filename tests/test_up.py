@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 import urllib.request
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -186,22 +187,35 @@ def test_up_starts_embedded_redis_serves_status_and_leaves_nothing_behind(tmp_pa
 
 
 def test_up_says_ready_only_when_every_part_can_take_a_job(tmp_path):
-    """At the moment "ready" is printed, both workers have registered (after their warm-up)
-    and beat has ticked: the first message does not wait for any of them."""
+    """At the moment "ready" is printed, both workers have registered (after their warm-up),
+    beat has ticked, the stored data is at this version's schema and the start-up recovery has
+    finished: the first message does not wait for any of them."""
+    from redis import Redis
+
+    from mimikit.store.keys import Keys
+    from mimikit.store.schema import SCHEMA_VERSION
+
     web_port, redis_port = free_port(), free_port()
+    launched = time.time()
     up = subprocess.Popen([sys.executable, "-m", "mimikit", "up", "--port", str(web_port)],
                           cwd=tmp_path, env=_up_env(redis_port), stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
     output = Output(up)
+    keys = Keys("mimikit")
     try:
         wait_for(lambda: output.says("ready at") or up.poll() is not None, timeout=90,
                  interval=0.05, message="up to say ready")
         status = _status(web_port)  # right after "ready", before anything else could catch up
+        redis = Redis(port=redis_port)
+        recovered, schema = redis.mget([keys.recovered_at, keys.meta("schema")])
     finally:
         text = _stop_up(up, output)
     assert "ready at" in text and status is not None, text
     assert sorted(w["name"].split("@")[0] for w in status["workers"]) == ["agents", "tasks"]
     assert status["beat"]["alive"] is True
+    assert int(schema) == SCHEMA_VERSION
+    assert recovered is not None and datetime.fromisoformat(recovered.decode()).timestamp() \
+        >= launched
 
 
 HOSTILE_FILES = {

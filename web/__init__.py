@@ -23,7 +23,18 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.extensions["mimikit"] = build_runtime(settings)
 
-    from mimikit.web import api, auth, chat, events, guard, health, metrics, triggers, usage
+    from mimikit.web import (
+        api,
+        auth,
+        chat,
+        events,
+        failed,
+        guard,
+        health,
+        metrics,
+        triggers,
+        usage,
+    )
 
     app.before_request(guard.check_host_and_origin)
     auth.init_app(app)
@@ -34,6 +45,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(usage.bp)
     app.register_blueprint(metrics.bp)
     app.register_blueprint(triggers.bp)
+    app.register_blueprint(failed.bp)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(RedisError, _redis_error)
     app.register_error_handler(Exception, _unexpected_error)

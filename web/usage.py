@@ -1,4 +1,5 @@
-"""``GET /api/usage``: what LLM calls spent per trace, trigger or day, and the budgets."""
+"""``GET /api/usage``: what LLM calls spent per trace, trigger or day, the budgets, and what the
+Teller's inbox items that failed a pass took against their bounds (``inbox``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any
 
 from flask import Blueprint, abort, jsonify, request
 
+from mimikit.conversation.tries import spending as inbox_spending
 from mimikit.spending import book
 from mimikit.spending.budget import budget_state
 from mimikit.web.bodies import arg_int, arg_time
@@ -25,4 +27,4 @@ def usage() -> Any:
     before = arg_time("before")
     rt = runtime()
     rows = book.listing(rt, by, limit, before.timestamp() if before else None)
-    return jsonify(by=by, usage=rows, budget=budget_state(rt))
+    return jsonify(by=by, usage=rows, budget=budget_state(rt), inbox=inbox_spending(rt))

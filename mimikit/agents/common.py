@@ -22,6 +22,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from mimikit.agents.backends import codex_engine
 from mimikit.agents.prompts import build_system_prompt
 from mimikit.agents.session import Engine, Session
+from mimikit.agents.warmup import warm_streaming
 from mimikit.delivery.dispatch import warm_sending
 from mimikit.exceptions import LLMStopped, TaskCanceled, TaskTimedOut
 from mimikit.llm.client import LLMClient, StreamingClient
@@ -85,6 +86,7 @@ def warm(runtime: Runtime, queues: frozenset[str] = frozenset()) -> dict[str, fl
     timed("prompts", lambda: [build_system_prompt(name) for name in ROLES])
     timed("redis", runtime.redis.ping)
     timed("llm client", lambda: client_for(runtime).warm())
+    timed("llm stream", lambda: warm_streaming(registry().schemas_for("teller")))
     timed("celery", warm_sending)
     if not queues or queues & {ROLES["teller"].queue, ROLES["planner"].queue}:
         timed("memory", lambda: index_warm(runtime.settings))  # their runs search memory

@@ -1,14 +1,15 @@
 """The Teller: answers the person at once and hands real work to the Planner.
 
 One run at a time cluster-wide (``teller_gate``, its lease kept alive while a pass runs); each
-pass handles everything in the inbox (inputs, task results, answers, notices) and acknowledges
-exactly those items, by id, once a reply to them is stored. Nothing the person says is dropped:
-a pass that ends without a reply (a timeout, the step limit, an empty or unusable answer, an
-error) is run again, a few times with a pause; after the last try the items stay pending, the
-person is told once that they are kept, and the supervisor brings the Teller back later, as
-when the LLM is away. A pass is journaled: a Teller that dies mid-pass resumes it, and a reply
-already posted is not posted twice. A reply that promises work the model never handed over is
-made true: the request goes to the Planner all the same.
+pass handles the new items of the inbox (inputs, task results, answers, notices) and
+acknowledges exactly those items, by id, once a reply to them is stored. A pass that ends
+without a reply (a timeout, the step limit, an empty or unusable answer, an error) uses a try
+of each of its items, which are then tried again alone once the newer ones are answered; an
+item out of tries gives up, and the person is told once why (``conversation.tries``). While
+the LLM is away the items are kept, using no try, until the supervisor brings the Teller back.
+A pass is journaled: a Teller that dies mid-pass resumes it, and a reply already posted is not
+posted twice. A reply that promises work the model never handed over is made true: the request
+goes to the Planner all the same.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from mimikit.agents.context import context_sections
 from mimikit.agents.inbox_view import render_inbox
 from mimikit.agents.prompts import build_prompts, choose_mode
 from mimikit.conversation import gate as teller_gate
-from mimikit.conversation import outage
-from mimikit.conversation.gate import PASS_TRIES, RETRY_PAUSES_SECONDS
+from mimikit.conversation import outage, tries
+from mimikit.conversation.failed import INTERNAL_ERROR
 from mimikit.delivery.dispatch import TELLER_DELIVERY_PASSES
 from mimikit.exceptions import LLMUnavailable
 from mimikit.lifecycle.submit import submit
@@ -59,7 +60,8 @@ def run_teller(runtime: Runtime, owner: str) -> str:
     until = time.monotonic() + teller_gate.pass_seconds(runtime) * (TELLER_DELIVERY_PASSES - 1)
     try:
         while time.monotonic() < until:  # then the next delivery goes on (``again``)
-            if keeper.lost or not teller_gate.take_wake(runtime):
+            woke = teller_gate.take_wake(runtime)
+            if keeper.lost or not (woke or runtime.inbox.size()):
                 break
             items = pass_items(runtime)
             if items and not handle(runtime, items, keeper):
@@ -80,7 +82,7 @@ def journal(runtime: Runtime) -> RunJournal:
 
 def pass_items(runtime: Runtime) -> list[InboxItem]:
     """The items of the next pass: those of a journaled pass a crash cut short (it resumes),
-    else everything in the inbox."""
+    else the new items, or one that failed a pass, alone (``tries.next_batch``)."""
     waiting = runtime.inbox.read()
     started = next((e for e in journal(runtime).entries() if e.get("kind") == "pass"), None)
     if started is not None:
@@ -89,32 +91,28 @@ def pass_items(runtime: Runtime) -> list[InboxItem]:
         if len(resumed) == len(ids):
             return resumed
         journal(runtime).clear()  # its items were handled meanwhile
-    return waiting
+    return tries.next_batch(runtime, waiting)
 
 
 def handle(runtime: Runtime, items: list[InboxItem], keeper: teller_gate.LeaseKeeper) -> bool:
-    """Answer ``items``, trying a few times; False when they stay pending for later."""
-    reason = "no answer"
-    for attempt in range(PASS_TRIES):
-        if keeper.lost:
-            return False
-        try:
-            reason = _guarded_pass(runtime, items)
-        except LLMAwayDuringPass:
-            _forget_if_untouched(runtime)
-            return False
-        if reason == ANSWERED:
-            runtime.inbox.ack([item.id for item in items])
-            journal(runtime).clear()
-            outage.record_success(runtime)
-            return True
-        journal(runtime).clear()  # the next try starts afresh
-        log.warning("Teller pass %d of %d ended without a reply: %s", attempt + 1, PASS_TRIES,
-                    reason)
-        if attempt < len(RETRY_PAUSES_SECONDS):
-            time.sleep(RETRY_PAUSES_SECONDS[attempt])
-    _keep(runtime, items, reason)
-    return False
+    """One pass over ``items`` (those out of tries give up first); False when the Teller
+    should stop for now (the LLM is away, the lease was lost), True to go on."""
+    if keeper.lost:
+        return False
+    items = tries.within_bounds(runtime, items)
+    if not items:
+        return True
+    try:
+        reason = _guarded_pass(runtime, items)
+    except LLMAwayDuringPass:
+        _forget_if_untouched(runtime)
+        return False
+    if reason != ANSWERED:
+        return _keep(runtime, items, reason)
+    runtime.inbox.ack([item.id for item in items])
+    journal(runtime).clear()
+    outage.record_success(runtime)
+    return True
 
 
 def _forget_if_untouched(runtime: Runtime) -> None:
@@ -123,14 +121,27 @@ def _forget_if_untouched(runtime: Runtime) -> None:
         journal(runtime).clear()
 
 
-def _keep(runtime: Runtime, items: list[InboxItem], reason: str) -> None:
-    """After the last try: the items stay, the person is told once, a later wake retries."""
+def _keep(runtime: Runtime, items: list[InboxItem], reason: str) -> bool:
+    """A pass that ended without a reply: each item uses a try (those out of tries give up),
+    and the next pass goes on (True); one the model never answered uses none, the items are
+    kept and the person is told once, and a later wake tries again (False)."""
+    pass_journal = journal(runtime)  # counted with the tries, then gone: the next starts afresh
+    calls = sum(entry.get("kind") == "answer" for entry in pass_journal.entries())
+    log.warning("Teller pass over %d item(s) ended without a reply after %d LLM answer(s): %s",
+                len(items), calls, reason)
+    runtime.events.log("teller_pass_failed", reason=reason[:500], items=len(items), calls=calls)
+    if not tries.never_answered(reason, calls):
+        outage.record_success(runtime)  # the model answers: it is not away
+        tries.count_failure(runtime, items, reason, calls, pass_journal.key)
+        tries.pause_before_retry(runtime)
+        return True
+    tries.count_stall(runtime, items, reason, pass_journal.key)
     inputs = sum(isinstance(item, InputItem | AnswerItem) for item in items)
-    runtime.events.log("teller_pass_kept", reason=reason, items=len(items))
     if outage.record_failure(runtime, reason, inputs) and inputs:
         runtime.conversation.system(
             f"The assistant could not answer yet ({reason}). Your message is kept and will be "
             "answered as soon as it can.", traceId=answered_trace(items))
+    return False
 
 
 def _guarded_pass(runtime: Runtime, items: list[InboxItem]) -> str:
@@ -141,7 +152,7 @@ def _guarded_pass(runtime: Runtime, items: list[InboxItem]) -> str:
         raise  # nothing acknowledged: the items wait for the next run
     except Exception as error:
         log.exception("Teller pass failed on %d items", len(items))
-        return f"internal error: {type(error).__name__}: {error}"
+        return f"{INTERNAL_ERROR}{type(error).__name__}: {error}"
 
 
 def answered_trace(items: list[InboxItem]) -> str | None:

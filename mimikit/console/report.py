@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from mimikit.config import Settings
 from mimikit.doctor import format_check, healthy, run_checks
@@ -27,6 +28,7 @@ def print_status(settings: Settings, as_json: bool = False) -> int:
         + (f"  sandbox={w['sandbox']}" if w.get("sandbox") else "") for w in workers))
     print("queues    " + "  ".join(f"{q}={n}" for q, n in report["queues"].items()))
     print(f"teller    {report['teller']['state']}")
+    print_inbox(report.get("inbox") or {})
     beat = report.get("beat", {})
     print(f"beat      {'running' if beat.get('alive') else 'NOT RUNNING'}"
           f"  (last seen {beat.get('at') or 'never'}; last supervisor tick "
@@ -55,6 +57,17 @@ def print_status(settings: Settings, as_json: bool = False) -> int:
     print(f"question  {question['question'] if question else '-'}"
           + ('\n          answer it with: mimikit answer "..."' if question else ""))
     return 0
+
+
+def print_inbox(inbox: dict[str, Any]) -> None:
+    """The Teller's inbox: what waits, what is tried again, and each item that gave up."""
+    retrying = f" ({inbox['retrying']} to be tried again)" if inbox.get("retrying") else ""
+    print(f"inbox     {inbox.get('waiting', 0)} waiting{retrying}")
+    for item in inbox.get("failed", []):
+        print(f"          gave up: {item['id']} {item['kind']} “{item['preview']}” after "
+              f"{item['tries']} tries: {item['reason']}")
+    if inbox.get("failed"):
+        print("          try again: mimikit failed retry ID; dismiss: mimikit failed dismiss ID")
 
 
 def print_doctor(settings: Settings, as_json: bool = False) -> int:

@@ -27,8 +27,9 @@ from mimikit.store.runtime import Runtime
 log = logging.getLogger("mimikit.teller")
 STALE_QUEUED_SECONDS = 30
 LEASE_SECONDS = 30  # how long a Teller whose process died keeps the others out
-PASS_TRIES = 3  # a pass that ends without a reply is run again, this many times in all
-RETRY_PAUSES_SECONDS = (1.0, 3.0)  # between the tries of a pass
+# Before an item that failed a pass is tried again (``conversation.tries``; a new item goes
+# first, at once).
+RETRY_PAUSE_SECONDS = 1.0
 RENEW_SECONDS = 5
 
 
@@ -38,8 +39,9 @@ def wake(runtime: Runtime) -> bool:
 
 
 def pass_seconds(runtime: Runtime) -> float:
-    """The longest one Teller pass may take: its tries, each up to ``TELLER_TIMEOUT``."""
-    return (runtime.settings.teller_timeout + 5) * PASS_TRIES + sum(RETRY_PAUSES_SECONDS)
+    """The longest one Teller pass may take: ``TELLER_TIMEOUT``, a margin, and the pause
+    before an item that failed is tried again."""
+    return runtime.settings.teller_timeout + 5 + RETRY_PAUSE_SECONDS
 
 
 def wake_for_pending(runtime: Runtime) -> bool:

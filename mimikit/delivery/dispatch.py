@@ -22,13 +22,15 @@ TIME_LIMIT_MARGIN_SECONDS = 120
 def warm_sending() -> None:
     """Ready this process to send its first task at the cost of later ones, sending nothing:
     the Celery app finalized, its router and result backend built, a broker connection open
-    in the producer pool with the queues declared on it (per process: call it after a fork)."""
+    in the producer pool with the queues declared on it, and the event dispatcher each send's
+    "task-sent" event goes through (per process: call it after a fork)."""
     app.finalize(auto=True)
     _ = app.backend, app.amqp.router
     with app.producer_or_acquire() as producer:
         producer.connection.ensure_connection(max_retries=1)
         for queue in app.amqp.queues.values():
             producer.maybe_declare(queue)
+        producer.maybe_declare(app.events.Dispatcher(enabled=False).exchange)
 
 
 # A Teller delivery runs passes for at most ``TELLER_DELIVERY_PASSES`` pass times (each its

@@ -5,7 +5,8 @@ delivery of a task that already finished routes its stored result once more (a c
 come between the record and the routing) and does nothing else; one that another live process
 is running does nothing. How the body ended goes through the completion pipeline
 (``pipeline.finish``), back to the queue when its retry policy allows another attempt, or to
-the tasks waiting for the LLM (``waiting``) when the model stayed away.
+the tasks waiting for the LLM (``waiting``) when the model stayed away. A task whose attempts
+made the most LLM calls they may (``spent``) fails at once.
 
 Stopping is cooperative, so it works on any Celery pool (threads, prefork, solo): the heartbeat
 thread of the delivery notices a cancel, the deadline or a takeover, and calls the run's
@@ -31,6 +32,7 @@ from mimikit.exceptions import LLMAway, LLMStopped, MimikitError, TaskCanceled, 
 from mimikit.lifecycle.event import Completion, Delivery
 from mimikit.lifecycle.pipeline import finish
 from mimikit.lifecycle.routing import route_again
+from mimikit.lifecycle.spent import spent_reason
 from mimikit.lifecycle.waiting import bring_forward, model_answered, wait_for_model
 from mimikit.llm.abort import StopHandle, stoppable
 from mimikit.models import Result, Task, utcnow
@@ -122,6 +124,12 @@ def execute(runtime: Runtime, task_id: str, celery_id: str | None, default_timeo
         return decision
     task = decision.task
     logs.bind(taskId=task.id, traceId=task.traceId)
+    spent = when_back(lambda: spent_reason(runtime, task), f"reading what {task_id} spent")
+    if spent is not None:  # its attempts made the most calls they may: not one more
+        completion = Completion(task=task, result=_failed(task, spent),
+                                delivery=Delivery(celery_id=celery_id))
+        when_back(lambda: finish(runtime, completion), f"recording {task_id}")
+        return decision
     task.timeout = task.timeout or default_timeout
     control = RunControl(task=task, runtime=runtime, deadline=time.monotonic() + task.timeout,
                          delivery=Delivery(celery_id=celery_id))

@@ -47,6 +47,14 @@ class Conversation:
 
         Returns False, writing nothing, when the same id, or createdAt + text, is already there.
         """
+        return bool(self.redis.eval(*self._append_call(message, to_inbox)))
+
+    def queue_append(self, pipe: Any, message: Message) -> None:
+        """Queue ``append(message)`` into an open transaction (it commits with the rest)."""
+        pipe.eval(*self._append_call(message, False))
+
+    def _append_call(self, message: Message, to_inbox: bool) -> list[Any]:
+        """The ``EVAL`` arguments that append ``message`` (and its inbox item)."""
         body = message.model_dump_json(exclude_none=True)
         inbox_item = ""
         if to_inbox:
@@ -56,7 +64,7 @@ class Conversation:
                 self.keys.inbox, self.keys.events]
         args = [message_key(message), message.id, body, message.createdAt.timestamp(),
                 inbox_item, EVENTS_MAXLEN]
-        return bool(self.redis.eval(_APPEND_MESSAGE, len(keys), *keys, *args))
+        return [_APPEND_MESSAGE, len(keys), *keys, *args]
 
     def system(self, text: str, **fields: Any) -> Message:
         """Add a system message (task created, failed, an error ...) to the history."""

@@ -1,7 +1,8 @@
 """The Teller's inbox: what waits for its next pass, as typed items acknowledged by id.
 
 An item leaves the inbox only when a pass acknowledges it by its id (never by position), so an
-item that arrives while a pass runs is never acknowledged unhandled.
+item that arrives while a pass runs is never acknowledged unhandled; or when it gives up after
+its bounded tries (``store.failed``).
 """
 
 from __future__ import annotations
@@ -64,10 +65,14 @@ InboxItem = Annotated[InputItem | ResultItem | AnswerItem | NoticeItem,
                       Field(discriminator="kind")]
 _ITEM: TypeAdapter[InboxItem] = TypeAdapter(InboxItem)
 
-# Removes the items whose id is one of ARGV, wherever they are in the list.
+# Removes the items whose id is one of ARGV, wherever they are in the list, and forgets the
+# failed passes they were part of (hash KEYS[2]).
 _ACK = """
 local wanted = {}
-for i = 1, #ARGV do wanted[ARGV[i]] = true end
+for i = 1, #ARGV do
+  wanted[ARGV[i]] = true
+  redis.call('HDEL', KEYS[2], ARGV[i])
+end
 local removed = 0
 for _, raw in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
   local ok, item = pcall(cjson.decode, raw)
@@ -138,14 +143,20 @@ class Inbox:
                 items.append(item)
         return items
 
+    def peek(self) -> list[InboxItem]:
+        """The items waiting, oldest first, changing nothing (an unreadable one is skipped)."""
+        parsed = (parse_item(raw) for raw in self.redis.lrange(self.keys.inbox, 0, -1))
+        return [item for item in parsed if item is not None]
+
     def size(self) -> int:
         return int(self.redis.llen(self.keys.inbox))
 
     def ack(self, ids: list[str]) -> int:
-        """Remove the items with these ids (those a pass has handled); returns how many."""
+        """Remove the items with these ids (those a pass has handled) and forget their failed
+        passes; returns how many were removed."""
         if not ids:
             return 0
-        return int(self.redis.eval(_ACK, 1, self.keys.inbox, *ids))
+        return int(self.redis.eval(_ACK, 2, self.keys.inbox, self.keys.inbox_tries, *ids))
 
     def name_legacy_items(self) -> int:
         """Give the items stored before items had ids an id, and their trace at the top level

@@ -122,6 +122,18 @@ class Keys:
         return self._k("inbox")
 
     @property
+    def inbox_tries(self) -> str:
+        """Hash: inbox item id -> the failed Teller passes it was part of and what they cost
+        (JSON), until the item is acknowledged or gives up."""
+        return self._k("inbox", "tries")
+
+    @property
+    def inbox_failed(self) -> str:
+        """Hash: inbox item id -> the item that gave up, with why (JSON), until it is tried
+        again (a dismissed one stays, marked so)."""
+        return self._k("inbox", "failed")
+
+    @property
     def history(self) -> str:
         return self._k("history")
 
@@ -186,6 +198,11 @@ class Keys:
     def counters(self) -> str:
         """Hash of counters for ``/metrics`` (``tasks|done``, ``firings|fired``, ...)."""
         return self._k("metrics")
+
+    @property
+    def recovered_at(self) -> str:
+        """When the start-up recovery last finished (``mimikit up`` is ready after it)."""
+        return self._k("meta", "recovered_at")
 
     def meta(self, name: str) -> str:
         """Small bookkeeping values (last archive run, last flush, ...)."""

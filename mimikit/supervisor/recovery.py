@@ -127,7 +127,8 @@ def recover_on_startup(runtime: Runtime) -> dict[str, Any]:
     Queued tasks are sent again (a duplicate delivery does nothing), timed triggers get their
     beat entries back, conditional triggers their indexes, a question that expired while it
     was down is resolved, and pending inputs wake the Teller. An instance that starts with
-    state says so in the chat: its version and what it recovered.
+    state says so in the chat: its version and what it recovered. When it is done it notes
+    the time, which ``mimikit up`` waits for before it says "ready".
     """
     queued = [t for t in runtime.tasks.with_status("queued") if not t.is_trigger]
     for task in queued:
@@ -139,6 +140,7 @@ def recover_on_startup(runtime: Runtime) -> dict[str, Any]:
     runtime.events.log("supervisor_recovered", requeued=len(queued), restored=len(restored))
     done = {"requeued": len(queued), "restored": restored, "expired": expired, "woke": woke}
     _say_started(runtime, done)
+    runtime.redis.set(runtime.keys.recovered_at, utcnow().isoformat())
     return done
 
 

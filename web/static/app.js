@@ -2,7 +2,8 @@
  * Mimikit chat page: status bar, composer, pending question, live updates over SSE, and the
  * wiring of the other parts. Loaded last, after markdown.js, core.js (helpers, API client),
  * messages.js (message list), history.js (older messages), tasks.js (task panel and detail),
- * search.js (history and memory search) and export.js (downloads).
+ * search.js (history and memory search), export.js (downloads) and failed.js (the items the
+ * Teller gave up on, with "Try again" and "Dismiss").
  *
  * Stable hooks for browser tests:
  *   #status                          status bar; #status-conn, #status-redis, #status-workers,
@@ -154,7 +155,8 @@
 
   function onMessageAdded(m) {
     if (m.role === 'assistant') setTimeout(window.Mimikit.live.refreshBills, 300);
-    if (m.role === 'assistant' && state.awaiting) {
+    // A reply, or the note that the message could not be answered, ends the wait.
+    if ((m.role === 'assistant' || m.failedItem) && state.awaiting) {
       state.awaiting = null;
       updateThinking();
     }
@@ -372,6 +374,7 @@
     es.addEventListener('question', onJson((data) => setQuestion(data ? data.question : null)));
     es.addEventListener('backlog', onJson((data) => tasks.onBacklog((data && data.items) || [])));
     es.addEventListener('status', onJson(renderStatus));
+    es.addEventListener('failed', () => window.Mimikit.failed.refresh());
   }
 
   async function reconnectAfterClose(es) {
@@ -390,6 +393,7 @@
     return Promise.allSettled([
       messages.loadRecent().catch((err) => notice(`Could not load messages: ${err.message}`)),
       refreshStatus(), tasks.refresh(), refreshQuestion(), window.Mimikit.live.refreshBills(),
+      window.Mimikit.failed.refresh(),
     ]);
   }
 
@@ -416,6 +420,7 @@
     window.Mimikit.onToken(connectEvents);
     messages.setup();
     messages.onAdded(onMessageAdded);
+    messages.onAdded(window.Mimikit.failed.onAdded);
     tasks.setup();
     window.Mimikit.history.setup();
     window.Mimikit.search.setup();
