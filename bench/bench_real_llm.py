@@ -17,101 +17,17 @@ within 10 s; no pass longer than its deadline plus 5 s.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import queue
 import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
+from recorder import Recorder
 from stack import Instance, Services
-
-
-class Recorder(ThreadingHTTPServer):
-    """A reverse proxy to the real server that records each chat request."""
-
-    daemon_threads = True
-
-    def __init__(self, upstream: str) -> None:
-        super().__init__(("127.0.0.1", 0), _Proxy)
-        parts = urlsplit(upstream)
-        self.upstream = (parts.hostname or "127.0.0.1", parts.port or 80)
-        self.prefix = parts.path.rstrip("/")
-        self.calls: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}{self.prefix}"
-
-
-class _Proxy(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *_: Any) -> None:
-        return
-
-    def do_GET(self) -> None:  # noqa: N802
-        self._forward(b"")
-
-    def do_POST(self) -> None:  # noqa: N802
-        self._forward(self.rfile.read(int(self.headers.get("content-length") or 0)))
-
-    def _forward(self, body: bytes) -> None:
-        server: Recorder = self.server  # type: ignore[assignment]
-        began = time.monotonic()
-        upstream = http.client.HTTPConnection(*server.upstream, timeout=1800)
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host",)}
-        upstream.request(self.command, self.path, body=body or None, headers=headers)
-        answer = upstream.getresponse()
-        self.send_response(answer.status)
-        for key, value in answer.getheaders():
-            if key.lower() not in ("transfer-encoding", "content-length", "connection"):
-                self.send_header(key, value)
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        first, raw = None, b""
-        while chunk := answer.read1(65536):
-            first = first or time.monotonic()
-            raw += chunk
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-            self.wfile.flush()
-        self.wfile.write(b"0\r\n\r\n")
-        if self.command == "POST" and body:
-            _note(server, json.loads(body), raw, began, first)
-
-
-def _note(server: Recorder, request: dict[str, Any], raw: bytes, began: float,
-          first: float | None) -> None:
-    usage: dict[str, Any] = {}
-    timings: dict[str, Any] = {}
-    first_text: float | None = None
-    for line in raw.decode(errors="replace").splitlines():
-        data = line.removeprefix("data: ").strip()
-        if not data.startswith("{"):
-            continue
-        event = json.loads(data)
-        usage = event.get("usage") or usage
-        timings = event.get("timings") or timings
-        for choice in event.get("choices") or []:
-            delta = choice.get("delta") or choice.get("message") or {}
-            if first_text is None and (delta.get("content") or delta.get("tool_calls")):
-                first_text = time.monotonic()
-    cached = timings.get("cache_n") or (usage.get("prompt_tokens_details") or {}).get(
-        "cached_tokens") or 0
-    fresh = timings.get("prompt_n")
-    prompt = (fresh + cached) if fresh is not None else usage.get("prompt_tokens", 0)
-    with server.lock:
-        server.calls.append({"model": request.get("model"), "prompt": prompt,
-                             "cached": cached, "began": began,
-                             "firstToken": (first_text or first or began) - began,
-                             "seconds": time.monotonic() - began,
-                             "system": (request.get("messages") or [{}])[0].get("content")})
 
 
 def main() -> None:
@@ -134,7 +50,7 @@ def main() -> None:
                               "Create a file notes.txt containing the word hello.")]
         deadline = time.monotonic() + args.turn_seconds  # the Planner's first request
         while time.monotonic() < deadline and not any(
-                not str(c["model"]).startswith("teller-") for c in recorder.calls):
+                c["role"] != "teller" for c in recorder.calls):
             time.sleep(1)
         _report(recorder.calls, turns)
     finally:
@@ -166,7 +82,7 @@ def _turn(client: Any, text: str, timeout: float) -> dict[str, Any]:
 
 
 def _report(calls: list[dict[str, Any]], turns: list[dict[str, Any]]) -> None:
-    teller = [c for c in calls if str(c["model"]).startswith("teller-")]
+    teller = [c for c in calls if c["role"] == "teller"]
     planner = [c for c in calls if c not in teller]
     rows = [("Teller prompt, first turn (tokens)", teller[0]["prompt"] if teller else None,
              "<= 2000"),

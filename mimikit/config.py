@@ -94,6 +94,10 @@ class Settings(BaseSettings):
     worker_max_tokens: int | None = Field(None, ge=16, le=1_000_000)
     llm_timeout: float = Field(120.0, gt=0, description="seconds per LLM request")
     llm_retries: int = Field(3, ge=0, le=10)
+    llm_temperature: float | None = Field(
+        None, ge=0, le=2, description="sampling temperature sent with every request; unset: "
+        "0 for answers held to a schema (a small model decides best greedily), else the "
+        "server's own")
     heartbeat_seconds: float = Field(10.0, gt=0, description="running-task heartbeat lifetime")
 
     prices: str | None = Field(None, description="JSON or a JSON file: model -> {input, output} "

@@ -26,9 +26,10 @@ from mimikit.exceptions import LLMUnavailable
 from mimikit.llm.client import LLMClient
 from mimikit.llm.probe import probe
 from mimikit.models import utcnow
-from mimikit.roles import ROLES
+from mimikit.roles import CHAT_ROLES, ROLES
 from mimikit.scheduling.liveness import LIVENESS_SECONDS, liveness
 from mimikit.status import safe_url
+from mimikit.store.profiles import RedisProfiles
 from mimikit.store.runtime import Runtime
 from mimikit.workspace.sandbox import sandbox_report
 
@@ -64,7 +65,8 @@ def run_checks(runtime: Runtime) -> list[Check]:
             "persistence", *(f"queue {q}" for q in QUEUES), "beat", "clocks")]
     settings = runtime.settings
     llm = check_llm(settings)
-    return [redis, *needs_redis, llm, check_llm_server(settings, llm),
+    keeper = RedisProfiles(runtime) if redis.status == "ok" else None
+    return [redis, *needs_redis, llm, check_llm_server(settings, llm, keeper),
             check_directory("state dir", settings.state_dir, "MIMIKIT_STATE_DIR"),
             check_directory("work dir", settings.work_dir, "MIMIKIT_WORK_DIR"),
             check_sandbox(settings, workers(runtime) if redis.status == "ok" else [])]
@@ -210,18 +212,23 @@ def _worker_skews(runtime: Runtime) -> dict[str, float]:
 # --- the LLM ------------------------------------------------------------------------------------
 
 
-def check_llm_server(settings: Settings, llm: Check) -> Check:
-    """How the server handles tools, in one line (one small request to the Teller's model)."""
+def check_llm_server(settings: Settings, llm: Check, keeper: Any = None) -> Check:
+    """What the server does with tools and schemas for each role's model, found with a few
+    small requests and kept (``llm.profile``), and the path each role's requests take."""
     if llm.status != "ok":
         return Check("llm server", "skip", "needs the LLM")
     client = LLMClient(settings.llm_base_url, secret_text(settings.llm_api_key),
-                       timeout=LLM_PROBE_TIMEOUT_SECONDS, max_retries=0)
+                       timeout=LLM_PROBE_TIMEOUT_SECONDS, max_retries=0, keeper=keeper)
+    lines = []
     try:
-        traits = probe(client, settings.model_for("teller"))
+        for model in sorted({settings.model_for(role) for role in CHAT_ROLES}):
+            profile = probe(client, model)
+            roles = [role for role in CHAT_ROLES if settings.model_for(role) == model]
+            lines.append(f"{'/'.join(roles)}: {profile.line()}")
     except LLMUnavailable as error:
         return Check("llm server", "warn", f"could not ask it a tool question: {error}",
                      "check that the server supports tool calls (llama-server needs --jinja)")
-    return Check("llm server", "ok", traits.line())
+    return Check("llm server", "ok", "; ".join(lines))
 
 
 def check_llm(settings: Settings) -> Check:

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, TypeAdapter, ValidationError
+from pydantic import BeforeValidator, TypeAdapter, ValidationError, WithJsonSchema
 
 from mimikit.exceptions import InvalidValue
 
@@ -35,3 +35,19 @@ def seconds(value: Any) -> Any:
 
 
 Seconds = Annotated[float, BeforeValidator(seconds)]
+
+
+def moment(value: Any) -> Any:
+    """A time: as given (ISO 8601, read later), or a delay from now (``"10m"``, ``"2h"``,
+    ``600``, ``"PT1H"``) as the time it ends."""
+    if isinstance(value, int | float) or (isinstance(value, str) and (
+            _DURATION.match(value) or value.strip().upper().startswith("PT"))):
+        return datetime.now(UTC) + timedelta(seconds=seconds(value))
+    return value
+
+
+# A time that may be written as a delay from now: what a model means by "in ten minutes"
+# needs no arithmetic on the current time.
+Moment = Annotated[datetime, BeforeValidator(moment), WithJsonSchema({
+    "type": "string", "description": "ISO 8601 time (without an offset: the configured time "
+                                     "zone), or a delay from now such as '10m' or '2h'"})]

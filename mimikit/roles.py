@@ -16,6 +16,10 @@ from typing import Literal
 # ``policy``: by the task's (or its trigger's) ``notify`` setting;
 # ``never``: not at all (the ``llm_eval`` verdicts are the supervisor's).
 Report = Literal["none", "plan", "policy", "never"]
+# How a role answers where the server holds answers to a schema (``llm.turns``): ``turn``, one
+# object with a field per tool, several filled at once; ``step``, one call an answer; ``plan``,
+# one call an answer, the finisher may come with it.
+Shape = Literal["turn", "step", "plan"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,8 @@ class Role:
     queue: str
     task_name: str
     prompt_files: tuple[str, ...]
+    # its prompt where answers are held to its schema (``answer.md`` says the object's fields)
+    answer_files: tuple[str, ...]
     tools: tuple[str, ...]
     timeout_setting: str
     model_setting: str | None
@@ -35,34 +41,51 @@ class Role:
     is_task: bool = True
     # A text answer becomes a ``text`` result once corrections did not get submit_result.
     text_is_result: bool = False
+    # Its answer as one object, where the server holds answers to a schema (``llm.turns``):
+    # the shape, the tools it holds (None: all), the fields every answer must give (null
+    # allowed), and those it must fill (null not allowed).
+    turn: Shape = "step"
+    turn_tools: tuple[str, ...] | None = None
+    turn_required: tuple[str, ...] = ()
+    turn_filled: tuple[str, ...] = ()
 
 
 TELLER = Role(
     name="teller", title="Teller", queue="teller", task_name="mimikit.teller",
     prompt_files=tuple(f"agents/teller/{part}.md"
                        for part in ("identity", "voice", "tools", "rules", "output")),
+    answer_files=tuple(f"agents/teller/{part}.md"
+                       for part in ("identity", "voice", "answer", "rules", "output")),
     tools=("reply", "delegate", "remember", "ask_user", "list_tasks", "cancel_task",
            "update_backlog", "manage_trigger"),
     timeout_setting="teller_timeout", model_setting="teller_model", report="none",
-    text_ends_run=True, is_task=False)
+    text_ends_run=True, is_task=False, turn="turn",
+    # where answers are held to a schema, a turn decides three things, in this order (the
+    # work first, so that what it says follows from it); the Planner does the rest
+    turn_tools=("delegate", "remember", "reply"),
+    turn_required=("delegate", "remember", "reply"), turn_filled=("reply",))
 PLANNER = Role(
     name="planner", title="Planner", queue="planner", task_name="mimikit.planner",
     prompt_files=tuple(f"agents/planner/{part}.md"
                        for part in ("identity", "tools", "rules", "output")),
+    answer_files=tuple(f"agents/planner/{part}.md" for part in ("identity", "answer", "rules")),
     tools=("delegate", "schedule", "get_recent_history", "get_history_by_time",
            "search_memory", "list_tasks", "cancel_task", "submit_result"),
     timeout_setting="planner_timeout", model_setting="planner_model", report="plan",
-    text_is_result=True)
+    text_is_result=True, turn="plan",
+    turn_tools=("delegate", "schedule", "cancel_task", "list_tasks", "search_memory",
+                "get_recent_history", "get_history_by_time", "submit_result"))
 WORKER = Role(
     name="worker", title="Worker", queue="worker", task_name="mimikit.worker",
     prompt_files=tuple(f"agents/worker/{part}.md"
                        for part in ("identity", "tools", "rules", "output")),
+    answer_files=tuple(f"agents/worker/{part}.md" for part in ("identity", "answer", "rules")),
     tools=("shell", "read_file", "write_file", "list_files", "submit_result"),
     timeout_setting="worker_timeout", model_setting="worker_model", report="policy",
     text_is_result=True)
 LLM_EVAL = Role(
     name="llm_eval", title="llm_eval", queue="worker", task_name="mimikit.llm_eval_batch",
-    prompt_files=("llm-eval-batch.md",), tools=("submit_verdicts", "read_file", "list_files"),
+    prompt_files=("llm-eval-batch.md",), answer_files=("llm-eval-batch.md",), tools=("submit_verdicts", "read_file", "list_files"),
     timeout_setting="worker_timeout", model_setting=None, report="never")
 
 ROLES: dict[str, Role] = {role.name: role for role in (TELLER, PLANNER, WORKER, LLM_EVAL)}

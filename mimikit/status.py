@@ -16,9 +16,11 @@ from mimikit.conversation.outage import outage
 from mimikit.conversation.tries import MAX_TRIES, item_tries
 from mimikit.delivery.dispatch import queue_depths
 from mimikit.delivery.workers import workers
+from mimikit.llm.client import DEFAULT_BASE_URL
 from mimikit.roles import CHAT_ROLES
 from mimikit.scheduling.liveness import liveness
 from mimikit.spending.budget import budget_state
+from mimikit.store.profiles import RedisProfiles
 from mimikit.store.runtime import Runtime
 from mimikit.workspace.sandbox import sandbox_report
 
@@ -42,6 +44,9 @@ def status(runtime: Runtime) -> dict[str, Any]:
     waiting = runtime.tasks.waiting_for_model()
     if waiting:
         llm["waitingTasks"] = waiting
+    profile = llm_profile(runtime)
+    if profile:
+        llm["profile"] = profile
     question = runtime.conversation.question()
     report.update(
         ok=True, workers=workers(runtime), queues=queue_depths(runtime),
@@ -68,6 +73,21 @@ def last_batch(runtime: Runtime) -> dict[str, Any] | None:
     """How the latest ``llm_eval`` batch ended (``{taskId, status, error, at}``), if any ran."""
     raw = runtime.redis.get(runtime.keys.meta("llm_eval_last"))
     return json.loads(raw) if raw else None
+
+
+def llm_profile(runtime: Runtime) -> dict[str, Any]:
+    """What the server does for each role's model, as learned (``llm.profile``), with the path
+    the role's requests take: ``{role: {path, server, line, ...}}``; empty before any is known."""
+    settings = runtime.settings
+    url = (settings.llm_base_url or DEFAULT_BASE_URL).rstrip("/")
+    keeper = RedisProfiles(runtime)
+    shown: dict[str, Any] = {}
+    for role in CHAT_ROLES:
+        profile = keeper.load(url, settings.model_for(role))
+        if profile is not None:
+            shown[role] = {"path": profile.path, "line": profile.line(),
+                           **profile.model_dump(mode="json", exclude={"learned"})}
+    return shown
 
 
 def llm_report(settings: Settings) -> dict[str, Any]:

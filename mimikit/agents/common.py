@@ -18,26 +18,30 @@ from functools import cache
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
+from redis.exceptions import RedisError
 
 from mimikit.agents.backends import codex_engine
-from mimikit.agents.prompts import build_system_prompt
+from mimikit.agents.prompts import SystemPrompt, build_system_prompt
 from mimikit.agents.session import Engine, Session
 from mimikit.agents.warmup import warm_streaming
 from mimikit.delivery.dispatch import warm_sending
-from mimikit.exceptions import LLMStopped, TaskCanceled, TaskTimedOut
+from mimikit.exceptions import LLMStopped, LLMUnavailable, TaskCanceled, TaskTimedOut
 from mimikit.llm.client import LLMClient, StreamingClient
 from mimikit.llm.completion import ChatClient
 from mimikit.llm.loop import RunOptions, run_agent
+from mimikit.llm.probe import probe
 from mimikit.llm.record import Observer, RunRecord
 from mimikit.llm.registry import Registry
+from mimikit.llm.turns import TurnShape, turn_shape
 from mimikit.memory.service import warm as index_warm
 from mimikit.memory.tokenize import has_chinese, prepare_tokenizer
 from mimikit.models import Task
-from mimikit.roles import ROLES, role
+from mimikit.roles import CHAT_ROLES, ROLES, role
 from mimikit.spending.book import Spender
 from mimikit.spending.budget import Caps
 from mimikit.spending.meter import Meter
 from mimikit.store.journal import RunJournal
+from mimikit.store.profiles import RedisProfiles
 from mimikit.store.runtime import Runtime
 from mimikit.tools import (
     eval_tools,
@@ -53,6 +57,7 @@ log = logging.getLogger("mimikit.agents")
 TextSinks = Callable[[RunRecord, int], Callable[[str], None]]
 
 
+PROBE_LOCK_SECONDS = 600  # one process of an instance probes a server at a time
 _clients: dict[tuple[Any, ...], LLMClient] = {}
 _clients_lock = threading.Lock()  # runs of one process start on many threads at once
 
@@ -88,11 +93,37 @@ def warm(runtime: Runtime, queues: frozenset[str] = frozenset()) -> dict[str, fl
     timed("llm client", lambda: client_for(runtime).warm())
     timed("llm stream", lambda: warm_streaming(registry().schemas_for("teller")))
     timed("celery", warm_sending)
+    learn_profiles(runtime)
     if not queues or queues & {ROLES["teller"].queue, ROLES["planner"].queue}:
         timed("memory", lambda: index_warm(runtime.settings))  # their runs search memory
         if _speaks_chinese(runtime):
             timed("chinese words", prepare_tokenizer)
     return timings
+
+
+def learn_profiles(runtime: Runtime) -> None:
+    """Find out what the server does for each role's model (``llm.profile``), in the
+    background: named from its model listing, then probed with a few small requests, once per
+    instance, when it is a kind known to hold answers to schemas (a server that cannot be
+    named is learned from its first answers, costing no request)."""
+    if runtime.settings.llm_configured:
+        threading.Thread(target=_learn_profiles, args=(runtime,), name="llm-profile",
+                         daemon=True).start()
+
+
+def _learn_profiles(runtime: Runtime) -> None:
+    client = client_for(runtime)
+    for model in sorted({runtime.settings.model_for(name) for name in CHAT_ROLES}):
+        try:
+            profile = client.profile(model)
+            if profile.probed or profile.constraint is None:
+                continue
+            probing = runtime.keys.meta(f"probing|{client.url}|{model}")
+            if runtime.redis.set(probing, "1", nx=True, ex=PROBE_LOCK_SECONDS):
+                probe(client, model)
+        except (LLMUnavailable, RedisError) as error:
+            log.info("what the LLM at %s does for %s is learned later: %s", client.url, model,
+                     error)
 
 
 def _speaks_chinese(runtime: Runtime) -> bool:
@@ -101,22 +132,23 @@ def _speaks_chinese(runtime: Runtime) -> bool:
 
 
 def client_for(runtime: Runtime) -> LLMClient:
-    """The process's LLM client for these settings (building one costs ~30 ms of TLS setup)."""
+    """The process's LLM client for these settings (building one costs ~30 ms of TLS setup),
+    its servers' profiles kept in Redis."""
     settings = runtime.settings
     key = (os.getpid(), settings.llm_base_url, settings.llm_api_key, settings.llm_timeout,
-           settings.llm_retries)
+           settings.llm_retries, settings.key_prefix)
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
-            client = _clients[key] = LLMClient.from_settings(settings)
+            client = _clients[key] = LLMClient.from_settings(settings, RedisProfiles(runtime))
         return client
 
 
-def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: str, user_prompt: str,
+def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: SystemPrompt, user_prompt: str,
              timeout: float, on_step: Any = None, owners: tuple[str, ...] = (),
              stream_to: TextSinks | None = None, engine: Engine | None = None,
-             cancel: threading.Event | None = None, journal: RunJournal | None = None,
-             check_promises: bool = False) -> RunRecord:
+             cancel: threading.Event | None = None, journal: RunJournal | None = None
+             ) -> RunRecord:
     """Run one agent of ``ctx.role`` with ``engine`` (the agent loop by default) and keep its
     transcript under each of ``owners``.
 
@@ -127,12 +159,14 @@ def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: str, user_prompt
     model = runtime.settings.model_for(ctx.role)
     record = RunRecord(role=ctx.role, model=model, traceId=ctx.trace_id)
     task = ctx.task
-    session = Session(runtime=runtime, ctx=ctx, record=record,
-                      meter=metered(runtime, ctx, model, record, stream_to),
-                      system=system_prompt, user=user_prompt,
+    meter = metered(runtime, ctx, model, record, stream_to)
+    path = meter.profile(model).path if runtime.settings.llm_configured else "native"
+    session = Session(runtime=runtime, ctx=ctx, record=record, meter=meter,
+                      system=system_prompt(path), native_system=system_prompt("native"),
+                      user=user_prompt,
                       deadline=time.monotonic() + timeout, on_step=on_step,
                       observe=live_steps(runtime, record, task), cancel=cancel,
-                      journal=journal, check_promises=check_promises)
+                      journal=journal)
     ctx.journal_key = journal.key if journal is not None else None
     try:
         (engine or agent_loop)(session)
@@ -153,10 +187,20 @@ def agent_loop(session: Session) -> None:
     options = RunOptions(
         max_steps=settings.max_steps_for(ctx.role), deadline=session.deadline,
         text_ends_run=spec.text_ends_run, max_tokens=settings.max_tokens_for(ctx.role),
-        tool_choice="required", check_promises=session.check_promises,
-        journal=session.journal, text_as_result=text_result if spec.text_is_result else None)
+        # a Teller's turn may end in words or silence; the others end at their finisher
+        tool_choice=None if spec.text_ends_run else "required",
+        journal=session.journal, text_as_result=text_result if spec.text_is_result else None,
+        shape=shape_of(ctx.role), native_system=session.native_system)
     run_agent(session.meter, record.model, ctx.role, session.system, session.user, registry(),
               ctx, options, on_step=session.on_step, record=record, observer=session.observe)
+
+
+@cache
+def shape_of(role_name: str) -> TurnShape:
+    """The shape of the role's answers where the server holds them to a schema."""
+    spec = role(role_name)
+    tools = registry().tools_for(role_name, spec.turn_tools)
+    return turn_shape(spec.turn, tools, spec.turn_required, spec.turn_filled)
 
 
 def text_result(text: str) -> dict[str, Any]:

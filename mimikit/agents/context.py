@@ -14,8 +14,10 @@ HISTORY_WINDOW = 60
 
 
 def context_sections(runtime: Runtime, pending_texts: list[str],
-                     exclude_ids: set[str] | None = None) -> list[str]:
-    """``## Memory`` and ``## History`` blocks (either may be absent when empty).
+                     exclude_ids: set[str] | None = None,
+                     roles: tuple[str, ...] | None = None) -> list[str]:
+    """``## Memory`` and ``## History`` blocks (either may be absent when empty); ``roles``:
+    the messages of only these roles in the history.
 
     The history leaves out ``exclude_ids``, the messages held back after a failed pass or
     given up (``tries.held_back``), and the notes that say one gave up: words the model could
@@ -23,7 +25,8 @@ def context_sections(runtime: Runtime, pending_texts: list[str],
     """
     recent = runtime.conversation.recent(HISTORY_WINDOW)
     hidden = (exclude_ids or set()) | held_back(runtime)
-    shown = [m for m in recent if m.id not in hidden and m.failedItem is None]
+    shown = [m for m in recent if m.id not in hidden and m.failedItem is None
+             and (roles is None or m.role in roles)]
     sections = []
     keywords = extract_keywords(pending_texts, shown)
     if keywords:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 
+from mimikit.memory.tokenize import has_chinese
 from mimikit.models import Result, Task
 from mimikit.store.inbox import AnswerItem, InboxItem, InputItem, ResultItem
 from mimikit.store.runtime import Runtime
 from mimikit.tools.teller_tools import delegated_request
 
 RESULT_CHARS = 6000
+CHINESE_HINT = "(The user writes in Chinese: reply in Chinese.)"
 
 
 def render_inbox(runtime: Runtime, items: list[InboxItem]) -> str:
@@ -34,7 +36,16 @@ def render_inbox(runtime: Runtime, items: list[InboxItem]) -> str:
                          ("Notices", notices)):
         if lines:
             blocks.append(f"## {title}\n" + "\n".join(lines))
+    blocks += _language(items)
     return "\n\n".join(blocks) or "## Pending inputs\n(none)"
+
+
+def _language(items: list[InboxItem]) -> list[str]:
+    """A line naming the language of the user's newest message when it is Chinese: small
+    models answer in English after an English prompt otherwise."""
+    said = [item.message["text"] for item in items if isinstance(item, InputItem)]
+    said += [item.answer for item in items if isinstance(item, AnswerItem) and item.answer]
+    return [CHINESE_HINT] if said and has_chinese(said[-1]) else []
 
 
 def _render_answer(item: AnswerItem) -> str:

@@ -14,7 +14,7 @@ import logging
 from typing import Any
 
 from mimikit.agents.common import run_role
-from mimikit.agents.prompts import build_system_prompt
+from mimikit.agents.prompts import system_prompt
 from mimikit.lifecycle.execution import RunControl, execute
 from mimikit.lifecycle.submit import submit
 from mimikit.models import Result, Task
@@ -88,7 +88,7 @@ def _judge(runtime: Runtime, control: RunControl, found: list[dict[str, str]]) -
     ctx = ToolContext(runtime=runtime, role="llm_eval", trace_id=task.traceId, task=task,
                       workspace=Workspace(settings.work_dir, private=(settings.state_dir,),
                                           sandbox=sandbox_for(settings), slots=slots_for(settings)))
-    record = run_role(runtime, ctx, build_system_prompt("llm_eval"), task.prompt,
+    record = run_role(runtime, ctx, system_prompt("llm_eval"), task.prompt,
                       control.remaining(), on_step=control.step,
                       owners=(task.id,))
     if record.status != "stopped" or not isinstance(record.stopValue, dict):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -13,6 +14,7 @@ from mimikit.llm.record import RunRecord
 from mimikit.models import Result, Task, utcnow
 from mimikit.store.journal import RunJournal
 from mimikit.store.runtime import Runtime
+from mimikit.tasks.listing import list_tasks
 from mimikit.tools.context import ToolContext
 
 log = logging.getLogger("mimikit.planner")
@@ -24,12 +26,13 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
     def body(control: RunControl) -> Result:
         task = control.task
         ctx = ToolContext(runtime=runtime, role="planner", trace_id=task.traceId, task=task)
-        sections = context_sections(runtime, [task.prompt])
+        # what the user said, not what the assistant answered: a small model copies replies
+        sections = context_sections(runtime, [task.prompt], roles=("user",))
         now = utcnow().astimezone(runtime.settings.tz).isoformat(timespec="seconds")
         system, user = build_prompts(
             "planner", choose_mode("planner", bool(sections)), sections,
             f"Current time: {now} (time zone {runtime.settings.timezone})\n\n"
-            f"## User request\n{task.prompt}")
+            + active_work(runtime, task) + f"## User request\n{task.prompt}")
         record = run_role(runtime, ctx, system, user, control.remaining(),
                           on_step=control.step, owners=(task.id,),
                           journal=RunJournal(runtime.redis, runtime.keys, task.id))
@@ -39,6 +42,24 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         return result
 
     return execute(runtime, task_id, celery_id, runtime.settings.planner_timeout, body).outcome
+
+
+ACTIVE_WORK_SHOWN = 20  # tasks and schedules listed, newest first
+ACTIVE_WORK_CHARS = 120  # of each one's prompt
+
+
+def active_work(runtime: Runtime, current: Task) -> str:
+    """``## Active work``: the schedules and the queued or running tasks, a line each, so
+    that a request to cancel or change one names its id without a look-up ('' when none)."""
+    ids = [summary["id"] for summary in list_tasks(runtime, "all")[:ACTIVE_WORK_SHOWN]]
+    lines = []
+    for task in runtime.tasks.by_id([i for i in ids if i != current.id]):
+        timing = task.schedule.model_dump(mode="json", exclude_none=True) if task.schedule \
+            else task.condition.model_dump(mode="json") if task.condition else None
+        when = f" {json.dumps(timing)[:100]}" if timing else ""
+        prompt = " ".join(task.prompt.split())[:ACTIVE_WORK_CHARS]
+        lines.append(f"- {task.id}: {task.type}{when}: {prompt}")
+    return "## Active work\n" + "\n".join(lines) + "\n\n" if lines else ""
 
 
 def planner_result(task: Task, record: RunRecord) -> Result:

@@ -13,13 +13,16 @@ message, before the inputs or the request (``build_prompts``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from importlib.resources import files
 from typing import Literal
 
+from mimikit.llm.profile import Path
 from mimikit.roles import role as role_spec
 
 PromptMode = Literal["full", "minimal", "none"]
+SystemPrompt = Callable[[Path], str]  # the system prompt for the path requests take
 # The repository's top-level prompts/ folder, installed as this package: found by its full name,
 # so a prompts/ folder in the current directory never replaces it.
 PROMPTS_PACKAGE = "mimikit.prompts"
@@ -32,9 +35,12 @@ def load(relative: str) -> str:
     return files(PROMPTS_PACKAGE).joinpath(relative).read_text(encoding="utf-8").strip()
 
 
-def role_text(role: str) -> str:
-    """The static part of a role's system prompt (its files, in order)."""
-    parts = [load(name) for name in role_spec(role).prompt_files]
+def role_text(role: str, path: Path = "native") -> str:
+    """The static part of a role's system prompt (its files, in order): for answers held to
+    the role's schema, ``answer.md`` (the object's fields) stands for ``tools.md``."""
+    spec = role_spec(role)
+    parts = [load(name) for name in
+             (spec.answer_files if path == "constrained" else spec.prompt_files)]
     if role == "teller":
         parts.insert(0, TELLER_FIRST_LINE)
     return "\n\n".join(parts)
@@ -48,20 +54,26 @@ def choose_mode(role: str, has_context: bool) -> PromptMode:
 
 
 def build_system_prompt(role: str, mode: PromptMode = "minimal",
-                        context_sections: list[str] | None = None) -> str:
+                        context_sections: list[str] | None = None, path: Path = "native") -> str:
     """The system prompt of a role; ``context_sections`` are used in full mode only."""
     if mode == "none":
         return TELLER_FIRST_LINE if role == "teller" else ""
-    text = role_text(role)
+    text = role_text(role, path)
     if mode == "full" and context_sections:
         text += "\n\n" + "\n\n".join(s for s in context_sections if s)
     return text
 
 
+def system_prompt(role: str, mode: PromptMode = "minimal") -> SystemPrompt:
+    """The role's system prompt, by the path its requests take (the static part only: the
+    dynamic context opens the first user message)."""
+    static: PromptMode = "none" if mode == "none" else "minimal"
+    return lambda path: build_system_prompt(role, static, path=path)
+
+
 def build_prompts(role: str, mode: PromptMode, context_sections: list[str] | None,
-                  request: str) -> tuple[str, str]:
-    """The system message and the first user message of a run: the role's static text, then
-    the dynamic context (in full mode) followed by ``request``."""
-    system = build_system_prompt(role, "none" if mode == "none" else "minimal")
+                  request: str) -> tuple[SystemPrompt, str]:
+    """The system message (by path) and the first user message of a run: the role's static
+    text, then the dynamic context (in full mode) followed by ``request``."""
     shown = [s for s in context_sections or [] if s] if mode == "full" else []
-    return system, "\n\n".join([*shown, request])
+    return system_prompt(role, mode), "\n\n".join([*shown, request])

@@ -22,13 +22,13 @@ class Session:
     record: RunRecord
     meter: Meter
     system: str
+    native_system: str  # the system prompt should the server refuse the answer's schema
     user: str
     deadline: float
     on_step: Callable[[RunRecord], None] | None = None
     observe: Observer | None = None
     cancel: threading.Event | None = None
     journal: Journal | None = None
-    check_promises: bool = False
 
 
 Engine = Callable[[Session], None]

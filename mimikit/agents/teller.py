@@ -8,8 +8,7 @@ of each of its items, which are then tried again alone once the newer ones are a
 item out of tries gives up, and the person is told once why (``conversation.tries``). While
 the LLM is away the items are kept, using no try, until the supervisor brings the Teller back.
 A pass is journaled: a Teller that dies mid-pass resumes it, and a reply already posted is not
-posted twice. A reply that promises work the model never handed over is made true: the request
-goes to the Planner all the same.
+posted twice.
 """
 
 from __future__ import annotations
@@ -28,20 +27,17 @@ from mimikit.conversation import outage, tries
 from mimikit.conversation.failed import INTERNAL_ERROR
 from mimikit.delivery.dispatch import TELLER_DELIVERY_PASSES
 from mimikit.exceptions import LLMUnavailable
-from mimikit.lifecycle.submit import submit
 from mimikit.llm.echoes import without_echoes
 from mimikit.llm.record import RunRecord
 from mimikit.memory import backlog
-from mimikit.memory.files import remember as write_memory
-from mimikit.models import PendingQuestion, Task
-from mimikit.store import fingerprints
+from mimikit.models import PendingQuestion
 from mimikit.store.identity import owner_alive
 from mimikit.store.inbox import AnswerItem, InboxItem, InputItem, ResultItem
 from mimikit.store.journal import RunJournal
 from mimikit.store.outage import when_back
 from mimikit.store.runtime import Runtime
 from mimikit.tools.context import ToolContext
-from mimikit.tools.teller_tools import pose_question, post_reply, with_earlier_attempt
+from mimikit.tools.teller_tools import pose_question, post_reply
 
 log = logging.getLogger("mimikit.teller")
 JOURNAL_OWNER = "teller"
@@ -186,9 +182,7 @@ def teller_pass(runtime: Runtime, items: list[InboxItem]) -> str:
                           owners=("teller", *(t for t in {trace_id} if t)),
                           stream_to=lambda run, n: ReplyStream(runtime, f"{run.id}-{n}",
                                                                trace_id),
-                          journal=pass_journal,
-                          check_promises=any(isinstance(i, InputItem | AnswerItem)
-                                             for i in items))
+                          journal=pass_journal)
     except LLMUnavailable as error:
         _llm_away(runtime, str(error), items, trace_id)
         raise LLMAwayDuringPass(str(error)) from None
@@ -209,10 +203,6 @@ def _outcome(runtime: Runtime, ctx: ToolContext, record: RunRecord,
     said = without_echoes(record.finalText or "", ctx.told) if record.status == "done" else ""
     if said and not ctx.replies:
         post_reply(ctx, said)
-    if record.promised and record.promisedTool == "remember":
-        keep_in_memory(runtime, items, record.promised)
-    elif record.promised and not ctx.created:
-        hand_over(runtime, ctx, items, record.promised)
     if ctx.created and not (ctx.replies or ctx.asked) and record.status == "done" and \
             any(isinstance(item, InputItem | AnswerItem) for item in items):
         _say_handed_over(runtime, ctx)  # it delegated and had nothing to add
@@ -245,35 +235,6 @@ def _ask_for_the_planner(runtime: Runtime, ctx: ToolContext) -> None:
 def _heard(items: list[InboxItem]) -> list[str]:
     """The person's messages among ``items``."""
     return [item.message["text"] for item in items if isinstance(item, InputItem)]
-
-
-def _asked(items: list[InboxItem]) -> str:
-    """What the person wrote in ``items``, in one text."""
-    return "\n".join(_heard(items))
-
-
-def keep_in_memory(runtime: Runtime, items: list[InboxItem], promise: str) -> None:
-    """The model said it would remember and never called ``remember``: keep the person's
-    words in memory itself."""
-    said = _asked(items)
-    if said:
-        write_memory(runtime.settings.state_dir, said, long_term=False)
-        runtime.events.log("teller_promise_kept_in_memory", promise=promise[:300])
-
-
-def hand_over(runtime: Runtime, ctx: ToolContext, items: list[InboxItem], promise: str) -> None:
-    """The model promised work it never delegated: delegate the person's request itself."""
-    asked = _asked(items)
-    if not asked and not ctx.answers:
-        return
-    task = Task(role="planner", prompt=with_earlier_attempt(ctx, asked or "Continue."),
-                traceId=ctx.trace_id, priority=7)
-    existing = fingerprints.active_duplicate(runtime, task)
-    if existing is None:
-        submit(runtime, [task], note="handed over: the reply promised it")
-    ctx.created.append(existing or task.id)
-    runtime.events.log("teller_promise_handed_over", traceId=ctx.trace_id,
-                       taskId=existing or task.id, promise=promise[:300])
 
 
 def _llm_away(runtime: Runtime, error: str, items: list[InboxItem],

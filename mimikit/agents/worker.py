@@ -12,10 +12,10 @@ import logging
 from typing import Any
 
 from mimikit.agents.common import BACKENDS, run_role
-from mimikit.agents.prompts import build_system_prompt
+from mimikit.agents.prompts import system_prompt
 from mimikit.lifecycle.execution import RunControl, execute
 from mimikit.llm.record import RunRecord
-from mimikit.models import Result, Task
+from mimikit.models import Result, Task, utcnow
 from mimikit.scheduling.conditions import task_refs
 from mimikit.store.journal import RunJournal
 from mimikit.store.runtime import Runtime
@@ -38,7 +38,7 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         control.on_stop(workspace.cancel)
         ctx = ToolContext(runtime=runtime, role="worker", trace_id=task.traceId, task=task,
                           workspace=workspace)
-        record = run_role(runtime, ctx, build_system_prompt("worker", "minimal"),
+        record = run_role(runtime, ctx, system_prompt("worker"),
                           worker_prompt(runtime, task), control.remaining(),
                           on_step=control.step, owners=(task.id,),
                           engine=BACKENDS[settings.worker_backend], cancel=control.stopping,
@@ -61,7 +61,9 @@ def worker_result(task: Task, record: RunRecord) -> Result:
 
 def worker_prompt(runtime: Runtime, task: Task) -> str:
     """The task's prompt, plus the outcome (result, or error) of each task it waited on."""
-    parts = [f"## Task {task.id}" + (f": {task.title}" if task.title else ""), task.prompt]
+    now = utcnow().astimezone(runtime.settings.tz).isoformat(timespec="seconds")
+    parts = [f"Current time: {now} (time zone {runtime.settings.timezone})",
+             f"## Task {task.id}" + (f": {task.title}" if task.title else ""), task.prompt]
     for ref in _upstream_ids(runtime, task):
         result = runtime.tasks.result(ref)
         if result is None:

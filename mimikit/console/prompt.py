@@ -10,12 +10,14 @@ from redis.exceptions import RedisError
 from mimikit.agents.context import context_sections
 from mimikit.agents.prompts import PromptMode, build_prompts
 from mimikit.config import Settings
+from mimikit.llm.profile import Path
 from mimikit.store.runtime import build_runtime
 
 
-def print_prompt(settings: Settings | None, role: str, mode: PromptMode = "minimal") -> int:
-    """Print a role's system prompt; ``full`` adds the memory and history this instance would
-    put at the start of the first user message.
+def print_prompt(settings: Settings | None, role: str, mode: PromptMode = "minimal",
+                 path: Path = "native") -> int:
+    """Print a role's system prompt for the path its requests take; ``full`` adds the memory
+    and history this instance would put at the start of the first user message.
 
     ``settings`` is needed (and Redis read) only in ``full`` mode.
     """
@@ -25,7 +27,7 @@ def print_prompt(settings: Settings | None, role: str, mode: PromptMode = "minim
         if sections is None:
             mode = "minimal"
     system, context = build_prompts(role, mode, sections, "")
-    print(system)
+    print(system(path))
     if context.strip():
         print("\n--- first user message starts with ---\n" + context.strip())
     return 0

@@ -39,7 +39,9 @@ def print_status(settings: Settings, as_json: bool = False) -> int:
           + " ".join(f"{role}={model}" for role, model in llm.get("models", {}).items())
           + (f"\n          {llm['error']}" if llm.get("error") else "")
           + (f"\n          {llm['waitingTasks']['count']} task(s) waiting for the model since "
-             f"{llm['waitingTasks']['since']}" if llm.get("waitingTasks") else ""))
+             f"{llm['waitingTasks']['since']}" if llm.get("waitingTasks") else "")
+          + "".join(f"\n          {role}: {shown['line']}"
+                    for role, shown in (llm.get("profile") or {}).items()))
     sandbox = report["sandbox"]
     print(f"sandbox   {sandbox['detail']}"
           + (f"\n          fix: {sandbox['fix']}" if sandbox.get("fix") else ""))

@@ -1,6 +1,7 @@
-"""What a model's answer holds, however it sent it: the tool calls (from ``tool_calls``, or
-written into its text in any shape ``quirks`` reads), the text a person may read, and what went
-wrong (an unknown or unreadable call, an answer cut at ``max_tokens``, nothing at all).
+"""What a model's answer holds, read once however it came: the calls of an answer held to the
+role's schema (``turns``), the ``tool_calls`` the server returned, or the calls written into
+its text (``reading``, one table of formats); the text a person may read; and what went wrong
+(an unknown or unreadable call, an answer cut at ``max_tokens``, nothing at all).
 
 A call written as text becomes a real call in the transcript, so the model sees in its next
 turn how a call looks, and its text never reaches the person.
@@ -13,11 +14,9 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from mimikit.llm.blobs import decode_at, only_markup
 from mimikit.llm.completion import Completion, ToolCall
-from mimikit.llm.quirks import WrittenCalls, arguments_text, looks_truncated, written_calls
-
-FORCED_OBJECTS_TRIED = 32  # braces looked at for a forced function's arguments
+from mimikit.llm.reading import arguments_text, read_text
+from mimikit.llm.turns import TurnShape
 
 
 @dataclass
@@ -27,7 +26,7 @@ class Answer:
     calls: list[ToolCall]
     text: str | None
     message: dict[str, Any]
-    written: bool = False
+    structured: bool = False  # an object of the role's schema
     unknown: list[str] = field(default_factory=list)
     broken: list[str] = field(default_factory=list)
     cut: bool = False
@@ -38,82 +37,47 @@ class Answer:
         return not (self.calls or self.text or self.unknown or self.broken)
 
 
-def read_answer(completion: Completion, names: Collection[str], step: int = 0,
-                forced: tuple[str, frozenset[str]] | None = None) -> Answer:
-    """The calls and text of ``completion``; ``names`` are the tools the model was offered,
-    ``step`` numbers the ids given to calls written as text, ``forced`` the function the
-    request forced (or the role's one finisher) and its parameters: an answer holding only an
-    object of those parameters (``{"text": "hi"}`` when ``reply`` was forced, ``{"status":
-    "done", ...}`` from a Planner) is that function's call.
-
-    An answer that reached ``max_tokens`` counts as cut only when it holds no whole call: a
-    small model often writes its call and then blank lines to the limit.
-    """
+def read_answer(completion: Completion, names: Collection[str], step: str = "0",
+                shape: TurnShape | None = None) -> Answer:
+    """The calls and text of ``completion``: ``names`` are the tools the model was offered,
+    ``step`` begins the ids given to calls that came without one (unique to the run's step),
+    ``shape`` the schema the answer was held to (None: it was not)."""
     cut = completion.finish_reason == "length"
+    content = completion.content or ""
     if completion.tool_calls:
         calls = [ToolCall(id=call.id or f"call-{step}-{index}", name=call.name,
                           arguments=arguments_text(call.arguments))
                  for index, call in enumerate(completion.tool_calls)]
-        text = (completion.content or "").strip() or None
+        written = completion.written or read_text(content, names)
+        text = written.prose or None
         return Answer(calls, text, _message(text, calls), cut=cut and not all(
             _whole(call.arguments) for call in calls))
-    content = completion.content or ""
-    found = written_calls(content, names) if content.strip() else None
-    if not cut and (found is None or not found.calls) and looks_truncated(content):
-        found = _closed(content, names) or found
-    if (found is None or not found.calls) and forced is not None:
-        found = _forced_arguments(content, *forced) or found
+    if shape is not None:
+        structured = _structured(content, shape, step)
+        if structured is not None or cut:  # an object cut short is no text to show
+            return structured or Answer([], None, {"role": "assistant", "content": content},
+                                        cut=True)
+    written = completion.written or read_text(content, names)
+    calls = [ToolCall(id=f"text-{step}-{index}", name=name, arguments=arguments)
+             for index, (name, arguments) in enumerate(written.calls)]
+    text = written.prose or None
+    message = _message(text, calls) if calls else {"role": "assistant", "content": content}
+    return Answer(calls, text, message, unknown=written.unknown, broken=written.broken,
+                  cut=cut and not calls)
+
+
+def _structured(content: str, shape: TurnShape, step: str) -> Answer | None:
+    """The answer as an object of ``shape``; None when it is not one."""
+    try:
+        value = json.loads(content)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    found = shape.calls(value)
     if found is None:
-        text = None if only_markup(content) else content.strip() or None
-        return Answer([], text, {"role": "assistant", "content": completion.content or ""},
-                      cut=cut or (text is not None and looks_truncated(text)))
-    calls = _once([ToolCall(id=f"text-{step}-{index}", name=name, arguments=arguments)
-                   for index, (name, arguments) in enumerate(found.calls)])
-    prose = found.prose or None
-    return Answer(calls, prose, _message(prose, calls), written=bool(calls),
-                  unknown=list(found.unknown), broken=list(found.broken),
-                  cut=not calls and (cut or looks_truncated(content)))
-
-
-def _closed(content: str, names: Collection[str]) -> WrittenCalls | None:
-    """The calls of an answer that ended (not at ``max_tokens``) before the last brace or two
-    of its call: small models drop them."""
-    body = content.rstrip()
-    fence = "\n```" if body.endswith("```") else ""  # the fence closes, the call does not
-    body = body.removesuffix("```").rstrip() if fence else body
-    for missing in ("}", "}}", "}}}"):
-        closed = body + missing + fence
-        found = written_calls(closed, names)
-        if found is not None and found.calls and not looks_truncated(closed):
-            return found
-    return None
-
-
-def _forced_arguments(content: str, name: str, parameters: frozenset[str]) -> WrittenCalls | None:
-    """The first JSON object in ``content`` made only of ``parameters``, as a call of ``name``."""
-    pos, tries = content.find("{"), FORCED_OBJECTS_TRIED
-    while 0 <= pos and parameters and tries:
-        tries -= 1
-        found, _read = decode_at(content, pos)
-        if found is not None and isinstance(found.value, dict) and found.value and \
-                set(found.value) <= parameters:
-            return WrittenCalls(calls=[(name, arguments_text(found.value))],
-                                prose=(content[:pos] + content[found.end:]).strip())
-        pos = content.find("{", pos + 1)
-    return None
-
-
-def _once(calls: list[ToolCall]) -> list[ToolCall]:
-    """The calls written in a text, each the same call (name and arguments) only once: a small
-    model in a loop writes one call over and over. (Calls sent as ``tool_calls`` all run: a
-    second identical ``delegate`` there is answered with the first one's id.)"""
-    seen: set[tuple[str, str]] = set()
-    kept = []
-    for call in calls:
-        if (call.name, call.arguments) not in seen:
-            seen.add((call.name, call.arguments))
-            kept.append(call)
-    return kept
+        return None
+    calls = [ToolCall(id=f"turn-{step}-{index}", name=name, arguments=arguments)
+             for index, (name, arguments) in enumerate(found)]
+    return Answer(calls, None, {"role": "assistant", "content": content}, structured=True)
 
 
 def _message(text: str | None, calls: list[ToolCall]) -> dict[str, Any]:

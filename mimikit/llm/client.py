@@ -14,10 +14,12 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from mimikit.config import secret_text
 from mimikit.exceptions import LLMAway, LLMStopped, LLMUnavailable
+from mimikit.llm import choice
 from mimikit.llm.abort import http_client, pause, stopped
-from mimikit.llm.choice import ChoicePolicy, forced, named_only
 from mimikit.llm.completion import Completion, ToolCall
 from mimikit.llm.failures import Retryable, status_failure
+from mimikit.llm.profile import CONSTRAINTS, ServerProfile
+from mimikit.llm.profiles import ProfileKeeper, Profiles
 from mimikit.llm.responses import (
     SAMPLE_CHUNK,
     SAMPLE_COMPLETION,
@@ -27,7 +29,7 @@ from mimikit.llm.responses import (
     detail,
     with_estimate,
 )
-from mimikit.llm.streaming import IgnoresToolChoice, PastDeadline, read_stream
+from mimikit.llm.streaming import PastDeadline, Reading, read_stream
 
 logger = logging.getLogger("mimikit.llm")
 
@@ -48,10 +50,19 @@ NEXT_TURN_STOP = "\n## Pending inputs"
 BACKOFF_JITTER = 0.5
 # A server-given wait is honoured, plus up to this fraction more for the same reason.
 RETRY_AFTER_JITTER = 0.1
+# The temperature of an answer held to a schema when none is set: greedy.
+GREEDY = 0.0
+# Words of a 400 answer that refuse the schema an answer was to be held to.
+REFUSED_SCHEMA = ("response_format", "json_schema", "schema", "grammar")
 
 
 class LLMDeadline(LLMUnavailable):
     """Raised when the caller's deadline passes during a request or while waiting to retry."""
+
+
+class ConstraintRefused(Exception):
+    """Raised when a server refused a request held to a schema: its profile no longer says it
+    constrains, and the caller asks again on the native path."""
 
 
 class StreamingClient:
@@ -64,24 +75,31 @@ class StreamingClient:
         self.sink_for = sink_for
         self.requests = 0
 
+    def profile(self, model: str) -> ServerProfile:
+        return self.client.profile(model)
+
     def chat(self, model: str, messages: list[dict[str, Any]],
              tools: list[dict[str, Any]] | None = None, deadline: float | None = None, *,
-             max_tokens: int | None = None, tool_choice: Any = None) -> Completion:
+             max_tokens: int | None = None, tool_choice: Any = None,
+             schema: dict[str, Any] | None = None, text_field: str | None = None) -> Completion:
         self.requests += 1
         return self.client.chat(model, messages, tools, deadline=deadline,
                                 on_text=self.sink_for(self.requests), max_tokens=max_tokens,
-                                tool_choice=tool_choice)
+                                tool_choice=tool_choice, schema=schema, text_field=text_field)
 
 
 class LLMClient:
     """Chat completions over the official ``openai`` SDK, pointed at any compatible base URL.
 
-    Retries 429, 5xx, connection errors, timeouts and malformed answers with jittered
-    exponential backoff, waiting at least what the server asks for (``retry-after-ms``, else
-    ``Retry-After`` in seconds or as an HTTP date). Running out of retries, or a server asking
-    to wait over ``RETRY_AFTER_MAX_SECONDS``, raises ``LLMAway`` (it is expected back); a
-    refusal that will not change (401, 403, 404, 400) raises ``LLMUnavailable``; a request of
-    a run told to stop (``abort``) ends at once with ``LLMStopped``.
+    What is asked follows the server's profile (``llm.profile``): an answer held to a schema,
+    or tools with the ``tool_choice`` the server holds to (``llm.choice``); every answer
+    teaches the profile what it shows. Retries 429, 5xx, connection errors, timeouts and
+    malformed answers with jittered exponential backoff, waiting at least what the server asks
+    for (``retry-after-ms``, else ``Retry-After`` in seconds or as an HTTP date). Running out
+    of retries, or a server asking to wait over ``RETRY_AFTER_MAX_SECONDS``, raises ``LLMAway``
+    (it is expected back); a refusal that will not change (401, 403, 404, 400) raises
+    ``LLMUnavailable``; a request of a run told to stop (``abort``) ends at once with
+    ``LLMStopped``.
     """
 
     def __init__(
@@ -93,6 +111,8 @@ class LLMClient:
         backoff_base: float = 0.5,
         backoff_max: float = 8.0,
         rng: random.Random | None = None,
+        keeper: ProfileKeeper | None = None,
+        temperature: float | None = None,
     ) -> None:
         self.base_url = base_url
         self.api_key = api_key
@@ -103,16 +123,19 @@ class LLMClient:
         self._random = rng or random.Random()
         self._sdk: openai.OpenAI | None = None
         self.streams = True  # False once the server answered a streamed request whole
-        self.choice = ChoicePolicy(base_url or "")  # the tool_choice this server is sent
+        self.profiles = Profiles(self, keeper)
+        self.temperature = temperature
 
     @classmethod
-    def from_settings(cls, settings: Any) -> LLMClient:
+    def from_settings(cls, settings: Any, keeper: ProfileKeeper | None = None) -> LLMClient:
         """Build a client from ``Settings`` (``llm_base_url``, ``llm_api_key``, timeouts)."""
         return cls(
             base_url=settings.llm_base_url,
             api_key=secret_text(settings.llm_api_key),
             timeout=settings.llm_timeout,
             max_retries=settings.llm_retries,
+            keeper=keeper,
+            temperature=settings.llm_temperature,
         )
 
     @property
@@ -124,6 +147,10 @@ class LLMClient:
     def url(self) -> str:
         """The base URL requests go to (for messages)."""
         return (self.base_url or DEFAULT_BASE_URL).rstrip("/")
+
+    def profile(self, model: str) -> ServerProfile:
+        """What the server does for ``model`` (learned once, kept by the keeper)."""
+        return self.profiles.get(model)
 
     def _client(self) -> openai.OpenAI:
         if not self.configured:
@@ -160,22 +187,26 @@ class LLMClient:
         *,
         max_tokens: int | None = None,
         tool_choice: Any = None,
+        schema: dict[str, Any] | None = None,
+        text_field: str | None = None,
     ) -> Completion:
         """Send one chat request and return the answer.
 
         Args:
             model: The model name.
             messages: The OpenAI-style transcript so far.
-            tools: Function-calling schemas to offer, or None.
+            tools: Function-calling schemas to offer, or None (ignored with ``schema``).
             deadline: A ``time.monotonic()`` value no attempt, backoff or streamed answer may
                 pass: a stream still going then is closed.
             on_text: Given the reply text piece by piece as it streams in (the request is
                 then streamed; a server that does not stream gives it in one piece).
             max_tokens: The most tokens the answer may have (a longer one ends with
                 ``finish_reason`` ``length``).
-            tool_choice: ``"required"``, ``{"type": "function", ...}`` or None; what the
-                server is sent of it follows ``ChoicePolicy`` (``"auto"`` once it shows it does
-                not hold its model to it, and small models answer worse for it).
+            tool_choice: ``"required"``, ``{"type": "function", ...}`` or None; sent as the
+                server's profile says it holds its model to (``llm.choice``).
+            schema: A JSON schema the answer is held to (the profile's ``constraint``);
+                then no tools are offered.
+            text_field: With ``schema``: the field of the answer ``on_text`` is given.
 
         Returns:
             The parsed completion, its usage counted here (``estimated``) when the server sent
@@ -186,27 +217,36 @@ class LLMClient:
             LLMAway: Unreachable, 5xx or 429 after the retries (an ``LLMUnavailable``).
             LLMDeadline: ``deadline`` passed before an answer came (an ``LLMUnavailable``).
             LLMStopped: The calling thread's run was stopped (``abort.stoppable``).
+            ConstraintRefused: The server refused ``schema``.
         """
         sdk = self._client()
-        options = {key: value for key, value in (("tools", tools), ("max_tokens", max_tokens),
-                                                 ("tool_choice", tool_choice)) if value}
+        profile = self.profile(model)
+        options: dict[str, Any] = {"max_tokens": max_tokens} if max_tokens else {}
+        if schema is not None and profile.constraint in CONSTRAINTS:
+            options.update(CONSTRAINTS[profile.constraint](schema))
+            options["temperature"] = GREEDY if self.temperature is None else self.temperature
+        else:
+            if self.temperature is not None:
+                options["temperature"] = self.temperature
+            schema = None
+            options.update({key: value for key, value in (("tools", tools),
+                                                          ("tool_choice", tool_choice)) if value})
         options["stop"] = [BLANK_LINES_STOP, NEXT_TURN_STOP]
+        names = [tool["function"]["name"] for tool in tools or []] or ["reply"]
+        reading = Reading(names, text_field, schema is not None)
         attempt, tried = 0, set[str]()
         while True:
             try:
-                completion = self._attempt(sdk, model, messages, options, deadline, on_text)
-                self.choice.answered(options, completion)
-                named = named_only(completion.content, [t["function"]["name"] for t in tools or []])
-                if named and options.get("tool_choice") != forced(named):
-                    options = {**options, "tool_choice": forced(named)}
-                    continue  # its name alone: asked again at once, the function forced
+                completion = self._attempt(sdk, model, messages, options, deadline, on_text,
+                                           reading)
+                self.profiles.learn_from(profile, options, completion, on_text is not None
+                                         and self.streams)
                 return with_estimate(completion, messages, tools)
             except Retryable as failure:
-                if failure.answered and self._adapted(options, on_text is not None, tried):
+                if failure.answered and self._adapted(on_text is not None, tried):
                     self._sdk = None  # on new connections: the server may drop the old one
                     sdk = self._client()
                     continue
-                self.choice.acquit()
                 if "stream" in tried and not self.streams:
                     self.streams = True  # it failed unstreamed too: not for streaming
                 if stopped():
@@ -222,15 +262,9 @@ class LLMClient:
                                failure.reason, attempt, delay)
                 pause(delay)
 
-    def _adapted(self, options: dict[str, Any], streaming: bool, tried: set[str]) -> bool:
-        """After a request the server failed on, change what it is asked (each change once):
-        True to ask again at once, with ``"auto"`` for a required call, then unstreamed
-        (llama-cpp-python cannot stream a call its model chose itself)."""
-        if "choice" not in tried and self.choice.blame(options):
-            tried.add("choice")
-            logger.info("the LLM at %s failed on a required call: asked again with "
-                        "tool_choice 'auto'", self.url)
-            return True
+    def _adapted(self, streaming: bool, tried: set[str]) -> bool:
+        """After a request the server failed on, ask again unstreamed, once (some servers
+        cannot stream every answer): True to ask again at once."""
         if "stream" not in tried and streaming and self.streams:
             tried.add("stream")
             self.streams = False
@@ -301,16 +335,17 @@ class LLMClient:
         return step * (1 - BACKOFF_JITTER * self._random.random())
 
     def _attempt(self, sdk: openai.OpenAI, model: str, messages: list[dict[str, Any]],
-                 options: dict[str, Any], deadline: float | None,
-                 on_text: Callable[[str], None] | None = None) -> Completion:
-        asked, options = options, self.choice.sent(options)
+                 asked: dict[str, Any], deadline: float | None,
+                 on_text: Callable[[str], None] | None, reading: Reading) -> Completion:
+        profile = self.profile(model)
+        options = choice.sent(asked, profile)
         timeout = self.timeout
         if deadline is not None:
             timeout = max(min(timeout, deadline - time.monotonic()), 0.05)
         try:
             if on_text is not None and self.streams:
-                streamed = self._streamed(sdk, model, messages, timeout, asked, on_text,
-                                          deadline)
+                streamed = self._streamed(sdk, model, messages, timeout, options, on_text,
+                                          deadline, reading)
                 if streamed is not None:
                     return streamed
             response = sdk.chat.completions.create(
@@ -324,8 +359,8 @@ class LLMClient:
                 f"cannot reach the LLM at {self.url}: {cause(error)}; set MIMIKIT_LLM_BASE_URL",
                 answered=False) from None
         except openai.BadRequestError as error:
-            if self.choice.refused_by(asked, detail(error)):
-                return self._attempt(sdk, model, messages, asked, deadline, on_text)
+            if self._refused(asked, detail(error), profile):
+                return self._attempt(sdk, model, messages, asked, deadline, on_text, reading)
             raise status_failure(self.url, error, model) from None
         except openai.APIStatusError as error:
             raise status_failure(self.url, error, model) from None
@@ -337,6 +372,14 @@ class LLMClient:
                              f"{response[:80]!r}")
         return self._parse(response)
 
+    def _refused(self, asked: dict[str, Any], said: str, profile: ServerProfile) -> bool:
+        """A request the server refused (400): True to ask again as the profile now says;
+        ``ConstraintRefused`` when it refused the schema the answer was to be held to."""
+        if "response_format" in asked and any(word in said.lower() for word in REFUSED_SCHEMA):
+            self.profiles.learn(profile, f"refused a schema: {said[:120]}", constraint=None)
+            raise ConstraintRefused(said)
+        return choice.refused(asked, said, profile)
+
     def _parse(self, response: Any) -> Completion:
         try:
             return completion_of(response)
@@ -345,19 +388,18 @@ class LLMClient:
                              f"completion ({error})") from None
 
     def _streamed(self, sdk: openai.OpenAI, model: str, messages: list[dict[str, Any]],
-                  timeout: float, asked: dict[str, Any], on_text: Callable[[str], None],
-                  deadline: float | None) -> Completion | None:
-        """One streamed request of ``asked`` (as the server is sent it); a server that answers
-        it whole is not asked to stream again (its whole answer is used); None when it refused
-        the request as streamed."""
-        options = self.choice.sent(asked)
+                  timeout: float, options: dict[str, Any], on_text: Callable[[str], None],
+                  deadline: float | None, reading: Reading) -> Completion | None:
+        """One streamed request of ``options`` (as the server is sent them); a server that
+        answers it whole is not asked to stream again (its whole answer is used); None when it
+        refused the request as streamed."""
         try:
             raw = sdk.chat.completions.with_raw_response.create(  # type: ignore[call-overload]
                 model=model, messages=messages, timeout=timeout,
                 stream=True, stream_options={"include_usage": True}, **options)
         except openai.BadRequestError as error:
-            if self.choice.refused_by(asked, detail(error)):
-                return self._streamed(sdk, model, messages, timeout, asked, on_text, deadline)
+            if "tool_choice" in detail(error).lower() or "response_format" in options:
+                raise  # refused for what was asked, not for streaming
             self.streams = False  # e.g. no stream_options here: ask again, unstreamed
             return None
         if "text/event-stream" not in raw.headers.get("content-type", ""):
@@ -365,13 +407,9 @@ class LLMClient:
             raw.http_response.read()
             return self._parse(ChatCompletion.model_validate(raw.http_response.json()))
         stream = raw.parse()
-        names = [tool["function"]["name"] for tool in asked.get("tools", [])] or ["reply"]
         try:
-            found = read_stream(stream, on_text, deadline, names, self.choice.binding(asked))
-        except IgnoresToolChoice as began:
-            stream.close()  # a model let loose here often runs on to max_tokens: ask again
-            self.choice.ran_on_in_prose(asked, str(began))
-            return self._streamed(sdk, model, messages, timeout, asked, on_text, deadline)
+            found = read_stream(stream, on_text, deadline, reading.names, reading.text_field,
+                                reading.schema)
         except PastDeadline as late:
             stream.close()
             raise LLMDeadline(f"the LLM at {self.url} was still answering when the run's "
@@ -383,4 +421,6 @@ class LLMClient:
             logger.info("the LLM at %s went round in a loop: its answer ends where it began",
                         self.url)
         calls = [ToolCall(id=i, name=n, arguments=a) for i, n, a in found.calls]
-        return Completion.of(found.content, calls, found.usage, found.finish_reason)
+        completion = Completion.of(found.content, calls, found.usage, found.finish_reason)
+        completion.written, completion.usage_streamed = found.written, found.usage_sent
+        return completion

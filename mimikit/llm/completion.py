@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mimikit.llm.profile import ServerProfile
+from mimikit.llm.reading import Written
 from mimikit.models import Usage
 
 
@@ -31,6 +33,8 @@ class Completion:
     usage: Usage = field(default_factory=Usage)
     raw_message: dict[str, Any] = field(default_factory=dict)
     finish_reason: str | None = None
+    written: Written | None = None  # its text, read once while it streamed
+    usage_streamed: bool | None = None  # a streamed answer's usage came in the stream
 
     @classmethod
     def of(cls, content: str | None, calls: list[ToolCall], usage: Usage,
@@ -51,4 +55,8 @@ class ChatClient(Protocol):
 
     def chat(self, model: str, messages: list[dict[str, Any]],
              tools: list[dict[str, Any]] | None = None, deadline: float | None = None, *,
-             max_tokens: int | None = None, tool_choice: Any = None) -> Completion: ...
+             max_tokens: int | None = None, tool_choice: Any = None,
+             schema: dict[str, Any] | None = None, text_field: str | None = None
+             ) -> Completion: ...
+
+    def profile(self, model: str) -> ServerProfile: ...

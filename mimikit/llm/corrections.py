@@ -1,35 +1,24 @@
 """What to tell a model whose answer cannot be taken as it is, so that it converges.
 
 Each correction names the exact call to make; when the same problem comes back, the next
-request forces that one function (``tool_choice``), where the server allows it. What each
-problem gets:
+request forces that one function (``tool_choice``) on the native path. An answer held to the
+role's schema parses by construction: only what the schema cannot rule out is corrected there
+(an answer cut at the token limit, a finisher due). What each problem gets:
 
 - text where a finishing tool was due (Planner, Worker, llm_eval): call the finisher;
-- a Teller's text, or ``reply``, that promises work without the call that does it: call
-  ``delegate`` with the request (``remember`` for a promise to keep something in memory);
 - an empty answer: call a tool (the Teller: ``reply``);
 - a call of a tool that does not exist, or one that cannot be read: the tools there are;
 - an answer cut at ``max_tokens``: the same, shorter;
-- a Teller whose calls keep failing: answer the user with ``reply``, in its own words;
-- a Teller's text that is only a JSON object or list (no call, no words): ``reply``, once.
+- a Teller whose calls keep failing: answer the user with ``reply``, in its own words.
 """
 
 from __future__ import annotations
 
-import json
-import re
-
-from mimikit.llm.answers import Answer
-
-_FENCE = re.compile(r"\A```[\w+.\-]*\s*(.*?)\s*```\Z", re.DOTALL)
-
 EMPTY = "empty"
 PLAIN = "plain"
-PROMISE = "promise"
 UNREADABLE = "unreadable"
 CUT = "cut"
 FAILING = "failing"
-BARE = "bare"
 
 
 def plain_text(finishers: list[str]) -> tuple[str, str]:
@@ -40,17 +29,6 @@ def plain_text(finishers: list[str]) -> tuple[str, str]:
                       "still need first); do not answer in text.")
 
 
-def promise(text: str, tool: str = "delegate") -> str:
-    """A Teller that promised work it did not hand over (or to remember what it did not)."""
-    if tool == "remember":
-        return (f"error: you told the user {text[:160]!r}, but nothing is kept until you call "
-                "'remember'. Call remember now with the fact to keep, in the user's words; "
-                "then reply.")
-    return (f"error: you told the user {text[:160]!r}, but nothing does that work until you "
-            "call 'delegate'. Call delegate now with a self-contained prompt for the request "
-            "(what to do, with every detail the user gave); do not answer in text.")
-
-
 def empty(teller: bool) -> tuple[str, str]:
     """An answer with neither text nor a call: the call to make, and the message."""
     name = "reply" if teller else "submit_result"
@@ -58,13 +36,13 @@ def empty(teller: bool) -> tuple[str, str]:
                   + (" with your answer to the user." if teller else " with your result."))
 
 
-def unreadable(answer: Answer, names: list[str]) -> str:
+def unreadable(unknown: list[str], broken: list[str], names: list[str]) -> str:
     """Calls of unknown tools, or calls that could not be read."""
     parts = []
-    if answer.unknown:
-        parts.append(f"there is no tool {', '.join(map(repr, answer.unknown))}")
-    if answer.broken:
-        parts.append(f"this call could not be read: {answer.broken[0][:200]!r}")
+    if unknown:
+        parts.append(f"there is no tool {', '.join(map(repr, unknown))}")
+    if broken:
+        parts.append(f"this call could not be read: {broken[0][:200]!r}")
     return (f"error: {'; '.join(parts)}. The tools are: {', '.join(names)}. Call one of them "
             "with its arguments as one JSON object.")
 
@@ -80,20 +58,3 @@ def failing(times: int) -> str:
     """A Teller whose every call failed ``times`` answers in a row."""
     return (f"error: your calls failed {times} times in a row. Call 'reply' now and answer the "
             "user in your own words: what you will do, or what you need to know.")
-
-
-def bare_json(text: str) -> bool:
-    """True when ``text`` (fenced or not) is only a JSON object or list."""
-    body = text.strip()
-    fenced = _FENCE.match(body)
-    try:
-        value = json.loads(fenced.group(1) if fenced else body)
-    except (json.JSONDecodeError, RecursionError):
-        return False
-    return isinstance(value, dict | list)
-
-
-def bare() -> str:
-    """A Teller that answered with a JSON object that is no call."""
-    return ("error: your answer was a JSON object, which is no call and no words the user can "
-            "read. Call 'reply' now with your answer to the user in words.")

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from mimikit.llm.completion import Completion, ToolCall
 from mimikit.llm.registry import ToolOutcome
-from mimikit.models import Usage
+from mimikit.models import Usage, new_id
 
 INTERRUPTED = ("error: interrupted: the process running this call stopped before it reported, "
                "so whether it happened is unknown. Check (e.g. look at the files) before doing "
@@ -40,6 +40,10 @@ class Replay:
         self.answers = {e["step"]: e for e in entries if e.get("kind") == "answer"}
         self.started = {e["id"] for e in entries if e.get("kind") == "start"}
         self.done = {e["id"]: e for e in entries if e.get("kind") == "done"}
+        # What the ids of the run's calls that came without one begin with: the same in every
+        # replay, and another in every run (a call's effect is named by its id).
+        first = self.answers.get(min(self.answers)) if self.answers else None
+        self.run = str(first.get("run")) if first and first.get("run") else new_id("r")
 
     @property
     def empty(self) -> bool:
@@ -66,7 +70,7 @@ class Replay:
     def write_answer(self, step: int, completion: Completion) -> None:
         if self.journal is not None and step not in self.answers:
             self.journal.append({
-                "kind": "answer", "step": step, "content": completion.content,
+                "kind": "answer", "step": step, "run": self.run, "content": completion.content,
                 "calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
                           for c in completion.tool_calls],
                 "usage": completion.usage.model_dump(), "finish": completion.finish_reason})

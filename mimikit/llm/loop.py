@@ -1,10 +1,14 @@
-"""The agent loop: ask the model, run the tool calls it makes, feed results back, repeat.
+"""The agent loop: ask the model, run the calls its answer makes, feed results back, repeat.
 
-Real models do not always call tools the way they are asked to (``answers``, ``corrections``):
-a call written into the text is run as the call; an answer that cannot be taken as it is gets
-a correction naming the call to make, then that call forced; a problem that persists ends the
-run with the reason, as does the step limit. Every step is written to the run's journal before
-the next one, and a run that is delivered again replays it (``journal``).
+Each request takes the path the server's profile gives (``llm.profile``): held to the role's
+schema (``llm.turns``: the answer parses by construction), or with the tools offered. Each
+answer is read once (``answers``) and becomes one next step (``_next``): run its calls, end
+the run, or correct it (``corrections``: an empty or cut answer, a call that cannot be read,
+text where a finisher is due). A turn ends when the model ends it: a Teller's turn after an
+answer that says its piece and asks to read nothing more (on the native path, an answer of
+only a ``reply`` may still be followed by the work in the next one); a Planner's or Worker's
+at its finisher. Every step is written to the run's journal before the next one, and a run
+that is delivered again replays it (``journal``).
 """
 
 from __future__ import annotations
@@ -19,26 +23,21 @@ from typing import Any
 from mimikit.llm import corrections
 from mimikit.llm.answers import Answer, read_answer
 from mimikit.llm.choice import forced
-from mimikit.llm.client import LLMDeadline
+from mimikit.llm.client import ConstraintRefused, LLMDeadline
 from mimikit.llm.completion import ChatClient, Completion, ToolCall
 from mimikit.llm.journal import INTERRUPTED, Journal, Replay, journaled, replayed
-from mimikit.llm.promises import backing_tool
-from mimikit.llm.record import (
-    STEP_TEXT_LIMIT,
-    Observer,
-    RunRecord,
-    RunStatus,
-    ToolCallRecord,
-)
+from mimikit.llm.record import STEP_TEXT_LIMIT, Observer, RunRecord, RunStatus, ToolCallRecord
 from mimikit.llm.registry import Registry, ToolOutcome
+from mimikit.llm.turns import TurnShape
 
 __all__ = ["Observer", "RunOptions", "RunRecord", "RunStatus", "ToolCallRecord", "run_agent"]
 logger = logging.getLogger("mimikit.llm")
+FAILING_IN_ROW = 2  # a Teller's answers in a row whose calls all failed, before reply is forced
 # How often one kind of problem is corrected before the run gives up on it (or, for text, takes
 # it as it is): the first time a message, the second time the call forced.
-FAILING_IN_ROW = 2  # a Teller's answers in a row whose calls all failed, before reply is forced
-GIVE_UP_AFTER = {corrections.EMPTY: 2, corrections.PLAIN: 2, corrections.PROMISE: 2,
-                 corrections.UNREADABLE: 3, corrections.CUT: 1}
+GIVE_UP_AFTER = {corrections.EMPTY: 2, corrections.PLAIN: 2, corrections.UNREADABLE: 3,
+                 corrections.CUT: 1}
+REPLY = "reply"
 
 
 @dataclass
@@ -51,12 +50,15 @@ class RunOptions:
         text_ends_run: Whether a plain answer ends the run (the Teller's reply); otherwise it
             is corrected until a finishing tool ends the run.
         max_tokens: The most tokens one answer may have.
-        tool_choice: What every request asks for (``"required"``: some tool call).
-        check_promises: Whether a text promising work without a ``delegate`` is corrected
-            (a Teller answering the person).
+        tool_choice: What every request on the native path asks for (``"required"``: some
+            tool call; None: the model's choice).
         journal: Where each step is written, and read back when the run resumes.
         text_as_result: Where a finishing tool is due, what a text answer becomes once the
             corrections did not get the call (None: the run goes on to the step limit).
+        shape: The role's answer as one object (``llm.turns``), asked for where the server
+            holds answers to a schema.
+        native_system: The system prompt for the native path, when the one given is for an
+            answer held to the schema (a server that refuses the schema is asked with it).
     """
 
     max_steps: int
@@ -64,9 +66,10 @@ class RunOptions:
     text_ends_run: bool = True
     max_tokens: int | None = None
     tool_choice: Any = None
-    check_promises: bool = False
     journal: Journal | None = None
     text_as_result: Callable[[str], Any] | None = None
+    shape: TurnShape | None = None
+    native_system: str | None = None
 
 
 def run_agent(
@@ -82,25 +85,23 @@ def run_agent(
     record: RunRecord | None = None,
     observer: Observer | None = None,
 ) -> RunRecord:
-    """Run one agent until it answers without a tool call, a tool stops it, or a limit hits.
+    """Run one agent until its turn ends, a tool stops it, or a limit hits.
 
     ``on_step`` is called with the record before each LLM request and may raise to abort the
     run; ``observer`` is given each step as it happens (``kind: llm`` with its usage and text,
     or ``kind: tool`` with its arguments and bounded output).
 
     Returns:
-        The run record: status "done" (plain answer, see ``finalText``), "stopped" (a tool
+        The run record: status "done" (the turn ended, see ``finalText``), "stopped" (a tool
         ended the run, see ``stopValue``) or "failed" (see ``error``).
 
     Raises:
         LLMUnavailable: The LLM is not configured or cannot be reached.
     """
     record = record or RunRecord(role=role, model=model)
-    record.messages = [
-        {"role": "system", "content": system_prompt},
-        {"role": "user", "content": user_prompt},
-    ]
     loop = _Loop(client, record, registry, ctx, options, on_step, observer)
+    record.messages = [{"role": "system", "content": system_prompt},
+                       {"role": "user", "content": user_prompt}]
     try:
         loop.run()
     finally:
@@ -124,10 +125,14 @@ class _Loop:
         self.replay = Replay(options.journal)
         self.problems: Counter[str] = Counter()
         self.forced: Any = None  # the tool_choice of the next request, after a correction
-        self.backed: set[str] = set()  # the tools whose calls succeeded
         self.called = False  # some call of the run succeeded
+        self.acted = False  # some call other than reply succeeded
+        self.replied_alone = 0  # answers in a row that only replied (the native path)
         self.failed_in_row = 0  # answers in a row whose every call failed
-        self.asked_for: Any = None  # the tool_choice of the last request
+        self.shape = options.shape if options.shape is not None and \
+            client.profile(record.model).path == "constrained" else None
+        record.path = "constrained" if self.shape is not None else \
+            client.profile(record.model).path
 
     # -- the cycle --
 
@@ -139,7 +144,8 @@ class _Loop:
             completion = self._ask()
             if completion is None:
                 return
-            if self._handle(read_answer(completion, self.names, record.steps, self._implied())):
+            step = f"{self.replay.run}-{record.steps}"
+            if self._handle(read_answer(completion, self.names, step, self.shape)):
                 return
         self._fail(f"step limit of {self.options.max_steps} reached without finishing; last "
                    f"error: {self.last_error or 'none (the model kept calling tools)'}")
@@ -148,8 +154,8 @@ class _Loop:
         """One answer: replayed from the journal, or one LLM request; None when the run
         timed out (its record says so)."""
         step = self.record.steps + 1
-        replayed = self.replay.answer(step)
-        if replayed is None:
+        replayed_answer = self.replay.answer(step)
+        if replayed_answer is None:
             deadline = self.options.deadline
             if deadline is not None and time.monotonic() >= deadline:
                 self._timed_out(deadline)
@@ -161,7 +167,7 @@ class _Loop:
                 return None
             self.replay.write_answer(step, completion)
         else:
-            completion = replayed
+            completion = replayed_answer
             self.record.resumed += 1
         self.record.steps = step
         self.record.usage = self.record.usage + completion.usage
@@ -170,15 +176,20 @@ class _Loop:
     def _request(self) -> Completion | None:
         began = time.monotonic()
         tool_choice = self.forced or (self.options.tool_choice if self.tools else None)
-        self.forced, self.asked_for = None, tool_choice
+        self.forced = None
+        shape = self.shape
         try:
-            completion = self.client.chat(self.record.model, self.record.messages, self.tools,
-                                          deadline=self.options.deadline,
-                                          max_tokens=self.options.max_tokens,
-                                          tool_choice=tool_choice)
+            completion = self.client.chat(
+                self.record.model, self.record.messages, self.tools,
+                deadline=self.options.deadline, max_tokens=self.options.max_tokens,
+                tool_choice=tool_choice, schema=shape.schema() if shape else None,
+                text_field=shape.text_field() if shape else None)
         except LLMDeadline:
             self._timed_out(self.options.deadline or self.started)
             return None
+        except ConstraintRefused:
+            self._unconstrained()
+            return self._request()
         self._observe({"kind": "llm", "model": self.record.model,
                        "usage": completion.usage.model_dump(),
                        "elapsedMs": int((time.monotonic() - began) * 1000),
@@ -186,14 +197,14 @@ class _Loop:
                        "calls": [call.name for call in completion.tool_calls]})
         return completion
 
-    def _implied(self) -> tuple[str, frozenset[str]] | None:
-        """The function an answer of only its arguments calls, and its parameters: the one the
-        last request forced, else the role's one finisher (``submit_result``)."""
-        finishers = self.registry.finishers(self.record.role)
-        if isinstance(self.asked_for, dict):
-            finishers = [self.asked_for.get("function", {}).get("name", "")]
-        return (finishers[0], self.registry.parameters(self.record.role, finishers[0])) \
-            if len(finishers) == 1 else None
+    def _unconstrained(self) -> None:
+        """The server refused the schema: the run goes on with the tools offered."""
+        self.shape = None
+        self.record.path = self.client.profile(self.record.model).path
+        if self.options.native_system is not None:
+            self.record.messages[0] = {"role": "system", "content": self.options.native_system}
+        self._observe({"kind": "note", "text": "the server refused the answer's schema: "
+                                               "asked with tools instead"})
 
     def _handle(self, answer: Answer) -> bool:
         """Handle one answer; True when the run ended."""
@@ -201,14 +212,14 @@ class _Loop:
         if answer.cut:
             return self._problem(corrections.CUT, corrections.cut(self.options.max_tokens))
         if answer.calls:
-            return self._run_calls(answer.calls)
+            return self._run_calls(answer)
         if answer.unknown or answer.broken:
             return self._problem(corrections.UNREADABLE,
-                                 corrections.unreadable(answer, self.names))
+                                 corrections.unreadable(answer.unknown, answer.broken,
+                                                        self.names))
         if answer.empty:
             if self.options.text_ends_run and self.called:
-                # it said what it had to through its calls, and has nothing to add
-                self.record.status, self.record.finalText = "done", ""
+                self._end("")  # it said what it had to through its calls
                 return True
             name, text = corrections.empty(self.options.text_ends_run)
             return self._problem(corrections.EMPTY, text, force=name, give_up=self._fell_silent())
@@ -216,23 +227,15 @@ class _Loop:
 
     def _plain(self, text: str) -> bool:
         """A plain text answer; True when it ends the run."""
-        if not self.options.text_ends_run:
-            finisher, message = corrections.plain_text(self.registry.finishers(self.record.role))
-            if self.options.text_as_result is not None and \
-                    self.problems[corrections.PLAIN] >= GIVE_UP_AFTER[corrections.PLAIN]:
-                return self._take_text_as_result(text)
-            self._correct(corrections.PLAIN, message, force=finisher)  # to the step limit
-            return False
-        if corrections.bare_json(text) and not self.problems[corrections.BARE]:
-            self._correct(corrections.BARE, corrections.bare())
-            self.forced = forced("reply")  # once: then the text is taken as it is
-            return False
-        tool = self._broken_promise(text)
-        if tool:
-            return self._problem(corrections.PROMISE, corrections.promise(text, tool),
-                                 force=tool, give_up=lambda: self._give_up_promise(text, tool))
-        self.record.status, self.record.finalText = "done", text
-        return True
+        if self.options.text_ends_run:
+            self._end("" if REPLY in self._succeeded() else text)  # its say was its reply
+            return True
+        finisher, message = corrections.plain_text(self.registry.finishers(self.record.role))
+        if self.options.text_as_result is not None and \
+                self.problems[corrections.PLAIN] >= GIVE_UP_AFTER[corrections.PLAIN]:
+            return self._take_text_as_result(text)
+        self._correct(corrections.PLAIN, message, force=finisher)  # to the step limit
+        return False
 
     # -- problems and corrections --
 
@@ -252,11 +255,9 @@ class _Loop:
     def _correct(self, kind: str, message: str, force: str | None = None) -> None:
         """Tell the model what to do instead; the second time of a kind, force the call."""
         self.problems[kind] += 1
-        self.last_error = message
-        if kind != corrections.PROMISE:  # a promise's correction quotes the model's own words
-            self._told(message)
+        self._told(message)
         self.record.messages.append({"role": "user", "content": message})
-        if force is not None and self.problems[kind] > 1:
+        if force is not None and self.problems[kind] > 1 and self.shape is None:
             self.forced = forced(force)
 
     def _told(self, error: str) -> None:
@@ -265,16 +266,6 @@ class _Loop:
         told = getattr(self.ctx, "told", None)
         if isinstance(told, list):
             told.append(error)
-
-    def _broken_promise(self, text: str) -> str | None:
-        """The call that would make ``text`` true, when no call of the run made it."""
-        tool = backing_tool(text) if self.options.check_promises else None
-        return tool if tool and tool not in self.backed else None
-
-    def _give_up_promise(self, text: str, tool: str) -> bool:
-        self.record.status, self.record.finalText = "done", text
-        self.record.promised, self.record.promisedTool = text, tool
-        return True
 
     def _fell_silent(self) -> Callable[[], bool] | None:
         """How a run that stays silent ends once corrected: a Planner or Worker whose calls
@@ -296,54 +287,78 @@ class _Loop:
 
     # -- tool calls --
 
-    def _run_calls(self, calls: list[ToolCall]) -> bool:
-        """Run one message's tool calls; True when one of them ended the run."""
-        finish: ToolOutcome | None = None
-        worked = False
-        for index, call in enumerate(calls):
-            if len(calls) > 1 and self.registry.must_be_alone(self.record.role, call.name):
-                outcome = self._refuse(call, f"{call.name!r} ends the run: call it alone, in a "
-                                             "message of its own, once your other calls' "
-                                             "results are in")
-            else:
-                outcome = self._call(call)
-            self.called = self.called or outcome.ok
-            worked = worked or outcome.ok
-            if outcome.ok:
-                self.backed.add(call.name)
-            if not outcome.ok:
-                self._told(outcome.content)
-            if outcome.stop and outcome.after_batch:
-                finish = finish or outcome
-            elif outcome.stop:
-                self._skip_rest(calls[index + 1:], call.name)
-                self.record.status, self.record.stopValue = "stopped", outcome.value
-                return True
-        if finish is not None:
-            return self._finish_batch(finish, calls)
-        self.failed_in_row = 0 if worked else self.failed_in_row + 1
-        if self.failed_in_row == FAILING_IN_ROW and self.options.text_ends_run:
-            # a confused small model retries the same broken call to the step limit: ask the
-            # Teller for its answer in words instead, forced
-            self._correct(corrections.FAILING, corrections.failing(self.failed_in_row))
-            self.forced = forced("reply")
+    def _run_calls(self, answer: Answer) -> bool:
+        """Run one answer's calls; True when the run ended."""
+        outcomes = [(call, self._call_in(answer, call)) for call in answer.calls]
+        if answer.structured:
+            self._results_in_words(outcomes)
+        ok = [outcome.ok for _call, outcome in outcomes]
+        self.called = self.called or any(ok)
+        self.acted = self.acted or any(o.ok and c.name != REPLY for c, o in outcomes)
+        stop = next((o for _c, o in outcomes if o.stop and o.ok), None)
+        if stop is not None:
+            self.record.status, self.record.stopValue = "stopped", stop.value
+            return True
+        self.failed_in_row = 0 if any(ok) else self.failed_in_row + 1
+        if not all(ok):
+            if self.failed_in_row == FAILING_IN_ROW and self.options.text_ends_run:
+                # a confused small model retries the same broken call to the step limit: ask
+                # the Teller for its answer in words instead, forced
+                self._correct(corrections.FAILING, corrections.failing(self.failed_in_row))
+                self.forced = forced(REPLY) if self.shape is None else None
+            return False
+        if not self.options.text_ends_run or any(self.registry.reads(self.record.role, c.name)
+                                                 for c, _o in outcomes):
+            return False  # a finisher is due, or the model asked to read something
+        return self._turn_over(answer, outcomes)
+
+    def _turn_over(self, answer: Answer, outcomes: list[tuple[ToolCall, ToolOutcome]]) -> bool:
+        """A Teller's answer whose calls all succeeded: True when its turn is over. An object
+        of its schema is a whole turn; on the native path a reply alone may be followed by the
+        work in the next answer (once)."""
+        only_replied = all(call.name == REPLY for call, _o in outcomes)
+        if answer.structured or not only_replied or self.acted or self.replied_alone:
+            self._end("")
+            return True
+        self.replied_alone += 1
         return False
 
-    def _finish_batch(self, finish: ToolOutcome, calls: list[ToolCall]) -> bool:
-        """A call that ends the run after its message (``reply``): unless what it said
-        promises work that no call of the message does."""
-        said = " ".join(str(c.arguments) for c in calls if c.name == "reply")
+    def _call_in(self, answer: Answer, call: ToolCall) -> ToolOutcome:
+        """Run one call of an answer, unless it is a finisher that may not run beside the
+        others: on the native path it must be alone; in an object of the schema it runs last,
+        and only after the others succeeded and asked to read nothing."""
+        role, others = self.record.role, [c for c in answer.calls if c is not call]
+        if others and self.registry.must_be_alone(role, call.name):
+            if not answer.structured:
+                return self._refuse(call, f"{call.name!r} ends the run: call it alone, in a "
+                                          "message of its own, once your other calls' results "
+                                          "are in")
+            blocker = self._blocker(others)
+            if blocker:
+                return self._refuse(call, f"{call.name!r} was not run: {blocker}; send it "
+                                          "again once you have read the results above")
+        return self._call(call)
 
-        def stop(promised: str | None = None, tool: str | None = None) -> bool:
-            self.record.status, self.record.stopValue = "stopped", finish.value
-            self.record.promised, self.record.promisedTool = promised, tool
-            return True
+    def _blocker(self, others: list[ToolCall]) -> str:
+        """Why a finisher beside ``others`` may not run yet ('' when it may)."""
+        results = {entry.name: entry for entry in self.record.toolCalls[-len(others):]}
+        for other in others:
+            entry = results.get(other.name)
+            if entry is not None and not entry.ok:
+                return f"{other.name!r} failed"
+            if self.registry.reads(self.record.role, other.name):
+                return f"{other.name!r} answers with something to read first"
+        return ""
 
-        tool = self._broken_promise(said)
-        if tool:
-            return self._problem(corrections.PROMISE, corrections.promise(said, tool),
-                                 force=tool, give_up=lambda: stop(said, tool))
-        return stop()
+    def _results_in_words(self, outcomes: list[tuple[ToolCall, ToolOutcome]]) -> None:
+        """After an object of the schema, its calls' results as one message for the model
+        (the transcript then has no tool messages, which its template might not take)."""
+        tool_messages = [m for m in self.record.messages if m.get("role") == "tool"]
+        for message in tool_messages[-len(outcomes):]:
+            self.record.messages.remove(message)
+        lines = [f"- {call.name}: {outcome.content[:STEP_TEXT_LIMIT]}"
+                 for call, outcome in outcomes]
+        self.record.messages.append({"role": "user", "content": "Results:\n" + "\n".join(lines)})
 
     def _call(self, call: ToolCall) -> ToolOutcome:
         """Run one call (or give back its journaled result), and record it."""
@@ -363,6 +378,8 @@ class _Loop:
         else:
             outcome = replayed(recorded, self.ctx)
         self._note(call, outcome, int((time.monotonic() - began) * 1000))
+        if not outcome.ok:
+            self._told(outcome.content)
         return outcome
 
     def _note(self, call: ToolCall, outcome: ToolOutcome, elapsed_ms: int) -> None:
@@ -378,20 +395,20 @@ class _Loop:
     def _refuse(self, call: ToolCall, reason: str) -> ToolOutcome:
         outcome = ToolOutcome(ok=False, content=f"error: {reason}")
         self._note(call, outcome, 0)
+        self._told(outcome.content)
         return outcome
 
-    def _skip_rest(self, calls: list[ToolCall], stopper: str) -> None:
-        # Every tool call needs an answer in the transcript, even the ones never run.
-        for call in calls:
-            self.record.messages.append({"role": "tool", "tool_call_id": call.id,
-                                         "content": f"error: not run: the run ended at "
-                                                    f"{stopper!r}"})
+    def _succeeded(self) -> set[str]:
+        return {entry.name for entry in self.record.toolCalls if entry.ok}
 
     # -- endings --
 
     def _observe(self, step: dict[str, Any]) -> None:
         if self.observer is not None:
             self.observer({"step": self.record.steps, **step})
+
+    def _end(self, text: str) -> None:
+        self.record.status, self.record.finalText = "done", text
 
     def _fail(self, error: str) -> None:
         self.record.status, self.record.error = "failed", error

@@ -1,19 +1,21 @@
-"""What the configured server does with tools, found out with one small request, so that
-``mimikit doctor`` can say it in one line ("llama.cpp server: tool calls returned as text;
-handled").
+"""Finding out what a server does (``llm.profile``) with a few small requests, so that its
+profile is known before the person's first message, and ``mimikit doctor`` can say it.
 
-The client adapts to the same things as it meets them (a server that refuses ``tool_choice``
-is asked without it; one that does not stream is asked whole; calls written as text are read
-by ``quirks``); the probe only says in advance what it will meet.
+The server is named from its model listing; then asked, each in one request: for an answer
+held to a schema (does the answer hold?), for a required call of one tool (does a native
+``tool_calls`` come back?), the same again streamed (does the stream carry usage? are the
+prompt tokens served from its cache the second time?).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from typing import Any
 
 from mimikit.exceptions import LLMUnavailable
-from mimikit.llm.client import LLMClient
-from mimikit.llm.quirks import written_calls
+from mimikit.llm.client import ConstraintRefused, LLMClient
+from mimikit.llm.completion import Completion
+from mimikit.llm.profile import CONSTRAINTS, ServerProfile, profile_for
 
 PROBE_TOOL = {"type": "function", "function": {
     "name": "reply", "description": "Send a message to the user.",
@@ -21,55 +23,58 @@ PROBE_TOOL = {"type": "function", "function": {
                    "required": ["text"]}}}
 PROBE_MESSAGES = [{"role": "system", "content": "Answer only by calling the reply tool."},
                   {"role": "user", "content": "Say ok."}]
-OWNERS = {"llamacpp": "llama.cpp server", "vllm": "vLLM", "openai": "OpenAI",
-          "system": "OpenAI", "library": "Ollama", "me": "llama-cpp-python server"}
+SCHEMA_MESSAGES = [{"role": "system", "content": "Answer with a JSON object."},
+                   {"role": "user", "content": "Is water wet? Answer yes or no."}]
+PROBE_SCHEMA = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}},
+                "required": ["answer"], "additionalProperties": False}
+PROBE_TOKENS = 24
 
 
-@dataclass
-class ServerTraits:
-    """What one server does."""
-
-    server: str
-    tool_choice: bool
-    usage: bool
-    calls: str  # "tool_calls" (parsed by the server), "text" (written in the answer), "none"
-
-    def line(self) -> str:
-        """One line for ``mimikit doctor``."""
-        calls = {"tool_calls": "tool calls parsed by the server",
-                 "text": "tool calls returned as text; handled",
-                 "none": "answered without a tool call; corrected, then forced"}[self.calls]
-        parts = [calls, "tool_choice honoured" if self.tool_choice
-                 else "tool_choice not honoured; not sent",
-                 "usage sent" if self.usage else "no usage sent; tokens estimated"]
-        return f"{self.server}: " + "; ".join(parts)
-
-
-def probe(client: LLMClient, model: str) -> ServerTraits:
-    """Ask the server one small tool question and see how it answers.
+def probe(client: LLMClient, model: str) -> ServerProfile:
+    """Ask the server a few small questions; the profile it shows (also kept by the client).
 
     Raises:
-        LLMUnavailable: The server cannot be reached or refused the request.
+        LLMUnavailable: The server cannot be reached or refused the requests.
     """
-    completion = client.chat(model, PROBE_MESSAGES, [PROBE_TOOL], max_tokens=64,
-                             tool_choice="required", on_text=lambda _piece: None)
-    if completion.tool_calls:
-        calls = "tool_calls"
-    elif written_calls(completion.content or "", ["reply"]):
-        calls = "text"
-    else:
-        calls = "none"
-    return ServerTraits(server=server_name(client), tool_choice=client.choice.honoured,
-                        usage=not completion.usage.estimated, calls=calls)
+    profile = profile_for(client.url, model, client.model_owners())
+    profile.constraint = _constraint(client, model, profile)
+    profile.probed = True
+    client.profiles.put(profile)
+    calls = _ask(client, model, PROBE_MESSAGES, tools=[PROBE_TOOL], tool_choice="required")
+    again = _ask(client, model, PROBE_MESSAGES, tools=[PROBE_TOOL], tool_choice="required",
+                 on_text=lambda _piece: None)
+    profile.nativeCalls = bool(calls.tool_calls or again.tool_calls)
+    profile.toolChoice = {**profile.toolChoice, "required": profile.nativeCalls}
+    if again.usage_streamed is not None:
+        profile.streamUsage = again.usage_streamed
+    profile.cachedTokens = bool(again.usage.cachedTokens)
+    client.profiles.put(profile)
+    return profile
 
 
-def server_name(client: LLMClient) -> str:
-    """What kind of server answers at the client's URL (from its model listing)."""
+def _constraint(client: LLMClient, model: str, profile: ServerProfile) -> str | None:
+    """The request field that holds this server's answers to a schema, tried in turn (the
+    one its kind is known by first); None when no field does."""
+    order = [profile.constraint] if profile.constraint else []
+    for name in [*order, *(name for name in CONSTRAINTS if name not in order)]:
+        client.profiles.put(profile.model_copy(update={"constraint": name}))
+        try:
+            answer = _ask(client, model, SCHEMA_MESSAGES, schema=PROBE_SCHEMA)
+        except (ConstraintRefused, LLMUnavailable):
+            continue
+        if _holds(answer):
+            return name
+    return None
+
+
+def _ask(client: LLMClient, model: str, messages: list[dict[str, Any]],
+         **options: Any) -> Completion:
+    return client.chat(model, messages, max_tokens=PROBE_TOKENS, **options)
+
+
+def _holds(answer: Completion) -> bool:
     try:
-        owners = client.model_owners()
-    except LLMUnavailable:
-        owners = []
-    for owner in owners:
-        if owner in OWNERS:
-            return OWNERS[owner]
-    return f"the server at {client.url}"
+        value = json.loads(answer.content or "")
+    except (json.JSONDecodeError, RecursionError):
+        return False
+    return isinstance(value, dict) and value.get("answer") in ("yes", "no")

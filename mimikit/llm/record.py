@@ -25,13 +25,9 @@ class ToolCallRecord(Model):
 
 
 class RunRecord(Model):
-    """One LLM run: its transcript, tool calls, token usage and outcome.
-
-    ``promised`` is set when a Teller's run ended with a promise of work it never handed over,
-    or to remember what it never kept (``promisedTool``: the pass then makes it true itself);
-    ``resumed`` counts the steps a run took
-    from its journal instead of doing them again.
-    """
+    """One LLM run: its transcript, tool calls, token usage and outcome; ``resumed`` counts
+    the steps a run took from its journal instead of doing them again, ``path`` the way its
+    requests were asked (``llm.profile``)."""
 
     id: str = Field(default_factory=lambda: new_id("run"))
     role: str
@@ -47,6 +43,5 @@ class RunRecord(Model):
     finalText: str | None = None
     stopValue: Any = None
     traceId: str | None = None
-    promised: str | None = None
-    promisedTool: str | None = None  # the call that would have made it true
     resumed: int = 0
+    path: str | None = None

@@ -22,7 +22,6 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from mimikit.exceptions import InvalidValue, LLMUnavailable, MimikitError
-from mimikit.llm.literals import POSITIONAL
 from mimikit.roles import ROLES
 
 logger = logging.getLogger("mimikit.tools")
@@ -55,6 +54,15 @@ class Tool:
     # Running it again has no further effect (it reads, or its effect is keyed by the call):
     # a call of it that a crash interrupted is run again instead of reported as interrupted.
     idempotent: bool = False
+    # In a structured turn (``llm.turns``) the tool's field holds this one argument's value
+    # (``reply``: its ``text``), not the arguments object.
+    short: str | None = None
+    # In a structured turn its field is true or false: true calls it with no arguments, the
+    # handler taking what it needs from the turn (the Teller's ``delegate``: the user's words).
+    flag: bool = False
+    # Its result is something the model asked to read (a listing, a search, a file): a
+    # finisher written beside it, before that result was read, is not taken.
+    reads: bool = False
 
 
 @dataclass(frozen=True)
@@ -107,7 +115,8 @@ class Registry:
 
     def tool(
         self, name: str, *, roles: Iterable[str], description: str | None = None,
-        alone: bool = False, idempotent: bool = False,
+        alone: bool = False, idempotent: bool = False, short: str | None = None,
+        reads: bool = False, flag: bool = False,
     ) -> Callable[[Handler], Handler]:
         """Decorator: register ``handler(ctx, args)``; the args model is its annotation.
 
@@ -126,6 +135,9 @@ class Registry:
                     handler=handler,
                     alone=alone,
                     idempotent=idempotent,
+                    short=short,
+                    reads=reads,
+                    flag=flag,
                 )
             )
             return handler
@@ -154,6 +166,16 @@ class Registry:
         """The argument names of the role's tool ``name`` (none for an unknown tool)."""
         tool = self._tools.get((role, name))
         return frozenset(tool.args.model_fields) if tool else frozenset()
+
+    def reads(self, role: str, name: str) -> bool:
+        """True when the role's tool ``name`` answers with something the model must read."""
+        tool = self._tools.get((role, name))
+        return bool(tool and tool.reads)
+
+    def tools_for(self, role: str, names: Iterable[str] | None = None) -> list[Tool]:
+        """The role's tools, in the order of ``names`` (default: sorted by name)."""
+        chosen = names if names is not None else self.names_for(role)
+        return [self._tools[(role, name)] for name in chosen if (role, name) in self._tools]
 
     def names_for(self, role: str) -> list[str]:
         """The tool names a role may call, sorted."""
@@ -259,7 +281,6 @@ def _parse_args(tool: Tool, arguments_json: str) -> tuple[BaseModel, list[str]] 
         return _error(
             f"the arguments of {tool.name!r} must be a JSON object, not {type(data).__name__}"
         )
-    data = _by_name(tool, data)
     notes: list[str] = []
     try:
         args = tool.args.model_validate(data)
@@ -298,21 +319,6 @@ def _capped(tool: Tool, data: dict[str, Any], error: ValidationError,
         return None
 
 
-def _by_name(tool: Tool, data: dict[str, Any]) -> dict[str, Any]:
-    """Arguments given by place (``*0``, ``*1``: a call written ``delegate("...", timeout=60)``)
-    under the names of the tool's fields, in their order; any left over stay to be refused."""
-    placed = {key: value for key, value in data.items()
-              if key.startswith(POSITIONAL) and key[len(POSITIONAL):].isdigit()}
-    if not placed:
-        return data
-    named = {key: value for key, value in data.items() if key not in placed}
-    free = [name for name in tool.args.model_fields if name not in named]
-    in_order = sorted(placed.items(), key=lambda item: int(item[0][len(POSITIONAL):]))
-    for index, (key, value) in enumerate(in_order):
-        named[free[index] if index < len(free) else key] = value
-    return named
-
-
 def _copied_descriptions(tool: Tool, data: dict[str, Any]) -> str:
     """The first field (``'prompt' ('...')``) whose value is its schema description copied."""
     for name, field in tool.args.model_fields.items():
@@ -341,7 +347,7 @@ def _problems(error: ValidationError) -> str:
 
 
 def _schema(tool: Tool) -> dict[str, Any]:
-    parameters = _clean(tool.args.model_json_schema())
+    parameters = clean_schema(tool.args.model_json_schema())
     parameters.setdefault("properties", {})
     return {
         "type": "function",
@@ -352,33 +358,38 @@ def _schema(tool: Tool) -> dict[str, Any]:
 # Bounds the arguments are checked against when a call comes in (with a message naming the
 # field): sent to the model they only lengthen every prompt.
 _CHECKED_NOT_SENT = frozenset({"maxLength", "minLength", "maxItems", "minItems", "maximum",
-                               "minimum", "exclusiveMaximum", "exclusiveMinimum", "gt", "ge",
-                               "lt", "le", "additionalProperties", "discriminator", "pattern"})
+                               "minimum", "exclusiveMaximum", "exclusiveMinimum",
+                               "additionalProperties", "pattern"})
+# Keywords pydantic writes that are no JSON Schema (a bound on an annotated type).
+_NOT_JSON_SCHEMA = frozenset({"gt", "ge", "lt", "le", "discriminator"})
 
 
-def _clean(node: Any) -> Any:
+def clean_schema(node: Any, keep_bounds: bool = False) -> Any:
     """Make pydantic's schema plain, compact JSON Schema that every OpenAI-compatible server
     accepts and a model reads quickly.
 
-    Drops ``title`` noise (but keeps a property named ``title``), the bounds the arguments are
-    checked against anyway (``_CHECKED_NOT_SENT``) and ``default: null``; an optional field's
-    ``anyOf [X, null]`` is just ``X``; a discriminated ``oneOf`` becomes ``anyOf``.
+    Drops ``title`` noise (but keeps a property named ``title``), ``default: null`` and, unless
+    ``keep_bounds`` (a schema the server holds answers to), the bounds the arguments are
+    checked against anyway (``_CHECKED_NOT_SENT``); an optional field's ``anyOf [X, null]`` is
+    just ``X``; a discriminated ``oneOf`` becomes ``anyOf``.
     """
     if isinstance(node, list):
-        return [_clean(item) for item in node]
+        return [clean_schema(item, keep_bounds) for item in node]
     if not isinstance(node, dict):
         return node
     node = _without_null(node)
     cleaned: dict[str, Any] = {}
     for key, value in node.items():
-        if (key == "title" and isinstance(value, str)) or key in _CHECKED_NOT_SENT:
+        if (key == "title" and isinstance(value, str)) or key in _NOT_JSON_SCHEMA or \
+                (key in _CHECKED_NOT_SENT and not keep_bounds):
             continue
         if key == "default" and value is None:
             continue
         if key in ("properties", "$defs") and isinstance(value, dict):
-            cleaned[key] = {name: _clean(schema) for name, schema in value.items()}
+            cleaned[key] = {name: clean_schema(schema, keep_bounds)
+                            for name, schema in value.items()}
         else:
-            cleaned["anyOf" if key == "oneOf" else key] = _clean(value)
+            cleaned["anyOf" if key == "oneOf" else key] = clean_schema(value, keep_bounds)
     return cleaned
 
 

@@ -1,9 +1,12 @@
 """Reading a streamed chat completion, passing on as it arrives the text a person should read.
 
-That text is the assistant's content, through a ``ProseFilter`` (a tool call the model wrote
-into its text is never shown), or the ``text`` argument of a ``reply`` tool call, whose JSON
-arrives in fragments: it is decoded as far as it is complete at each fragment. The whole
-stream must end before the caller's deadline, however slowly the tokens come.
+That text is, by the path of the request:
+- an answer held to a schema: the value of its text field (the Teller's ``reply``), decoded
+  from the JSON as far as it has arrived;
+- otherwise: the assistant's prose (``reading.ShownText``: nothing from where a call written
+  into the text may begin), or the ``text`` argument of a ``reply`` tool call as it streams.
+The text is read once, at the end, by ``reading.read_text``; the stream's result carries that
+reading. The whole stream must end before the caller's deadline, however slowly tokens come.
 """
 
 from __future__ import annotations
@@ -13,29 +16,24 @@ import re
 import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from mimikit.llm.choice import may_be_naming
-from mimikit.llm.notation import may_be_command_line
-from mimikit.llm.prose import ProseFilter
+from mimikit.llm.reading import ShownText, Written, read_text
 from mimikit.llm.repeats import TAIL_CHARS, loop_cut
 from mimikit.llm.responses import usage_of
 from mimikit.models import Usage
 
 REPLY_TOOL = "reply"
-_TEXT_VALUE = re.compile(r'"text"\s*:\s*"')
+
+
+class Reading(NamedTuple):
+    """How a stream is read: the tools offered, the field of an answer held to a schema a
+    person reads (if any), and whether the answer is held to one."""
+
+    names: list[str]
+    text_field: str | None = None
+    schema: bool = False
 _PARTIAL_ESCAPE = re.compile(r'\\(u[0-9a-fA-F]{0,3})?$')
-
-
-# An answer asked for a tool call (``tool_choice``) that runs on in prose this long, with no call
-# begun, shows that the server does not hold its model to the call; small models let loose there
-# often repeat themselves up to ``max_tokens``.
-PROSE_BEFORE_GIVING_UP = 160
-
-
-class IgnoresToolChoice(Exception):
-    """Raised while reading a stream asked for a tool call (``tool_choice``) that ran on in
-    prose (``PROSE_BEFORE_GIVING_UP`` characters): the server does not hold its model to it."""
 
 
 class PastDeadline(Exception):
@@ -46,17 +44,19 @@ class PastDeadline(Exception):
         self.received = received
 
 
-class ReplyText:
-    """The ``text`` value of a JSON object arriving in fragments, decoded as far as it goes."""
+class JsonText:
+    """The value of one string field of a JSON object arriving in fragments, decoded as far as
+    it goes."""
 
-    def __init__(self) -> None:
+    def __init__(self, key: str) -> None:
+        self.start = re.compile(rf'"{re.escape(key)}"\s*:\s*"')
         self.raw = ""
         self.sent = ""
 
     def feed(self, fragment: str) -> str:
         """Add ``fragment``; returns the text decoded since the last call ('' when none)."""
         self.raw += fragment
-        start = _TEXT_VALUE.search(self.raw)
+        start = self.start.search(self.raw)
         if start is None:
             return ""
         decoded = _decode_prefix(self.raw[start.end():])
@@ -100,29 +100,29 @@ class Streamed:
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
     looped: bool = False  # cut where it began to go round in a loop (``repeats``)
+    usage_sent: bool = False
+    written: Written | None = None  # the text's one reading (not for an answer to a schema)
 
 
 class _Reader:
     """The state of one stream being read."""
 
     def __init__(self, on_text: Callable[[str], None], names: Collection[str],
-                 calls_only: bool = False) -> None:
-        self.on_text = on_text
-        self.calls_only = calls_only
-        self.prose = ProseFilter(names)
-        self.names = frozenset(names)
+                 text_field: str | None, schema: bool) -> None:
+        self.on_text, self.names, self.schema = on_text, frozenset(names), schema
+        self.shown = ShownText(names)
+        self.field = JsonText(text_field) if text_field else None
         self.content: list[str] = []
         self.calls: dict[int, dict[str, str]] = {}
-        self.replies: dict[int, ReplyText] = {}
-        self.usage, self.received = Usage(), 0
+        self.replies: dict[int, JsonText] = {}
+        self.usage, self.usage_sent, self.received = Usage(), False, 0
         self.finish_reason: str | None = None
-        self.held = ""  # text of an answer that must be a call, shown only once it is not prose
         self.looped = False
-        self.naming = True  # the text so far may name a tool and no more
 
     def take(self, chunk: Any) -> None:
         if getattr(chunk, "usage", None) is not None:
             self.usage = usage_of(chunk.usage, getattr(chunk, "timings", None))
+            self.usage_sent = True
         for choice in chunk.choices or []:
             self.finish_reason = getattr(choice, "finish_reason", None) or self.finish_reason
             self._delta(choice.delta)
@@ -131,13 +131,7 @@ class _Reader:
         if delta is None:
             return
         if delta.content:
-            self.content.append(delta.content)
-            if "\n" in delta.content and self._looping():
-                return
-            if self.calls_only and not self.calls:
-                self._check_prose()
-            self.received += len(delta.content)
-            self._show(self.prose.feed(delta.content))
+            self._content(delta.content)
         for part in delta.tool_calls or []:
             call = self.calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
             call["id"] = part.id or call["id"]
@@ -151,7 +145,18 @@ class _Reader:
             call["arguments"] += arguments
             self.received += len(arguments)
             if call["name"] == REPLY_TOOL and arguments:
-                self._show(self.replies.setdefault(part.index, ReplyText()).feed(arguments))
+                self._show(self.replies.setdefault(part.index, JsonText("text")).feed(arguments))
+
+    def _content(self, piece: str) -> None:
+        self.content.append(piece)
+        self.received += len(piece)
+        if self.schema:
+            if self.field is not None:
+                self._show(self.field.feed(piece))
+            return
+        if "\n" in piece and self._looping():
+            return
+        self._show(self.shown.feed(piece))
 
     def _looping(self) -> bool:
         """Whether the text ends in a loop (``repeats``): the answer then ends where it began."""
@@ -171,52 +176,32 @@ class _Reader:
         self.looped, self.finish_reason = True, "stop"
         return True
 
-    def _check_prose(self) -> None:
-        text = "".join(self.content).lstrip()
-        if len(text) >= PROSE_BEFORE_GIVING_UP and not text.startswith(("{", "[", "<", "`")) \
-                and not self.prose.holding:
-            raise IgnoresToolChoice(text[:80])
-
     def _show(self, text: str) -> None:
-        if self.naming and self._may_be_naming():
-            self.held += text  # may name a tool and no more (``choice.named_only``), or be
-            return  # a call written as a command line (``notation.command_line``)
-        self.naming = False
-        if self.calls_only and not self.calls:
-            self.held += text  # prose that may yet be given up on: never shown twice
-        elif self.held or text:
-            self.on_text(self.held + text)
-            self.held = ""
-
-    def _may_be_naming(self) -> bool:
-        text = "".join(self.content)
-        return may_be_naming(text) or may_be_command_line(text, self.names)
+        if text:
+            self.on_text(text)
 
     def done(self) -> Streamed:
-        if self.naming and self._may_be_naming():
-            self.held = ""  # a tool named and no more, or a command line: never shown
-        self.naming = False
-        self._show(self.prose.finish())
-        self.calls_only = False
-        self._show("")
+        content = "".join(self.content)
+        written = None
+        if not self.schema and not self.calls:
+            written = read_text(content, self.names)
+            self._show(self.shown.finish(written))
         found = [(c["id"], c["name"], c["arguments"]) for _index, c in sorted(self.calls.items())]
-        return Streamed("".join(self.content) or None, found, self.usage, self.finish_reason,
-                        self.looped)
+        return Streamed(content or None, found, self.usage, self.finish_reason, self.looped,
+                        self.usage_sent, written)
 
 
 def read_stream(chunks: Iterable[Any], on_text: Callable[[str], None],
                 deadline: float | None = None, names: Collection[str] = (REPLY_TOOL,),
-                calls_only: bool = False) -> Streamed | None:
+                text_field: str | None = None, schema: bool = False) -> Streamed | None:
     """What a stream of chunks makes up; None when no chunk came (the server answered without
-    streaming). ``names`` are the tools offered (a call of one written as text is not shown);
-    ``calls_only``: a tool call was required, so text before any call means the server did not
-    hold its model to it.
+    streaming). ``names`` are the tools offered; ``schema``: the answer is held to a schema,
+    whose ``text_field`` (if any) a person reads as it arrives.
 
     Raises:
         PastDeadline: ``deadline`` (a ``time.monotonic()`` value) passed while reading.
-        IgnoresToolChoice: ``calls_only``, and the answer began with text.
     """
-    reader = _Reader(on_text, names, calls_only)
+    reader = _Reader(on_text, names, text_field, schema)
     seen = False
     for chunk in chunks:
         seen = True

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from mimikit.llm.completion import ChatClient, Completion
+from mimikit.llm.profile import ServerProfile
 from mimikit.models import Usage
 from mimikit.prices import PER_TOKENS, Price
 from mimikit.spending import book, budget
@@ -31,9 +32,15 @@ class Meter:
         self.last_answer_tokens = 0
         self.last_cost = 0.0
 
+    def profile(self, model: str) -> ServerProfile:
+        """What the server does for ``model`` (``llm.profile``)."""
+        return self.client.profile(model)
+
     def chat(self, model: str, messages: list[dict[str, Any]],
              tools: list[dict[str, Any]] | None = None, deadline: float | None = None, *,
-             max_tokens: int | None = None, tool_choice: Any = None) -> Completion:
+             max_tokens: int | None = None, tool_choice: Any = None,
+             schema: dict[str, Any] | None = None, text_field: str | None = None
+             ) -> Completion:
         """One call, if the budgets allow it (else ``BudgetExceeded``), booked when it ends.
 
         Raises:
@@ -41,7 +48,8 @@ class Meter:
         """
         def call() -> tuple[Completion, Usage]:
             completion = self.client.chat(model, messages, tools, deadline=deadline,
-                                          max_tokens=max_tokens, tool_choice=tool_choice)
+                                          max_tokens=max_tokens, tool_choice=tool_choice,
+                                          schema=schema, text_field=text_field)
             return completion, completion.usage
 
         return self.spend(messages, call)

@@ -204,6 +204,11 @@ class Keys:
         """When the start-up recovery last finished (``mimikit up`` is ready after it)."""
         return self._k("meta", "recovered_at")
 
+    @property
+    def llm_profiles(self) -> str:
+        """Hash ``base URL|model`` -> that server's profile (``llm.profile``), as JSON."""
+        return self._k("llm", "profiles")
+
     def meta(self, name: str) -> str:
         """Small bookkeeping values (last archive run, last flush, ...)."""
         return self._k("meta", name)

@@ -48,12 +48,12 @@ def register(registry: Registry) -> None:
                 f"ids: {sorted(wanted)}")
         return StopRun({"verdicts": [v.model_dump(exclude_none=True) for v in args.verdicts]})
 
-    @registry.tool("read_file", roles=roles, idempotent=True)
+    @registry.tool("read_file", roles=roles, idempotent=True, reads=True)
     def read_file(ctx: ToolContext, args: PathArgs) -> str:
         """Read a text file inside the work directory."""
         return ctx.workspace.read_file(args.path)
 
-    @registry.tool("list_files", roles=roles, idempotent=True)
+    @registry.tool("list_files", roles=roles, idempotent=True, reads=True)
     def list_files(ctx: ToolContext, args: ListArgs) -> dict[str, Any]:
         """List a directory inside the work directory (directories end with /)."""
         return {"entries": ctx.workspace.list_files(args.path)}

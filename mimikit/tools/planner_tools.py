@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from mimikit.atoms.tree import ConditionArg
+from mimikit.durations import Moment
 from mimikit.exceptions import InvalidValue, ToolError
 from mimikit.llm.echoes import repeats
 from mimikit.llm.registry import Registry, StopRun
@@ -59,8 +60,7 @@ class ScheduleArgs(Args):
     interval: Seconds | None = Field(None, gt=0, description="seconds between runs (recurring)")
     cron: str | None = Field(None, description="five-field cron, e.g. '0 9 * * 1-5' (recurring; "
                                                "read in the configured time zone)")
-    runAt: datetime | None = Field(None, description="ISO 8601 time (scheduled); without an "
-                                                     "offset it is the configured time zone")
+    runAt: Moment | None = None
     condition: ConditionArg | None = None
     cooldown: Seconds = Field(0, ge=0, description="seconds between firings (conditional)")
     timeout: Seconds | None = Field(None, gt=0, le=MAX_TASK_TIMEOUT_SECONDS)
@@ -177,12 +177,12 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
                      retry=_retry(args.retry), traceId=ctx.trace_id, parentId=ctx.task.id if ctx.task else None, **shape)
         return _stage(ctx, task, **about)
 
-    @registry.tool("get_recent_history", roles=planner, idempotent=True)
+    @registry.tool("get_recent_history", roles=planner, idempotent=True, reads=True)
     def get_recent_history(ctx: ToolContext, args: RecentHistoryArgs) -> dict[str, Any]:
         """The newest messages (skip `offset`), oldest first."""
         return _messages(ctx.runtime.conversation.recent(args.count, args.offset))
 
-    @registry.tool("get_history_by_time", roles=planner, idempotent=True)
+    @registry.tool("get_history_by_time", roles=planner, idempotent=True, reads=True)
     def get_history_by_time(ctx: ToolContext, args: HistoryByTimeArgs) -> dict[str, Any]:
         """Messages between two ISO 8601 times (inclusive; either order)."""
         zone = ctx.runtime.settings.tz
@@ -192,7 +192,7 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
             low, high = high, low
         return _messages(ctx.runtime.conversation.between(low, high, limit=500))
 
-    @registry.tool("search_memory", roles=planner, idempotent=True)
+    @registry.tool("search_memory", roles=planner, idempotent=True, reads=True)
     def search_memory(ctx: ToolContext, args: SearchMemoryArgs) -> dict[str, Any]:
         """BM25 search over memory files and project docs."""
         zone = ctx.runtime.settings.tz

@@ -27,12 +27,12 @@ class CancelTaskArgs(Args):
 def register(registry: Registry) -> None:
     roles = {"teller", "planner"}
 
-    @registry.tool("list_tasks", roles=roles, idempotent=True)
+    @registry.tool("list_tasks", roles=roles, idempotent=True, reads=True)
     def list_tasks(ctx: ToolContext, args: ListTasksArgs) -> dict[str, Any]:
         """List tasks: queued, running, triggers (recurring/scheduled/conditional) or all."""
         return {"tasks": listing(ctx.runtime, args.scope, args.role)}
 
-    @registry.tool("cancel_task", roles=roles)
+    @registry.tool("cancel_task", roles=roles, short="taskId")
     def cancel_task(ctx: ToolContext, args: CancelTaskArgs) -> dict[str, Any]:
         """Cancel a queued task or remove a trigger (running tasks are not affected)."""
         success, message = cancel(ctx.runtime, args.taskId, stop_running=False,

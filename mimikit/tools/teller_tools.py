@@ -28,14 +28,16 @@ class ReplyArgs(Args):
 
 
 class TellerDelegateArgs(Args):
-    prompt: str = Field(min_length=1, max_length=50_000,
-                        description="self-contained request for the Planner")
+    prompt: str = Field("", max_length=50_000,
+                        description="self-contained request for the Planner (left out: the "
+                                    "user's own words of this turn)")
     timeout: Seconds | None = Field(None, gt=0, le=MAX_TASK_TIMEOUT_SECONDS,
                                   description="seconds; null = role default")
 
 
 class RememberArgs(Args):
-    content: str = Field(min_length=1, max_length=20_000)
+    content: str = Field("", max_length=20_000,
+                         description="one sentence to keep (left out: the user's own words)")
     longTerm: bool = False
 
 
@@ -52,10 +54,10 @@ class BacklogArgs(Args):
                              description="the item (not with list)")
 
 
-def post_reply(ctx: ToolContext, text: str) -> Message:
+def post_reply(ctx: ToolContext, text: str) -> Message | None:
     """Write an assistant message with the run's usage and elapsed time so far (once: a call
     run again after a crash finds its message there), without what the model copied from its
-    prompt.
+    prompt; None when the pass said exactly that already.
 
     Raises:
         ToolError: Nothing is left once the copied lines are taken out.
@@ -65,6 +67,8 @@ def post_reply(ctx: ToolContext, text: str) -> Message:
         raise ToolError("the reply held only lines copied from the conversation, the "
                         "prompt's markup or the errors you were told; write your answer to "
                         "the user itself")
+    if text in ctx.replies:  # said already in this pass (a model repeating its reply)
+        return None
     message = Message(role="assistant", text=text, usage=ctx.usage.model_copy(),
                       elapsedMs=ctx.elapsed_ms(), traceId=ctx.trace_id)
     once = ctx.once_key()
@@ -113,6 +117,38 @@ def with_users_words(ctx: ToolContext, prompt: str) -> str:
     return prompt + USERS_WORDS_HEADING + "\n".join(said) if said else prompt
 
 
+def ask(ctx: ToolContext, args: AskUserArgs) -> StopRun:
+    """Pose the question of an ``ask_user`` call, unless it only repeats what was said.
+
+    Raises:
+        ToolError: A question is pending, or this one holds nothing of its own.
+    """
+    if ctx.runtime.conversation.question() is not None:
+        raise ToolError("a question is already pending; wait for its answer")
+    asked = without_echoes(args.question, ctx.told)
+    if not asked:
+        raise ToolError("the question held only words copied from the conversation or "
+                        "the errors you were told; write your own question to the user")
+    if repeats(asked, ctx.heard):
+        raise ToolError("the question only repeats the user's own message; answer it "
+                        "with reply, hand it to the Planner with delegate, or ask about "
+                        "what is missing from it")
+    options = args.options
+    if args.default is not None and options and args.default not in options:
+        options = [*options, args.default]  # the answer it falls back to may be chosen
+    question = pose_question(ctx, PendingQuestion(question=asked, options=options,
+                                                  timeout=args.timeout, default=args.default))
+    return StopRun({"asked": True, "expiresAt": str(question.expiresAt)})
+
+
+def _handed_words(ctx: ToolContext) -> str:
+    """What a delegation without a prompt hands over: the user's messages of this turn, or,
+    after an answer to a question, the request to go on with it."""
+    if ctx.heard:
+        return "\n".join(ctx.heard)
+    return "Continue the earlier request with the user's answer." if ctx.answers else ""
+
+
 def delegated_request(prompt: str) -> str:
     """A Planner task's prompt as the Teller delegated it, without the person's words."""
     return request_parts(prompt)[0]
@@ -131,16 +167,20 @@ def _plain(text: str) -> str:
 def register(registry: Registry) -> None:
     teller = {"teller"}
 
-    @registry.tool("reply", roles=teller, idempotent=True)
-    def reply(ctx: ToolContext, args: ReplyArgs) -> StopRun:
-        """Send a message to the user (ends the run after this message's tool calls)."""
+    @registry.tool("reply", roles=teller, idempotent=True, short="text")
+    def reply(ctx: ToolContext, args: ReplyArgs) -> dict[str, Any]:
+        """Send a message to the user, in the user's language."""
         post_reply(ctx, args.text)
-        return StopRun({"ok": True}, after_batch=True)
+        return {"sent": True}
 
-    @registry.tool("delegate", roles=teller, idempotent=True)
+    @registry.tool("delegate", roles=teller, idempotent=True, short="prompt", flag=True)
     def delegate(ctx: ToolContext, args: TellerDelegateArgs) -> dict[str, Any]:
-        """Hand real work to the Planner; returns its taskId."""
-        prompt = with_earlier_attempt(ctx, with_users_words(ctx, args.prompt))
+        """Hand real work (files, commands, anything scheduled or watched) to the Planner: the
+        request in the user's words with every detail; returns its taskId."""
+        prompt = args.prompt.strip() or _handed_words(ctx)
+        if not prompt:
+            return {"skipped": "no request of the user's in this turn to hand over"}
+        prompt = with_earlier_attempt(ctx, with_users_words(ctx, prompt))
         task = Task(role="planner", prompt=prompt,
                     timeout=args.timeout, traceId=ctx.trace_id, priority=7)
         existing = fingerprint.active_duplicate(ctx.runtime, task)
@@ -151,31 +191,20 @@ def register(registry: Registry) -> None:
         ctx.created.append(task.id)
         return {"taskId": task.id}
 
-    @registry.tool("remember", roles=teller)
+    @registry.tool("remember", roles=teller, short="content", flag=True)
     def remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
-        """Keep a fact or preference (longTerm: memory.md; else a dated memory file)."""
-        path = write_memory(ctx.runtime.settings.state_dir, args.content, long_term=args.longTerm)
+        """Keep a fact or preference the user states, as one sentence (longTerm: memory.md;
+        else a dated memory file)."""
+        content = args.content.strip() or "\n".join(ctx.heard)
+        if not content:
+            return {"skipped": "nothing the user said in this turn to keep"}
+        path = write_memory(ctx.runtime.settings.state_dir, content, long_term=args.longTerm)
         return {"path": str(path.relative_to(ctx.runtime.settings.state_dir))}
 
     @registry.tool("ask_user", roles=teller)
     def ask_user(ctx: ToolContext, args: AskUserArgs) -> StopRun:
         """Ask the user a question (ends the run; the answer wakes you later)."""
-        if ctx.runtime.conversation.question() is not None:
-            raise ToolError("a question is already pending; wait for its answer")
-        asked = without_echoes(args.question, ctx.told)
-        if not asked:
-            raise ToolError("the question held only words copied from the conversation or "
-                            "the errors you were told; write your own question to the user")
-        if repeats(asked, ctx.heard):
-            raise ToolError("the question only repeats the user's own message; answer it "
-                            "with reply, hand it to the Planner with delegate, or ask about "
-                            "what is missing from it")
-        options = args.options
-        if args.default is not None and options and args.default not in options:
-            options = [*options, args.default]  # the answer it falls back to may be chosen
-        question = pose_question(ctx, PendingQuestion(question=asked, options=options,
-                                                      timeout=args.timeout, default=args.default))
-        return StopRun({"asked": True, "expiresAt": str(question.expiresAt)})
+        return ask(ctx, args)
 
     @registry.tool("update_backlog", roles=teller)
     def update_backlog(ctx: ToolContext, args: BacklogArgs) -> dict[str, Any]:

@@ -39,12 +39,12 @@ class WorkerResultArgs(Args):
 def register(registry: Registry) -> None:
     worker = {"worker"}
 
-    @registry.tool("shell", roles=worker)
+    @registry.tool("shell", roles=worker, reads=True)
     def shell(ctx: ToolContext, args: ShellArgs) -> dict[str, Any]:
         """Run a shell command in the work directory (no stdin; killed at its timeout)."""
         return ctx.workspace.shell(args.command, args.timeout)
 
-    @registry.tool("read_file", roles=worker, idempotent=True)
+    @registry.tool("read_file", roles=worker, reads=True, idempotent=True)
     def read_file(ctx: ToolContext, args: PathArgs) -> str:
         """Read a text file inside the work directory."""
         return ctx.workspace.read_file(args.path)
@@ -54,7 +54,7 @@ def register(registry: Registry) -> None:
         """Create or overwrite a file inside the work directory."""
         return ctx.workspace.write_file(args.path, args.content)
 
-    @registry.tool("list_files", roles=worker, idempotent=True)
+    @registry.tool("list_files", roles=worker, reads=True, idempotent=True)
     def list_files(ctx: ToolContext, args: ListArgs) -> dict[str, Any]:
         """List a directory inside the work directory (directories end with /)."""
         return {"entries": ctx.workspace.list_files(args.path)}

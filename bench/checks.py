@@ -1,0 +1,192 @@
+"""The everyday requests of the task benchmark, each with the check of its outcome in the
+world: a file on disk and what it holds, a trigger with the right cron or time, a line in
+memory, a number or name in the reply, a question asked and answered.
+
+A check returns (done, why): why says what was found, in a few words.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from stack import Client
+
+Check = Callable[["World"], tuple[bool, str]]
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@dataclass
+class World:
+    """What a check may look at: the work dir, the instance's API, and the replies since the
+    request was sent."""
+
+    work: Path
+    client: Client
+    since: str | None
+    sent_at: datetime = datetime.now(UTC)
+
+    def __post_init__(self) -> None:
+        self.sent_at = datetime.now(UTC)
+
+    def replies(self) -> list[str]:
+        """The assistant messages since the request, oldest first."""
+        messages = self.client.call("GET", "/api/messages?limit=200")["messages"]
+        ids = [m["id"] for m in messages]
+        start = ids.index(self.since) + 1 if self.since in ids else 0
+        return [m["text"] for m in messages[start:] if m["role"] == "assistant"]
+
+    def said(self) -> str:
+        return "\n".join(self.replies())
+
+    def question(self) -> bool:
+        return bool(self.client.call("GET", "/api/question").get("question"))
+
+    def asked(self) -> bool:
+        """The newest reply asks something (a question in words, not a pending question)."""
+        replies = self.replies()
+        return bool(replies) and replies[-1].rstrip().endswith(("?", "？"))
+
+    def triggers(self) -> list[dict[str, Any]]:
+        """The instance's triggers, whole (with their schedule)."""
+        found = self.client.call("GET", "/api/tasks?scope=triggers")["tasks"]
+        return [self.client.call("GET", f"/api/tasks/{t['id']}")["task"] for t in found]
+
+    def memory(self) -> str:
+        state = self.work / ".mimikit"
+        files = [state / "memory.md", *sorted((state / "memory").glob("**/*.md"))]
+        return "\n".join(f.read_text(encoding="utf-8") for f in files if f.is_file())
+
+
+@dataclass
+class Request:
+    """One everyday request, the check of its outcome, and the answer to give if it asks."""
+
+    name: str
+    text: str
+    check: Check
+    answer: str | None = None
+
+
+def _replied(world: World) -> tuple[bool, str]:
+    said = world.said()
+    return (bool(said.strip()), f"replied {said[:60]!r}" if said else "no reply")
+
+
+def _says(*needles: str) -> Check:
+    def check(world: World) -> tuple[bool, str]:
+        said = world.said()
+        missing = [n for n in needles if n.lower() not in said.lower()]
+        return (not missing, f"reply lacks {missing}: {said[:80]!r}" if missing
+                else f"reply has {list(needles)}")
+    return check
+
+
+def _notes(world: World) -> tuple[bool, str]:
+    path = world.work / "notes.txt"
+    if not path.is_file():
+        return False, "notes.txt not written"
+    size = path.stat().st_size
+    if "hello" not in path.read_text(errors="replace").lower():
+        return False, f"notes.txt holds {path.read_text(errors='replace')[:40]!r}"
+    said = world.said()
+    if str(size) not in said:
+        return False, f"notes.txt ({size} bytes) written, the reply does not say {size}"
+    return True, f"notes.txt written, {size} bytes reported"
+
+
+def _fib(world: World) -> tuple[bool, str]:
+    path = world.work / "fib.py"
+    if not path.is_file():
+        return False, "fib.py not written"
+    run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                         timeout=30, cwd=world.work)
+    if "34" not in run.stdout or "13" not in run.stdout:
+        return False, f"fib.py prints {run.stdout[:60]!r}"
+    if "34" not in world.said():
+        return False, "fib.py works, the reply lacks its output"
+    return True, "fib.py written, runs, output reported"
+
+
+def _daily_water(world: World) -> tuple[bool, str]:
+    for trigger in world.triggers():
+        cron = (trigger.get("schedule") or {}).get("cron")
+        if cron and "water" in trigger["prompt"].lower():
+            fields = [f.lstrip("0") or "0" for f in cron.split()]
+            return fields == ["0", "9", "*", "*", "*"], f"cron {cron!r}"
+    return False, "no recurring trigger about water"
+
+
+def _in_ten_minutes(world: World) -> tuple[bool, str]:
+    for trigger in world.triggers():
+        run_at = (trigger.get("schedule") or {}).get("runAt")
+        if run_at and "stretch" in trigger["prompt"].lower():
+            at = datetime.fromisoformat(run_at)
+            late = (at - world.sent_at) / timedelta(minutes=1)
+            return 8 <= late <= 12, f"runs {late:.1f} min after the request"
+    return False, "no scheduled trigger about stretching"
+
+
+def _pnpm_kept(world: World) -> tuple[bool, str]:
+    kept = "pnpm" in world.memory().lower()
+    chinese = bool(CJK.search(world.said()))
+    return kept and chinese, f"memory {'has' if kept else 'lacks'} pnpm; reply " \
+                             f"{'in Chinese' if chinese else 'not in Chinese'}"
+
+
+def _listed(world: World) -> tuple[bool, str]:
+    names = sorted(p.name for p in world.work.iterdir() if not p.name.startswith("."))
+    said = world.said()
+    missing = [name for name in names if name not in said]
+    return not missing and bool(names), f"reply lacks {missing}" if missing else \
+        f"all of {names} named"
+
+
+def _water_cancelled(world: World) -> tuple[bool, str]:
+    left = [t for t in world.triggers() if "water" in t["prompt"].lower()]
+    return not left, f"{len(left)} water trigger(s) left" if left else "the water trigger is gone"
+
+
+def _date_counted(world: World) -> tuple[bool, str]:
+    path = world.work / "date.txt"
+    if not path.is_file():
+        return False, "date.txt not written"
+    today = datetime.now(UTC).date().isoformat()
+    text = path.read_text(errors="replace")
+    if today not in text:
+        return False, f"date.txt holds {text[:30]!r}"
+    counts = {str(len(text)), str(len(text.strip()))}
+    said = world.said()
+    return any(c in said for c in counts), f"date.txt right; reply " \
+        f"{'has' if any(c in said for c in counts) else 'lacks'} the count {sorted(counts)}"
+
+
+def _color_file(world: World) -> tuple[bool, str]:
+    made = [p.name for p in world.work.iterdir() if "blue" in p.name.lower()]
+    return bool(made), f"made {made}" if made else "no file named after blue"
+
+
+REQUESTS: list[Request] = [
+    Request("chat", "hi! who are you?", _replied),
+    Request("arithmetic", "What is 17 times 23?", _says("391")),
+    Request("file", "create a file notes.txt containing the word hello, then tell me its size",
+            _notes),
+    Request("script", "write a python script fib.py that prints the first 10 Fibonacci numbers, "
+            "run it and tell me the output", _fib),
+    Request("daily", "every day at 9am remind me to drink water", _daily_water),
+    Request("relative", "remind me in ten minutes to stretch", _in_ten_minutes),
+    Request("preference", "帮我记住：我喜欢用 pnpm", _pnpm_kept),
+    Request("list", "which files are in the work dir?", _listed),
+    Request("recall", "我喜欢用什么包管理器？", _says("pnpm")),
+    Request("cancel", "cancel the water reminder", _water_cancelled),
+    Request("two-step", "write today's date as YYYY-MM-DD into date.txt, then count the "
+            "characters in date.txt and tell me the number", _date_counted),
+    Request("choice", "create an empty file named after my favorite color", _color_file,
+            answer="blue"),
+]

@@ -1,0 +1,274 @@
+"""The task benchmark: everyday requests to ``mimikit up``, one after another, each checked in
+the world once the instance settles (the file on disk, the trigger in Redis, the line in
+memory, the number in the reply), not in the transcript.
+
+    python bench/tasks.py --url http://127.0.0.1:8099/v1 --model qwen2.5-coder-1.5b-instruct
+    python bench/tasks.py --scripted      # the scripted server, answering as a model should
+
+``mimikit up`` runs in a new directory as a new user starts it (defaults, embedded Redis),
+behind a recording proxy that notes each LLM request's role, prompt tokens, cached tokens and
+time. One row per request: done or not (and why), wall time from the message to the settled
+instance, time to the first reply, LLM calls, and prompt / cached tokens per role. A model is
+not bound to pass: this prints numbers, it is not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from checks import REQUESTS, Request, World
+from recorder import ROLES, Recorder
+from stack import Client
+
+READY_SECONDS = 180
+SETTLED_QUIET_SECONDS = 4.0  # nothing running, nothing new, this long: settled
+
+
+@dataclass
+class Row:
+    """What one request came to."""
+
+    name: str
+    done: bool = False
+    why: str = ""
+    wall: float = float("nan")
+    first_reply: float = float("nan")
+    calls: dict[str, int] = field(default_factory=dict)
+    prompt: dict[str, int] = field(default_factory=dict)
+    cached: dict[str, int] = field(default_factory=dict)
+
+
+class Up:
+    """``mimikit up`` in a directory of its own, as a new user runs it."""
+
+    def __init__(self, root: Path, llm_url: str, model: str, extra: dict[str, str]) -> None:
+        self.work = root / "work"
+        self.work.mkdir(parents=True)
+        self.port = _free_port()
+        self.redis_url = f"redis://127.0.0.1:{_free_port()}/0"
+        env = {key: value for key, value in os.environ.items()
+               if not key.startswith(("MIMIKIT_", "OPENAI_"))}
+        env.update({"MIMIKIT_LLM_BASE_URL": llm_url, "MIMIKIT_LLM_API_KEY": "bench",
+                    "MIMIKIT_PORT": str(self.port),
+                    "MIMIKIT_REDIS_URL": self.redis_url,
+                    **{f"MIMIKIT_{role.upper()}_MODEL": f"{role}-{model}" for role in ROLES},
+                    **extra})
+        self.log = open(root / "up.log", "w")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen([sys.executable, "-m", "mimikit", "up"], env=env,
+                                        cwd=self.work, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True)
+        ready = threading.Event()
+        threading.Thread(target=self._follow, args=(ready,), daemon=True).start()
+        if not ready.wait(READY_SECONDS):
+            self.stop()
+            raise SystemExit(f"mimikit up did not say ready; see {root / 'up.log'}")
+        self.client = Client(self.port)
+
+    def _follow(self, ready: threading.Event) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.log.write(line)
+            self.log.flush()
+            if "ready at" in line:
+                ready.set()
+
+    def keep_runs(self, path: Path) -> None:
+        """Every run's transcript (Teller, Planner, Worker), for reading what happened."""
+        import redis
+
+        client = redis.Redis.from_url(self.redis_url)
+        runs = {key.decode(): [json.loads(item) for item in client.lrange(key, 0, -1)]
+                for key in client.scan_iter("mimikit:runs:*") if client.type(key) == b"list"}
+        path.write_text(json.dumps(runs, indent=1, ensure_ascii=False))
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.log.close()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run_request(up: Up, recorder: Recorder, request: Request, timeout: float) -> Row:
+    """Send one request (and its answer, when it asks one), wait until the instance settles,
+    then check the world."""
+    row = Row(request.name)
+    client = up.client
+    world = World(up.work, client, since=_last_message_id(client))
+    began = time.monotonic()
+    first = _say(client, request.text)
+    settled = _settle(client, began + timeout)
+    if request.answer is not None and (world.question() or world.asked()):
+        _answer(client, request.answer)
+        settled = _settle(client, began + timeout) and settled
+    row.wall = time.monotonic() - began
+    row.first_reply = first.wait()
+    calls = [c for c in recorder.calls if began <= c["began"] <= began + row.wall]
+    for role in ROLES:
+        mine = [c for c in calls if c["role"] == role]
+        row.calls[role] = len(mine)
+        row.prompt[role] = sum(c["prompt"] for c in mine)
+        row.cached[role] = sum(c["cached"] for c in mine)
+    if not settled:
+        row.why = f"not settled within {timeout:g} s; "
+    try:
+        row.done, why = request.check(world)
+    except Exception as error:  # a check that cannot read the world says so
+        row.done, why = False, f"check failed: {type(error).__name__}: {error}"
+    row.why += why
+    return row
+
+
+class _FirstReply:
+    """When the first words of a reply to a message showed (a streamed ``reply`` event or a
+    stored assistant message), seconds after it was sent."""
+
+    def __init__(self, client: Client, began: float) -> None:
+        self.client, self.began, self.seconds = client, began, float("nan")
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def _watch(self) -> None:
+        deadline = self.began + 900
+        while time.monotonic() < deadline:
+            try:
+                event, data = self.client.events.get(timeout=1)
+            except queue.Empty:
+                continue
+            if (event == "reply" and data.get("text")) or \
+                    (event == "message" and data.get("role") == "assistant"):
+                self.seconds = time.monotonic() - self.began
+                return
+
+    def wait(self) -> float:
+        self.thread.join(timeout=0)
+        return self.seconds
+
+
+def _say(client: Client, text: str) -> _FirstReply:
+    while not client.events.empty():
+        client.events.get_nowait()
+    began = time.monotonic()
+    client.call("POST", "/api/input", {"text": text})
+    return _FirstReply(client, began)
+
+
+def _answer(client: Client, text: str) -> None:
+    if client.call("GET", "/api/question").get("question"):
+        client.call("POST", "/api/question/answer", {"answer": text})
+    else:
+        client.call("POST", "/api/input", {"text": text})
+
+
+def _last_message_id(client: Client) -> str | None:
+    messages = client.call("GET", "/api/messages?limit=1")["messages"]
+    return messages[-1]["id"] if messages else None
+
+
+def _settle(client: Client, deadline: float) -> bool:
+    """Wait until nothing is queued or running, the Teller is idle with an empty inbox, and no
+    new message came for ``SETTLED_QUIET_SECONDS``; False at the deadline."""
+    quiet_since, last = None, None
+    while time.monotonic() < deadline:
+        status = client.call("GET", "/api/status")
+        busy = _busy(client, status)
+        newest = _last_message_id(client)
+        if busy or newest != last:
+            quiet_since, last = None, newest
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= SETTLED_QUIET_SECONDS:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def _busy(client: Client, status: dict[str, Any]) -> bool:
+    if (status.get("teller") or {}).get("state") != "idle" or any(
+            (status.get("queues") or {}).values()):
+        return True
+    tasks = client.call("GET", "/api/tasks?scope=all")["tasks"]
+    return any(t["status"] in ("queued", "running", "deferred") for t in tasks)
+
+
+def print_table(rows: list[Row], title: str) -> None:
+    print(f"\n{title}")
+    head = (f"{'request':<16} {'done':<5} {'wall s':>7} {'1st s':>6} {'calls T/P/W':>12} "
+            f"{'prompt T/P/W':>20} {'cached T/P/W':>20}  why")
+    print(head)
+    print("-" * len(head))
+    for row in rows:
+        trio = lambda d: "/".join(str(d.get(r, 0)) for r in ROLES)  # noqa: E731
+        print(f"{row.name:<16} {'yes' if row.done else 'NO':<5} {row.wall:>7.1f} "
+              f"{row.first_reply:>6.1f} {trio(row.calls):>12} {trio(row.prompt):>20} "
+              f"{trio(row.cached):>20}  {row.why}")
+    done = sum(row.done for row in rows)
+    calls = sum(sum(row.calls.values()) for row in rows)
+    print(f"\n{done} of {len(rows)} done; {calls} LLM calls; "
+          f"{sum(row.wall for row in rows):.0f} s in all")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--url", help="the model server's base URL, e.g. http://127.0.0.1:8099/v1")
+    parser.add_argument("--model", help="the model name the server serves")
+    parser.add_argument("--scripted", action="store_true",
+                        help="run against the scripted server answering as a model should")
+    parser.add_argument("--only", help="comma-separated names of the requests to run")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per request")
+    parser.add_argument("--json", help="also write the rows to this file")
+    args = parser.parse_args()
+    chosen = [r for r in REQUESTS if not args.only or r.name in args.only.split(",")]
+    oracle = None
+    if args.scripted:
+        from oracle import Oracle
+
+        oracle = Oracle().start()
+        url, model = oracle.url, "scripted"
+    elif args.url and args.model:
+        url, model = args.url, args.model
+    else:
+        parser.error("give --url and --model, or --scripted")
+    recorder = Recorder(url)
+    threading.Thread(target=recorder.serve_forever, daemon=True).start()
+    root = Path(tempfile.mkdtemp(prefix="mimikit-tasks-"))
+    up = Up(root, recorder.url, model, {"MIMIKIT_TELLER_TIMEOUT": "900"})
+    rows = []
+    try:
+        for request in chosen:
+            rows.append(run_request(up, recorder, request, args.timeout))
+            print(f"{rows[-1].name}: {'done' if rows[-1].done else 'NOT done'} "
+                  f"in {rows[-1].wall:.1f} s ({rows[-1].why})", flush=True)
+    finally:
+        up.keep_runs(root / "runs.json")
+        up.stop()
+        if oracle is not None:
+            oracle.shutdown()
+    print_table(rows, f"{model} at {url} ({root})")
+    if args.json:
+        Path(args.json).write_text(json.dumps([row.__dict__ for row in rows], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,126 @@
+"""A role's answer as one JSON object, where the server holds its model to a schema: the
+schema built from the role's tools, and the calls an answer of it makes.
+
+Three shapes (``roles.Role.turn``):
+
+- ``turn``: one field per tool, several filled at once (the Teller's turn: what to say, what
+  to hand over, what to remember...). A tool that stands for one argument (``Tool.short``:
+  ``reply`` is its ``text``) takes that value itself; a flag (``Tool.flag``) is true or false;
+  any other takes its arguments object; ``null`` is "not this time". The role's ``turn_fields`` are required, in order, so that a
+  small model decides each; the others may be left out.
+- ``step``: exactly one call, ``{"write_file": {"path": ..., "content": ...}}``.
+- ``plan``: one call, and the role's finisher may come with it (it runs after the call
+  succeeded): ``{"delegate": {...}, "submit_result": {...}}``, or the finisher alone.
+
+The schema keeps the arguments' own constraints (enums, required fields, small bounds): an
+answer that parses is a valid step. Lengths are left to the tools' own checks: a grammar
+expands a bound on a length into as many rules.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mimikit.llm.registry import Tool, clean_schema
+from mimikit.roles import Shape
+
+# Bounds a grammar can hold cheaply; larger ones (a text's length) are checked by the tool.
+SMALL_BOUND = 64
+_LENGTHS = ("maxLength", "minLength", "maxItems", "minItems")
+
+
+@dataclass(frozen=True)
+class TurnShape:
+    """How one role answers: its shape, its tools in order, and the fields it must fill."""
+
+    shape: Shape
+    tools: tuple[Tool, ...]
+    required: tuple[str, ...] = ()
+    filled: tuple[str, ...] = ()  # required fields that may not be null
+
+    def schema(self) -> dict[str, Any]:
+        """The JSON schema every answer of the role is held to (the definitions the tools'
+        arguments refer to gathered at its root)."""
+        defs: dict[str, Any] = {}
+        values = {tool.name: _value_schema(tool, defs) for tool in self.tools}
+        if self.shape in ("step", "plan"):
+            finisher = {t.name: values[t.name] for t in self.tools if t.alone} \
+                if self.shape == "plan" else {}
+            schema: dict[str, Any] = {"anyOf": [
+                {"type": "object", "properties": {name: value, **finisher}, "required": [name],
+                 "additionalProperties": False} for name, value in values.items()
+                if name not in finisher] + ([{
+                    "type": "object", "properties": finisher, "required": list(finisher),
+                    "additionalProperties": False}] if finisher else [])}
+        else:
+            sure = {tool.name for tool in self.tools if tool.flag} | set(self.filled)
+            schema = {"type": "object",
+                      "properties": {name: value if name in sure else _nullable(value)
+                                     for name, value in values.items()},
+                      "required": [name for name in self.required if name in values],
+                      "additionalProperties": False}
+        return {**schema, "$defs": defs} if defs else schema
+
+    def calls(self, answer: Any) -> list[tuple[str, str]] | None:
+        """The calls (name, arguments JSON) of a decoded answer; None when it is not an
+        object of this shape (the server did not hold its model to the schema)."""
+        if not isinstance(answer, dict):
+            return None
+        known = [key for key in answer if key in {tool.name for tool in self.tools}]
+        finishers = [key for key in known if any(t.name == key and t.alone for t in self.tools)]
+        if not known or (self.shape == "step" and len(answer) != 1) or \
+                (self.shape == "plan" and len(known) - len(finishers) > 1):
+            return None
+        calls = []
+        for tool in self.tools:  # in the shape's order: a finisher comes last
+            value = answer.get(tool.name)
+            if value is None or value is False:
+                continue
+            arguments = {} if tool.flag else {tool.short: value} if tool.short else value
+            calls.append((tool.name, json.dumps(arguments, ensure_ascii=False)))
+        return calls
+
+    def text_field(self) -> str | None:
+        """The field whose text a person reads as it streams (the Teller's ``reply``)."""
+        return next((t.name for t in self.tools if t.name == "reply" and t.short), None)
+
+
+def turn_shape(shape: Shape, tools: Sequence[Tool], required: Sequence[str] = (),
+               filled: Sequence[str] = ()) -> TurnShape:
+    """The shape of a role's answers over ``tools`` (``required`` first, in their order;
+    ``filled`` never null)."""
+    first = [tool for name in required for tool in tools if tool.name == name]
+    rest = [tool for tool in tools if tool not in first]
+    finishers = [tool for tool in rest if tool.alone]
+    ordered = first + [tool for tool in rest if not tool.alone] + finishers
+    return TurnShape(shape, tuple(ordered), tuple(required), tuple(filled))
+
+
+def _value_schema(tool: Tool, defs: dict[str, Any]) -> dict[str, Any]:
+    """The schema of a tool's field (its definitions added to ``defs``)."""
+    if tool.flag:
+        return {"type": "boolean"}
+    arguments = _grammar_friendly(clean_schema(tool.args.model_json_schema(), keep_bounds=True))
+    defs.update(arguments.pop("$defs", {}))
+    if tool.short:
+        value: dict[str, Any] = arguments["properties"][tool.short]
+        return value
+    return arguments
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def _grammar_friendly(node: Any) -> Any:
+    """``node`` without length bounds over ``SMALL_BOUND``."""
+    if isinstance(node, list):
+        return [_grammar_friendly(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {key: _grammar_friendly(value) for key, value in node.items()
+            if not (key in _LENGTHS and isinstance(value, int) and value > SMALL_BOUND)}
+
