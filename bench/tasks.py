@@ -211,6 +211,34 @@ def _busy(client: Client, status: dict[str, Any]) -> bool:
     return any(t["status"] in ("queued", "running", "deferred") for t in tasks)
 
 
+def answers_table(runs_file: Path) -> None:
+    """Per role, over the whole run: the model's answers, those that parsed as the role's
+    object (or came as native calls), the corrections the runtime sent, and the runs."""
+    runs = json.loads(runs_file.read_text())
+    seen: dict[str, dict[str, Any]] = {}
+    for items in runs.values():
+        for run in items:
+            seen.setdefault(run["id"], run)
+    print("\nanswers per role (a correction is a message telling the model what was wrong)")
+    print(f"{'role':<8} {'runs':>5} {'answers':>8} {'parsed':>7} {'not parsed':>11} "
+          f"{'corrections':>12}")
+    for role in ROLES:
+        mine = [run for run in seen.values() if run["role"] == role]
+        answers = [m for run in mine for m in run["messages"] if m["role"] == "assistant"]
+        parsed = sum(1 for m in answers if m.get("tool_calls") or _an_object(m.get("content")))
+        corrections = sum(1 for run in mine for m in run["messages"]
+                          if m["role"] == "user" and str(m.get("content", "")).startswith("error:"))
+        print(f"{role:<8} {len(mine):>5} {len(answers):>8} {parsed:>7} "
+              f"{len(answers) - parsed:>11} {corrections:>12}")
+
+
+def _an_object(content: Any) -> bool:
+    try:
+        return isinstance(json.loads(content or ""), dict)
+    except ValueError:
+        return False
+
+
 def print_table(rows: list[Row], title: str) -> None:
     print(f"\n{title}")
     head = (f"{'request':<16} {'done':<5} {'wall s':>7} {'1st s':>6} {'calls T/P/W':>12} "
@@ -265,6 +293,7 @@ def main() -> int:
         if oracle is not None:
             oracle.shutdown()
     print_table(rows, f"{model} at {url} ({root})")
+    answers_table(root / "runs.json")
     if args.json:
         Path(args.json).write_text(json.dumps([row.__dict__ for row in rows], indent=1))
     return 0

@@ -15,6 +15,7 @@ from pydantic import (
     Tag,
     ValidationError,
     ValidationInfo,
+    WithJsonSchema,
     model_validator,
 )
 
@@ -270,6 +271,40 @@ RESULT_SCHEMAS: dict[str, type[Model]] = {
     "analysis": AnalysisResult,
     "summary": SummaryResult,
 }
+
+
+def result_type_of(result: dict[str, Any]) -> str | None:
+    """The resultType whose schema ``result`` matches (the first, in ``RESULT_SCHEMAS``'
+    order), or None."""
+    for name, schema in RESULT_SCHEMAS.items():
+        try:
+            schema.model_validate(result)
+        except ValidationError:
+            continue
+        return name
+    return None
+
+
+def _inlined(node: Any, defs: dict[str, Any]) -> Any:
+    """``node`` with every ``$ref`` to ``defs`` replaced by what it names."""
+    if isinstance(node, list):
+        return [_inlined(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        return _inlined(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+    return {key: _inlined(value, defs) for key, value in node.items() if key != "$defs"}
+
+
+def _result_body_schema() -> dict[str, Any]:
+    schemas = [model.model_json_schema() for model in RESULT_SCHEMAS.values()]
+    return {"anyOf": [_inlined(schema, schema.get("$defs", {})) for schema in schemas],
+            "description": "the result in the shape of its resultType"}
+
+
+# A result as a tool takes it: one of the resultTypes' shapes, so that an answer held to a
+# schema can only be one of them.
+ResultBody = Annotated[dict[str, Any], WithJsonSchema(_result_body_schema())]
 
 
 def check_result(result_type: str, result: dict[str, Any]) -> None:

@@ -177,6 +177,7 @@ class ScriptedLLM:
         self.streams = True  # False: answer a streamed request whole, as some servers do
         # False: GET /v1/models answers 404, like servers that list no models
         self.lists_models = True
+        self.owner = "scripted"  # the models' owned_by: "llamacpp" lists them as llama.cpp does
 
     @property
     def port(self) -> int:
@@ -387,7 +388,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") in ("/v1/models", "/models") and scripted.lists_models:
             with scripted._lock:
                 names = sorted(set(scripted._scripts) | set(scripted._defaults) - {"*"})
-            data = [{"id": name, "object": "model", "created": 0, "owned_by": "scripted"}
+            data = [{"id": name, "object": "model", "created": 0, "owned_by": scripted.owner}
                     for name in names]
             return self._send(200, {"object": "list", "data": data})
         return self._send(404, {"error": {"message": f"no route {self.path}"}})

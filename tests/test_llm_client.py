@@ -374,36 +374,46 @@ def _offered(options):
     return [tool["function"]["name"] for tool in options["tools"]]
 
 
+def _profile():
+    from mimikit.llm.profile import ServerProfile
+
+    return ServerProfile(baseUrl="http://127.0.0.1:9/v1", model="m")
+
+
 def test_a_forced_function_is_offered_alone_and_asked_as_required_where_its_name_is_not_held():
-    from mimikit.llm.choice import ChoicePolicy, forced
+    from mimikit.llm import choice
     from mimikit.llm.completion import Completion, ToolCall
 
     tools = [{"type": "function", "function": {"name": name}} for name in ("reply", "delegate")]
-    policy = ChoicePolicy("http://127.0.0.1:9/v1")
-    asked = {"tools": tools, "tool_choice": forced("delegate")}
+    profile = _profile()
+    asked = {"tools": tools, "tool_choice": choice.forced("delegate")}
     prose = Completion(content="I'll delegate it.")
-    assert policy.sent(asked) == {"tools": [tools[1]], "tool_choice": forced("delegate")}
-    policy.answered(asked, prose)  # the name not held: from now on the same demand as required
-    assert policy.sent(asked) == {"tools": [tools[1]], "tool_choice": "required"}
+    assert choice.sent(asked, profile) == {"tools": [tools[1]],
+                                           "tool_choice": choice.forced("delegate")}
+    choice.answered(asked, prose, profile)  # the name not held: the same demand as required
+    assert choice.sent(asked, profile) == {"tools": [tools[1]], "tool_choice": "required"}
     called = Completion(content=None, tool_calls=[ToolCall("c1", "delegate", "{}")])
-    policy.answered(asked, called)
-    assert policy.sent({"tools": tools, "tool_choice": "required"})["tool_choice"] == "required"
-    policy.answered(asked, prose)  # "required" not held either
-    assert policy.sent(asked) == {"tools": [tools[1]], "tool_choice": "auto"}
-    assert _offered(policy.sent({"tools": tools, "tool_choice": "required"})) == \
+    choice.answered(asked, called, profile)
+    assert choice.sent({"tools": tools, "tool_choice": "required"}, profile)["tool_choice"] \
+        == "required"
+    choice.answered(asked, prose, profile)  # "required" not held either
+    assert choice.sent(asked, profile) == {"tools": [tools[1]], "tool_choice": "auto"}
+    assert _offered(choice.sent({"tools": tools, "tool_choice": "required"}, profile)) == \
         ["reply", "delegate"]
+    assert profile.toolChoice == {"named": False, "required": False}
 
 
 def test_a_forced_function_is_offered_alone_even_where_nothing_is_held():
-    from mimikit.llm.choice import ChoicePolicy, forced
+    from mimikit.llm import choice
     from mimikit.llm.completion import Completion
 
     tools = [{"type": "function", "function": {"name": name}} for name in ("reply", "delegate")]
-    policy = ChoicePolicy("http://127.0.0.1:9/v1")
+    profile = _profile()
     required = {"tools": tools, "tool_choice": "required"}
-    policy.answered(required, Completion(content="Hello!"))
-    assert policy.sent(required)["tool_choice"] == "auto"
-    asked = {"tools": tools, "tool_choice": forced("reply")}
-    assert policy.sent(asked) == {"tools": [tools[0]], "tool_choice": forced("reply")}
-    policy.answered(asked, Completion(content="Hello!"))
-    assert policy.sent(asked) == {"tools": [tools[0]], "tool_choice": "auto"}
+    choice.answered(required, Completion(content="Hello!"), profile)
+    assert choice.sent(required, profile)["tool_choice"] == "auto"
+    asked = {"tools": tools, "tool_choice": choice.forced("reply")}
+    assert choice.sent(asked, profile) == {"tools": [tools[0]],
+                                           "tool_choice": choice.forced("reply")}
+    choice.answered(asked, Completion(content="Hello!"), profile)
+    assert choice.sent(asked, profile) == {"tools": [tools[0]], "tool_choice": "auto"}

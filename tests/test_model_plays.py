@@ -82,8 +82,8 @@ def test_an_empty_answer_is_corrected_not_taken_for_the_reply(stack, llm, nothin
     wait_history(stack, lambda h: ("assistant", "Hello!") in h, message="the reply")
     second = llm.requests_for("teller")[1]
     assert "empty" in second["messages"][-1]["content"]
-    assert second.get("tool_choice") == {"type": "function", "function": {"name": "reply"}} \
-        or len(llm.requests_for("teller")) == 2
+    assert _replies(stack) == ["Hello!"]
+    assert not any(role == "system" for role, _t in history(stack))
 
 
 def test_a_cut_off_answer_is_asked_again_shorter(stack, llm):
@@ -113,69 +113,6 @@ def test_reply_first_then_delegate_in_the_next_message_is_not_lost(stack, llm):
     assert _planned(stack, llm)[0].prompt.startswith("Create notes.txt")
     replies = _replies(stack)
     assert replies == ["I'll create notes.txt for you."]
-
-
-def test_a_promise_in_plain_text_gets_its_delegate(stack, llm):
-    llm.script("teller", text("I'll delegate this to the Planner."),
-               tool_call("delegate", prompt="Remind the user every day at 9am to drink water"),
-               tool_call("reply", text="Done: a daily reminder at 9."))
-    post_input(stack, "every day at 9am remind me to drink water")
-    assert "drink water" in _planned(stack, llm)[0].prompt
-    forced = llm.requests_for("teller")[1]
-    assert "delegate" in forced["messages"][-1]["content"]
-
-
-def test_a_promise_the_model_never_backs_is_handed_to_the_planner(stack, llm):
-    llm.default("teller", text("好的，我来为你创建这个文件。"))
-    post_input(stack, "创建一个文件 notes.txt")
-    planned = _planned(stack, llm)
-    assert "notes.txt" in planned[0].prompt
-    assert ("assistant", "好的，我来为你创建这个文件。") in history(stack)
-    _first, corrected, again = llm.requests_for("teller")[:3]  # the text, corrected twice
-    assert "delegate" in corrected["messages"][-1]["content"]
-    assert "delegate" in again["messages"][-1]["content"]
-
-
-def test_a_promising_reply_gets_delegate_forced_the_second_time(stack, llm):
-    llm.script("teller", tool_call("reply", text="I'll create notes.txt."),
-               tool_call("reply", text="I'll create it right away."),
-               tool_call("delegate", prompt="Create notes.txt"), text(""))
-    post_input(stack, "create notes.txt")
-    assert _planned(stack, llm)[0].prompt.startswith("Create notes.txt")
-    corrected, forced = llm.requests_for("teller")[1:3]
-    assert corrected["tool_choice"] == "required"
-    assert forced["tool_choice"] == {"type": "function", "function": {"name": "delegate"}}
-
-
-def test_a_server_taking_a_named_function_as_auto_gets_it_as_required_with_that_tool_alone(
-        stack, llm):
-    def llama_server(body):  # reads tool_choice only as a string: an object is "auto"
-        offered = [tool["function"]["name"] for tool in body.get("tools", [])]
-        if "## Pending inputs" not in body["messages"][1]["content"]:
-            return tool_call("reply", text="The Planner has planned it.")  # a result
-        if body.get("tool_choice") == "required" and offered == ["delegate"]:
-            return tool_call("delegate", prompt="Create todo.txt")
-        if body.get("tool_choice") == "required":
-            return tool_call("reply", text="I'll create it.")
-        return text("I'll create it now.")
-
-    def sent(requests):
-        return [(body.get("tool_choice"), len(body.get("tools", []))) for body in requests]
-
-    llm.default("teller", llama_server)
-    post_input(stack, "create notes.txt")  # forced by name, not held: handed over as written
-    assert _planned(stack, llm)[0].prompt == "create notes.txt"
-    wait_history(stack, lambda h: ("assistant", "The Planner has planned it.") in h,
-                 message="the result told")
-    first = sent(llm.requests_for("teller"))
-    offered = first[0][1]
-    named = {"type": "function", "function": {"name": "delegate"}}
-    assert first[:3] == [("required", offered)] * 2 + [(named, 1)]  # by name once, alone
-    post_input(stack, "create todo.txt")
-    wait_for(lambda: len(_planned(stack, llm)) == 2, message="the second Planner task")
-    assert "Create todo.txt" in [task.prompt.split("\n")[0] for task in _planned(stack, llm)]
-    second = sent(llm.requests_for("teller"))[len(first):]
-    assert second[:3] == [("required", offered)] * 2 + [("required", 1)]  # then as it holds
 
 
 def test_a_planner_forced_to_finish_is_offered_that_function_alone(stack, llm):
@@ -228,18 +165,18 @@ def test_a_model_running_on_into_its_next_input_is_stopped_at_its_heading(stack,
     assert "\n" + heading.strip() in body["stop"] and len(body["stop"]) <= 4  # OpenAI's limit
 
 
-def test_a_greeting_costs_one_call_and_reply_with_delegate_too(stack, llm):
-    llm.script("teller", tool_call("reply", text="Hi! How can I help?"))
-    post_input(stack, "hello")
+def test_a_reply_with_its_delegate_costs_one_call_and_a_lone_reply_one_more(stack, llm):
+    llm.script("teller", tool_call("reply", text="Hi! How can I help?"), text(""))
+    post_input(stack, "hello")  # the work may follow a lone reply: it is asked once more
     wait_history(stack, lambda h: ("assistant", "Hi! How can I help?") in h, message="reply")
+    wait_for(lambda: llm.pending("teller") == 0, message="the turn's second request")
     llm.script("teller", tool_calls([("delegate", {"prompt": "Summarize README.md"}),
                                      ("reply", {"text": "Summarizing it now."})]))
     post_input(stack, "summarize the readme")
     wait_history(stack, lambda h: ("assistant", "Summarizing it now.") in h, message="reply")
-    turns = [body for body in llm.requests_for("teller")  # not the pass on the Planner's result
+    turns = [body for body in llm.requests_for("teller")  # not the pass on the result
              if "## Task results" not in body["messages"][1]["content"]]
-    assert len(turns) == 2
-    assert all(body.get("tool_choice") == "required" for body in turns)
+    assert len(turns) == 3 and all("tool_choice" not in body for body in turns)
 
 
 def test_an_answer_typed_in_the_chat_box_answers_the_pending_question(stack, llm):
@@ -343,12 +280,15 @@ def test_tools_are_offered_with_tool_choice_and_a_server_refusing_it_is_asked_wi
     def picky(body):
         if "tool_choice" in body:
             return error(400, {"error": {"message": "tool_choice is not supported"}})
-        return tool_call("reply", text="fine without it")
+        return tool_call("submit_result", status="done", resultType="text",
+                         result={"text": "planned without it"})
 
-    llm.default("teller", picky)
-    post_input(stack, "hi")
-    wait_history(stack, lambda h: ("assistant", "fine without it") in h, message="reply")
-    sent = [request.get("tool_choice") for request in llm.requests_for("teller")]
+    llm.script("teller", tool_calls([("delegate", {"prompt": "Plan it"}),
+                                     ("reply", {"text": "Planning."})]))
+    llm.default("planner", picky)
+    post_input(stack, "plan it")
+    _planned(stack, llm)
+    sent = [request.get("tool_choice") for request in llm.requests_for("planner")]
     assert sent == ["required", "auto", None]  # "auto" refused too: then nothing is sent
 
 
@@ -358,33 +298,21 @@ def test_a_server_failing_on_a_required_call_is_asked_with_auto_from_then_on(sta
     def particular(body):  # llama-cpp-python's function calling takes "auto" or one function
         if body.get("tool_choice") == "required":
             return error(500, {"error": {"message": "AssertionError"}})
-        return tool_call("reply", text=f"fine with {body.get('tool_choice')}")
+        return tool_call("submit_result", status="done", resultType="text",
+                         result={"text": f"fine with {body.get('tool_choice')}"})
 
-    llm.default("teller", particular)
-    post_input(stack, "hi")
-    wait_history(stack, lambda h: ("assistant", "fine with auto") in h, message="reply")
-    post_input(stack, "hi again")
-    wait_history(stack, lambda h: [t for r, t in h if r == "assistant"] == ["fine with auto"] * 2,
-                 message="the second reply")
-    sent = [request.get("tool_choice") for request in llm.requests_for("teller")]
+    llm.script("teller", tool_calls([("delegate", {"prompt": "Plan A"}),
+                                     ("reply", {"text": "Planning A."})]),
+               tool_calls([("delegate", {"prompt": "Plan B"}),
+                           ("reply", {"text": "Planning B."})]))
+    llm.default("teller", tool_call("reply", text="Planned."))
+    llm.default("planner", particular)
+    post_input(stack, "plan A")
+    _planned(stack, llm)
+    post_input(stack, "plan B")
+    wait_for(lambda: len(_planned(stack, llm)) == 2, message="the second Planner task")
+    sent = [request.get("tool_choice") for request in llm.requests_for("planner")]
     assert sent == ["required", "auto", "auto"]  # learned once, at no retry's cost
-
-
-def test_prose_under_a_required_call_is_asked_again_and_never_shown_twice(stack, llm):
-    from llm_server import streamed
-
-    rambling = "Sure! I can help you with that. " * 12  # a server that lets its model loose
-    llm.script("teller", streamed(text(rambling), pause=0.01, chunk_chars=8),
-               streamed(text("Hello! How can I help?"), pause=0.01, chunk_chars=8))
-    cursor = stack.redis.xrevrange(stack.keys.events, count=1)
-    since = cursor[0][0].decode() if cursor else "0"
-    post_input(stack, "hello")
-    wait_history(stack, lambda h: ("assistant", "Hello! How can I help?") in h, message="reply")
-    requests = llm.requests_for("teller")
-    assert requests[0]["tool_choice"] == "required" and requests[1]["tool_choice"] == "auto"
-    shown = [json.loads(data)["text"] for _id, event, data in stack.events.read(since, 50)
-             if event == "reply"]
-    assert not any("Sure!" in t for t in shown), shown
 
 
 def test_a_slow_answer_streams_only_what_the_person_reads(stack, llm):
@@ -413,11 +341,14 @@ def test_a_stream_that_runs_away_is_cut_at_the_deadline(runtime, procs, llm, mon
     procs.worker(queues="teller,planner,supervisor", concurrency=2, name="agents")
     llm.script("teller", streamed(text("la " * 4000), pause=0.05, chunk_chars=3))
     llm.default("teller", tool_call("reply", text="Hello."))
+    procs.beat()  # the supervisor brings back a pass the model never answered
     began = time.monotonic()
     post_input(runtime, "hi")
     wait_history(runtime, lambda h: ("assistant", "Hello.") in h, timeout=40, message="reply")
     first = llm.arrivals_for("teller")
-    assert first[1] - first[0] < 4 + 5, "the runaway answer outlived its deadline"
+    # cut at its deadline (4 s), then brought back by the supervisor: not after the 60 s the
+    # whole answer would take
+    assert first[1] - first[0] < 4 + 15, "the runaway answer outlived its deadline"
     assert not any(t.startswith("la la") for _r, t in history(runtime))
     print(f"runaway cut after {first[1] - first[0]:.1f} s; answered in "  # noqa: T201
           f"{time.monotonic() - began:.1f} s")
@@ -438,15 +369,14 @@ def test_a_planner_silent_after_its_calls_is_done_and_a_schedule_without_type_is
     assert len(llm.requests_for("planner")) == 4  # the call, then silence corrected twice
 
 
-def test_a_planner_writing_calls_in_its_prompts_notation_gets_its_worker_task(stack, llm):
-    llm.script("teller", tool_call("delegate", prompt="Create notes.txt saying hello"),
-               tool_call("reply", text="On it."))
+def test_a_planner_and_a_worker_writing_calls_as_python_get_their_work_done(stack, llm):
+    llm.script("teller", tool_calls([("delegate", {"prompt": "Create notes.txt saying hello"}),
+                                     ("reply", {"text": "On it."})]))
     llm.script("planner", text(
-        'Plan:\n1. `delegate{prompt: "Create notes.txt containing hello.", title: "Write notes"}`'
-        ' → `{taskId: "A1"}`'), text(
-        "submit_result(status='done', resultType='text', result={'text': 'Delegated.'})"))
-    llm.script("worker", text('shell{command: "echo hello > notes.txt"}'),
-               text('submit_result{status: "done", resultType: "text", result: {text: "ok"}}'))
+        'Plan:\n1. delegate(prompt="Create notes.txt containing hello.", title="Write notes")'),
+        text("submit_result(status='done', resultType='text', result={'text': 'Delegated.'})"))
+    llm.script("worker", text('[shell(command="echo hello > notes.txt")]'),
+               text("submit_result(status='done', result={'text': 'ok'})"))
     post_input(stack, "create notes.txt saying hello")
     assert _planned(stack, llm)
     worker = wait_for(lambda: [t for t in stack.tasks.with_status("done") if t.role == "worker"],
@@ -507,9 +437,7 @@ def test_a_planner_question_the_teller_only_relays_in_words_is_asked_all_the_sam
 @pytest.mark.parametrize(("answer", "result"), [
     ('```\n{"name": "submit_result", "arguments": {"status": "done", "resultType": "text", '
      '"result": {"text": "hi"}}\n```', {"text": "hi"}),  # its last brace missing, in a fence
-    ('```json\n{"status": "done", "resultType": "text", "result": {"text": "Nothing to run: '
-     'hi."}}\n```', {"text": "Nothing to run: hi."}),  # only its arguments, no name
-], ids=["last_brace_missing_in_a_closed_fence", "only_the_results_arguments"])
+], ids=["last_brace_missing_in_a_closed_fence"])
 def test_a_planner_result_written_as_text_ends_its_run_at_once(stack, llm, answer, result):
     llm.script("teller", tool_call("delegate", prompt="Say hi"), tool_call("reply", text="On it."))
     llm.script("planner", text(answer))
@@ -589,7 +517,8 @@ def test_a_call_of_a_known_tool_that_does_not_read_is_corrected_and_never_shown(
     wait_history(stack, lambda h: any(role == "assistant" for role, _t in h), message="a reply")
     assert _replies(stack) == ["Every day at 9am, then."]
     corrected = llm.requests_for("teller")[1]["messages"][-1]["content"]
-    assert "could not be read" in corrected and "ask_user" in corrected
+    assert "ask_user" in corrected and ("could not be read" in corrected
+                                        or "invalid arguments" in corrected)
 
 
 def test_an_answer_fenced_as_code_stays_fenced(stack, llm):
@@ -597,17 +526,6 @@ def test_an_answer_fenced_as_code_stays_fenced(stack, llm):
     post_input(stack, "how do I list files?")
     wait_history(stack, lambda h: any(role == "assistant" for role, _t in h), message="a reply")
     assert _replies(stack) == ["```bash\nls -la\n```"]
-
-
-def test_an_answer_that_is_only_a_json_object_is_asked_once_for_words(stack, llm):
-    llm.script("teller", text('{"source": "error", "content": "Backlog already has x"}'),
-               tool_call("reply", text="Noted."))
-    post_input(stack, "add x to my backlog")
-    wait_history(stack, lambda h: ("assistant", "Noted.") in h, message="the reply in words")
-    second = llm.requests_for("teller")[1]
-    assert second["tool_choice"] == {"type": "function", "function": {"name": "reply"}}
-    assert "JSON object" in second["messages"][-1]["content"]
-    assert _replies(stack) == ["Noted."]
 
 
 def test_a_reply_call_holding_only_copied_lines_is_refused_and_written_again(stack, llm):
@@ -665,15 +583,15 @@ def test_a_question_reusing_some_of_the_users_words_is_asked(stack, llm):
 def test_a_teller_whose_calls_keep_failing_is_asked_for_a_reply_forced(stack, llm):
     llm.script("teller", tool_call("ask_user", source="user"),
                tool_call("ask_user", question="What should notes.txt say?", source="user"),
-               text('{"text": "What should notes.txt say?"}'))  # the forced call's arguments
+               tool_call("reply", text="What should notes.txt say?"), text(""))
     llm.default("teller", tool_call("ask_user", source="user"))
     post_input(stack, "create notes.txt")
     wait_history(stack, lambda h: ("assistant", "What should notes.txt say?") in h,
                  message="the reply, forced after two failed calls")
     third = llm.requests_for("teller")[2]
     assert third["tool_choice"] == {"type": "function", "function": {"name": "reply"}}
+    assert [tool["function"]["name"] for tool in third["tools"]] == ["reply"]
     assert "failed 2 times in a row" in third["messages"][-1]["content"]
-    assert len(llm.requests_for("teller")) == 3
 
 
 def test_a_reply_quoting_the_users_words_after_a_correction_keeps_them(stack, llm):
@@ -695,7 +613,7 @@ def test_an_answer_repeating_one_line_is_ended_where_the_loop_began(stack, llm):
     post_input(stack, "hi")
     wait_history(stack, lambda h: ("assistant", "Hello.") in h, timeout=30, message="the reply")
     assert time.monotonic() - began < 15
-    assert len(llm.requests_for("teller")) == 1
+    assert len(llm.requests_for("teller")) <= 2  # the answer, and whether more follows
 
 
 def test_an_answer_writing_one_call_over_and_over_ends_at_the_third_and_runs_it_once(stack, llm):
@@ -714,46 +632,6 @@ def test_an_answer_writing_one_call_over_and_over_ends_at_the_third_and_runs_it_
     assert len(results) == 1  # the call once, not once per copy
 
 
-def test_a_promise_copied_as_a_transcript_line_is_handed_over_and_said_plainly(stack, llm):
-    llm.default("teller", text('- [2026-11-25T03:56:38.672952Z] delegate "Remind me at 9am."'))
-    post_input(stack, "every day at 9am remind me to drink water")
-    assert "drink water" in _planned(stack, llm)[0].prompt
-    wait_history(stack, lambda h: any(r == "assistant" for r, _t in h), message="a reply")
-    replies = _replies(stack)
-    assert replies == ["On it: every day at 9am remind me to drink water"]
-
-
-def _kept(stack, words):
-    """Memory files (not the chat archive) holding ``words``."""
-    state = stack.settings.state_dir
-    files = [state / "memory.md", *(state / "memory").glob("*.md")]
-    return [f for f in files if f.exists() and not f.name.endswith("-chat.md")
-            and words in f.read_text(encoding="utf-8")]
-
-
-def test_a_promise_to_remember_gets_remember_not_delegate(stack, llm):
-    llm.script("teller", text("好的，我会记住你喜欢喝绿茶。"),
-               tool_calls([("remember", {"content": "用户喜欢喝绿茶"}),
-                           ("reply", {"text": "记住了！"})]))
-    post_input(stack, "请记住：我喜欢喝绿茶。")
-    wait_history(stack, lambda h: ("assistant", "记住了！") in h, message="the reply")
-    correction = llm.requests_for("teller")[1]["messages"][-1]["content"]
-    assert "'remember'" in correction and "delegate" not in correction
-    assert _kept(stack, "绿茶")
-    assert not [t for t in stack.tasks.with_status("queued", "running", "done") if t.role == "planner"]
-
-
-def test_a_promise_to_remember_never_backed_is_kept_by_the_runtime(stack, llm):
-    llm.default("teller", text("Got it, I'll remember that you like green tea."))
-    post_input(stack, "Remember: I like green tea.")
-    wait_history(stack, lambda h: any(r == "assistant" for r, _t in h), message="a reply")
-    assert _replies(stack) == [
-        "Got it, I'll remember that you like green tea."]
-    wait_for(lambda: _kept(stack, "I like green tea"), timeout=10, message="the words kept")
-    assert len(llm.requests_for("teller")) == 3  # the text, then corrected twice
-    assert not [t for t in stack.tasks.with_status("queued", "running", "done") if t.role == "planner"]
-
-
 def test_a_reply_that_remembers_with_its_call_is_not_corrected(stack, llm):
     llm.script("teller", tool_calls([("remember", {"content": "likes green tea"}),
                                      ("reply", {"text": "Noted, I'll remember that."})]))
@@ -761,49 +639,6 @@ def test_a_reply_that_remembers_with_its_call_is_not_corrected(stack, llm):
     wait_history(stack, lambda h: ("assistant", "Noted, I'll remember that.") in h,
                  message="the reply")
     assert len(llm.requests_for("teller")) == 1
-
-
-def test_a_call_named_without_its_arguments_is_asked_again_with_the_function_forced(stack, llm):
-    from llm_server import streamed
-
-    def by_name_first(body):  # llama-cpp-python's function calling under "auto"
-        if isinstance(body.get("tool_choice"), dict):
-            return tool_call(body["tool_choice"]["function"]["name"], text="Hello there!")
-        return streamed(text("functions.reply:"), pause=0.01, chunk_chars=3)
-
-    llm.default("teller", by_name_first)
-    cursor = stack.redis.xrevrange(stack.keys.events, count=1)
-    since = cursor[0][0].decode() if cursor else "0"
-    post_input(stack, "hello")
-    wait_history(stack, lambda h: ("assistant", "Hello there!") in h, message="the reply")
-    sent = [request.get("tool_choice") for request in llm.requests_for("teller")]
-    assert sent == ["required", {"type": "function", "function": {"name": "reply"}}]
-    shown = [json.loads(data)["text"] for _id, event, data in stack.events.read(since, 50)
-             if event == "reply"]
-    assert not any("functions" in t for t in shown), shown
-
-
-def test_a_call_written_as_a_command_line_is_run_and_never_streamed(stack, llm):
-    from llm_server import streamed
-
-    # Qwen2.5-Coder 1.5B greeted with "hello!": a name and quoted strings, then a command line
-    # that reads as a reply
-    llm.script("teller", streamed(text('`delegate` "ask_user" "What\'s up?"'), pause=0.01,
-                                  chunk_chars=3),
-               streamed(text('`reply`: "Hello! What can I do for you?"'), pause=0.01,
-                        chunk_chars=3))
-    cursor = stack.redis.xrevrange(stack.keys.events, count=1)
-    since = cursor[0][0].decode() if cursor else "0"
-    post_input(stack, "hello!")
-    wait_history(stack, lambda h: ("assistant", "Hello! What can I do for you?") in h,
-                 message="the reply")
-    told = llm.requests_for("teller")[1]["messages"][-1]["content"]
-    assert "timeout" in told and "is not a duration" in told  # delegate("ask_user", "What's up?")
-    assert _replies(stack) == ["Hello! What can I do for you?"]
-    assert not stack.tasks.with_status("queued", "running", "done")
-    shown = [json.loads(data)["text"] for _id, event, data in stack.events.read(since, 50)
-             if event == "reply"]
-    assert not any("delegate" in t or "reply" in t for t in shown), shown
 
 
 def test_a_server_naming_the_call_in_every_chunk_and_refusing_null_content_is_understood(
@@ -840,5 +675,5 @@ def test_a_server_failing_streamed_requests_is_asked_unstreamed_from_then_on(sta
     post_input(stack, "hi again")
     wait_history(stack, lambda h: [t for r, t in h if r == "assistant"] == [
         "Hello, unstreamed."] * 2, message="the second reply")
-    sent = [(bool(r.get("stream")), r.get("tool_choice")) for r in llm.requests_for("teller")]
-    assert sent == [(True, "required"), (True, "auto"), (False, "auto"), (False, "auto")]
+    sent = [bool(r.get("stream")) for r in llm.requests_for("teller")]
+    assert sent[:2] == [True, False] and not any(sent[2:])  # learned once

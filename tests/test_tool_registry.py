@@ -302,17 +302,6 @@ def test_render_keeps_strings_and_encodes_the_rest() -> None:
     assert render(ReplyArgs(text="x")) == '{"text": "x"}'
 
 
-def test_arguments_given_by_place_take_the_fields_in_their_order() -> None:
-    registry = make_registry()
-
-    outcome = registry.call("planner", "delegate", '{"*0": "Read a.txt", "*1": "Read", '
-                                                   '"priority": 8}', Ctx())
-    assert outcome.ok and json.loads(outcome.content) == {"taskId": "task-2", "priority": 8}
-    ctx = Ctx()
-    assert registry.call("teller", "reply", '{"*0": "Hello!"}', ctx).ok
-    assert ctx.replies == ["Hello!"]
-
-
 def test_an_optional_number_over_its_most_is_brought_to_it_with_a_note() -> None:
     outcome = make_registry().call("planner", "delegate", '{"prompt": "x", "priority": 100}',
                                    Ctx())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from mimikit.agents.actions import actions_of
 from mimikit.memory.tokenize import has_chinese
 from mimikit.models import Result, Task
 from mimikit.store.inbox import AnswerItem, InboxItem, InputItem, ResultItem
@@ -71,6 +72,10 @@ def _render_result(runtime: Runtime, task_id: str, task: Task | None, result: Re
                                                           indent=1)[:RESULT_CHARS], "```"]
     if result.error:
         lines.append(f"error: {result.error}")
+    if task.role == "worker":
+        did = actions_of(runtime, task_id)
+        if did:
+            lines.append("what its run did: " + "; ".join(did))
     if result.question:
         lines.append(f"question for the user: {result.question}")
     retired = runtime.redis.get(runtime.keys.retired_by(task_id))

@@ -195,6 +195,8 @@ def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None)
                        if isinstance(item, ResultItem) and item.status == "needs_input"]
     ctx.answers = [item for item in items if isinstance(item, AnswerItem) and item.taskId]
     ctx.heard = _heard(items)
+    if not any(isinstance(item, InputItem | AnswerItem) for item in items):
+        ctx.turn_only = "reply"  # results and notices: to report, nothing to hand over
     return ctx
 
 

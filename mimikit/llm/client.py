@@ -81,11 +81,13 @@ class StreamingClient:
     def chat(self, model: str, messages: list[dict[str, Any]],
              tools: list[dict[str, Any]] | None = None, deadline: float | None = None, *,
              max_tokens: int | None = None, tool_choice: Any = None,
-             schema: dict[str, Any] | None = None, text_field: str | None = None) -> Completion:
+             schema: dict[str, Any] | None = None, text_field: str | None = None,
+             retries: int | None = None) -> Completion:
         self.requests += 1
         return self.client.chat(model, messages, tools, deadline=deadline,
                                 on_text=self.sink_for(self.requests), max_tokens=max_tokens,
-                                tool_choice=tool_choice, schema=schema, text_field=text_field)
+                                tool_choice=tool_choice, schema=schema, text_field=text_field,
+                                retries=retries)
 
 
 class LLMClient:
@@ -189,6 +191,7 @@ class LLMClient:
         tool_choice: Any = None,
         schema: dict[str, Any] | None = None,
         text_field: str | None = None,
+        retries: int | None = None,
     ) -> Completion:
         """Send one chat request and return the answer.
 
@@ -207,6 +210,7 @@ class LLMClient:
             schema: A JSON schema the answer is held to (the profile's ``constraint``);
                 then no tools are offered.
             text_field: With ``schema``: the field of the answer ``on_text`` is given.
+            retries: How often a failed request is tried again (default: the client's).
 
         Returns:
             The parsed completion, its usage counted here (``estimated``) when the server sent
@@ -235,14 +239,25 @@ class LLMClient:
         names = [tool["function"]["name"] for tool in tools or []] or ["reply"]
         reading = Reading(names, text_field, schema is not None)
         attempt, tried = 0, set[str]()
+        suspect: dict[str, bool] | None = None  # what tool_choice was held to, before a blame
         while True:
             try:
                 completion = self._attempt(sdk, model, messages, options, deadline, on_text,
                                            reading)
+                if suspect is not None:  # it failed on the kind, and answered without it
+                    self.profiles.learn(profile, "failed on a required call; answered with "
+                                        "'auto'", toolChoice=dict(profile.toolChoice))
                 self.profiles.learn_from(profile, options, completion, on_text is not None
                                          and self.streams)
                 return with_estimate(completion, messages, tools)
             except Retryable as failure:
+                if retries == 0:  # one try, as it comes: nothing to learn from it
+                    raise self._given_up(failure) from None
+                if failure.answered and suspect is None and \
+                        (suspect := self._blamed(profile, options)) is not None:
+                    continue  # asked again at once, with "auto" for the call it required
+                if suspect is not None:
+                    profile.toolChoice = suspect  # it failed with "auto" too: not particular
                 if failure.answered and self._adapted(on_text is not None, tried):
                     self._sdk = None  # on new connections: the server may drop the old one
                     sdk = self._client()
@@ -256,11 +271,28 @@ class LLMClient:
                 delay = self._delay(attempt - 1, failure, tries)
                 if deadline is not None and time.monotonic() + delay >= deadline:
                     raise LLMDeadline(f"{failure.reason} (deadline reached after {tries})") from None
-                if attempt > self.max_retries:
+                if attempt > (self.max_retries if retries is None else retries):
                     raise LLMAway(f"{failure.reason} (after {tries})") from None
                 logger.warning("LLM request failed (%s); retry %d in %.2f s",
                                failure.reason, attempt, delay)
                 pause(delay)
+
+    def _given_up(self, failure: Retryable) -> Exception:
+        if stopped():
+            return LLMStopped(f"abandoned, the run stopped: {failure.reason}")
+        return LLMAway(f"{failure.reason} (after 1 attempt)")
+
+    @staticmethod
+    def _blamed(profile: ServerProfile, options: dict[str, Any]) -> dict[str, bool] | None:
+        """A request failed (5xx) that required a call the server never held to: it is asked
+        again at once as if it did not (llama-cpp-python fails on ``"required"``); the kinds
+        held before, to put back should it fail that way too (None: nothing to blame)."""
+        held = choice.kind(choice.sent(options, profile).get("tool_choice"))
+        if held is None or profile.toolChoice.get(held):
+            return None
+        before = dict(profile.toolChoice)
+        profile.toolChoice = {**before, held: False}
+        return before
 
     def _adapted(self, streaming: bool, tried: set[str]) -> bool:
         """After a request the server failed on, ask again unstreamed, once (some servers

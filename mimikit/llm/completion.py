@@ -56,7 +56,7 @@ class ChatClient(Protocol):
     def chat(self, model: str, messages: list[dict[str, Any]],
              tools: list[dict[str, Any]] | None = None, deadline: float | None = None, *,
              max_tokens: int | None = None, tool_choice: Any = None,
-             schema: dict[str, Any] | None = None, text_field: str | None = None
-             ) -> Completion: ...
+             schema: dict[str, Any] | None = None, text_field: str | None = None,
+             retries: int | None = None) -> Completion: ...
 
     def profile(self, model: str) -> ServerProfile: ...

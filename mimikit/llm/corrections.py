@@ -9,7 +9,8 @@ role's schema parses by construction: only what the schema cannot rule out is co
 - an empty answer: call a tool (the Teller: ``reply``);
 - a call of a tool that does not exist, or one that cannot be read: the tools there are;
 - an answer cut at ``max_tokens``: the same, shorter;
-- a Teller whose calls keep failing: answer the user with ``reply``, in its own words.
+- a Teller whose calls keep failing: answer the user with ``reply``, in its own words;
+- a Planner or Worker making a call it made before: its finisher, forced.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ PLAIN = "plain"
 UNREADABLE = "unreadable"
 CUT = "cut"
 FAILING = "failing"
+AGAIN = "again"
 
 
 def plain_text(finishers: list[str]) -> tuple[str, str]:
@@ -52,6 +54,13 @@ def cut(max_tokens: int | None) -> str:
     limit = f" of {max_tokens} tokens" if max_tokens else ""
     return (f"error: your answer was cut off at the limit{limit} before it ended. Answer again, "
             "shorter: fewer words, or write a long file in several smaller calls.")
+
+
+def again(name: str, finisher: str) -> str:
+    """A Planner or Worker that made a call it had made before."""
+    return (f"error: you called {name!r} with the same arguments before: the work is done or "
+            f"going round in a loop. Call {finisher} now with what was done, from the results "
+            "you have.")
 
 
 def failing(times: int) -> str:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from mimikit.exceptions import LLMUnavailable
 from mimikit.llm import corrections
 from mimikit.llm.answers import Answer, read_answer
 from mimikit.llm.choice import forced
@@ -36,7 +37,7 @@ FAILING_IN_ROW = 2  # a Teller's answers in a row whose calls all failed, before
 # How often one kind of problem is corrected before the run gives up on it (or, for text, takes
 # it as it is): the first time a message, the second time the call forced.
 GIVE_UP_AFTER = {corrections.EMPTY: 2, corrections.PLAIN: 2, corrections.UNREADABLE: 3,
-                 corrections.CUT: 1}
+                 corrections.CUT: 1, corrections.AGAIN: 2}
 REPLY = "reply"
 
 
@@ -124,7 +125,8 @@ class _Loop:
         self.tools = registry.schemas_for(record.role) or None
         self.replay = Replay(options.journal)
         self.problems: Counter[str] = Counter()
-        self.forced: Any = None  # the tool_choice of the next request, after a correction
+        self.forced: str | None = None  # the tool the next request forces, after a correction
+        self.calls_made: set[tuple[str, str]] = set()  # every call of the run: name, arguments
         self.called = False  # some call of the run succeeded
         self.acted = False  # some call other than reply succeeded
         self.replied_alone = 0  # answers in a row that only replied (the native path)
@@ -175,17 +177,29 @@ class _Loop:
 
     def _request(self) -> Completion | None:
         began = time.monotonic()
-        tool_choice = self.forced or (self.options.tool_choice if self.tools else None)
-        self.forced = None
+        tool_choice = self.options.tool_choice if self.tools else None
         shape = self.shape
+        if self.forced is not None:  # held to that one call's schema, or its tool_choice
+            shape, tool_choice = (shape.only(self.forced), None) if shape else \
+                (None, forced(self.forced))
+        self.forced = None
         try:
             completion = self.client.chat(
                 self.record.model, self.record.messages, self.tools,
                 deadline=self.options.deadline, max_tokens=self.options.max_tokens,
                 tool_choice=tool_choice, schema=shape.schema() if shape else None,
-                text_field=shape.text_field() if shape else None)
+                text_field=shape.text_field() if shape else None,
+                retries=0 if self.replied_alone else None)
         except LLMDeadline:
+            if self.replied_alone:
+                self._end("")  # it replied; asked whether it had more, it did not say in time
+                return None
             self._timed_out(self.options.deadline or self.started)
+            return None
+        except LLMUnavailable:
+            if not self.replied_alone:
+                raise
+            self._end("")  # it replied; whether it had more is not worth waiting for
             return None
         except ConstraintRefused:
             self._unconstrained()
@@ -257,8 +271,8 @@ class _Loop:
         self.problems[kind] += 1
         self._told(message)
         self.record.messages.append({"role": "user", "content": message})
-        if force is not None and self.problems[kind] > 1 and self.shape is None:
-            self.forced = forced(force)
+        if force is not None and self.problems[kind] > 1:
+            self.forced = force
 
     def _told(self, error: str) -> None:
         """Keep what the model was told went wrong (the last, and the run's, for ``echoes``)."""
@@ -288,8 +302,14 @@ class _Loop:
     # -- tool calls --
 
     def _run_calls(self, answer: Answer) -> bool:
-        """Run one answer's calls; True when the run ended."""
-        outcomes = [(call, self._call_in(answer, call)) for call in answer.calls]
+        """Run one answer's calls, in order, until one of them stops the run; True when the
+        run ended."""
+        outcomes: list[tuple[ToolCall, ToolOutcome]] = []
+        for index, call in enumerate(answer.calls):
+            outcomes.append((call, self._call_in(answer, call)))
+            if outcomes[-1][1].stop:
+                self._skip_rest(answer.calls[index + 1:], call.name)
+                break
         if answer.structured:
             self._results_in_words(outcomes)
         ok = [outcome.ok for _call, outcome in outcomes]
@@ -300,24 +320,49 @@ class _Loop:
             self.record.status, self.record.stopValue = "stopped", stop.value
             return True
         self.failed_in_row = 0 if any(ok) else self.failed_in_row + 1
+        if not self.options.text_ends_run:
+            self._finish_if_going_round(answer)
+            return self.record.status == "failed"  # else a finisher is due
         if not all(ok):
-            if self.failed_in_row == FAILING_IN_ROW and self.options.text_ends_run:
+            if self.failed_in_row == FAILING_IN_ROW:
                 # a confused small model retries the same broken call to the step limit: ask
                 # the Teller for its answer in words instead, forced
                 self._correct(corrections.FAILING, corrections.failing(self.failed_in_row))
-                self.forced = forced(REPLY) if self.shape is None else None
+                self.forced = REPLY
             return False
-        if not self.options.text_ends_run or any(self.registry.reads(self.record.role, c.name)
-                                                 for c, _o in outcomes):
-            return False  # a finisher is due, or the model asked to read something
+        if any(self.registry.reads(self.record.role, c.name) for c, _o in outcomes):
+            return False  # the model asked to read something
         return self._turn_over(answer, outcomes)
+
+    def _finish_if_going_round(self, answer: Answer) -> None:
+        """A Planner or Worker that makes a call it made before is going round in a loop (a
+        small model does not see it is done): it is told so, and its next answer can only be
+        its finisher; a finisher sent again as it was refused ends the run, failed."""
+        made = {(call.name, call.arguments) for call in answer.calls}
+        again = sorted(made & self.calls_made)
+        self.calls_made |= made
+        finishers = self.registry.finishers(self.record.role)
+        if not again or not finishers:
+            return
+        if any(name in finishers for name, _arguments in again) or \
+                self.problems[corrections.AGAIN] >= GIVE_UP_AFTER[corrections.AGAIN]:
+            self._fail(f"the model made the same call again after it was refused or done "
+                       f"({again[0][0]}); last error: {self.last_error or 'none'}")
+            return
+        self._correct(corrections.AGAIN, corrections.again(again[0][0], finishers[0]))
+        self.forced = finishers[0]
 
     def _turn_over(self, answer: Answer, outcomes: list[tuple[ToolCall, ToolOutcome]]) -> bool:
         """A Teller's answer whose calls all succeeded: True when its turn is over. An object
-        of its schema is a whole turn; on the native path a reply alone may be followed by the
-        work in the next answer (once)."""
-        only_replied = all(call.name == REPLY for call, _o in outcomes)
-        if answer.structured or not only_replied or self.acted or self.replied_alone:
+        of its schema is a whole turn. On the native path the turn goes on after calls that
+        said nothing (its words may come next) and after a first reply alone (the work may
+        come next); it is over after a reply beside the work, or a second reply."""
+        if answer.structured:
+            self._end("")
+            return True
+        if not any(call.name == REPLY for call, _o in outcomes):
+            return False
+        if self.acted or self.replied_alone:
             self._end("")
             return True
         self.replied_alone += 1
@@ -397,6 +442,13 @@ class _Loop:
         self._note(call, outcome, 0)
         self._told(outcome.content)
         return outcome
+
+    def _skip_rest(self, calls: list[ToolCall], stopper: str) -> None:
+        # Every tool call needs an answer in the transcript, even the ones never run.
+        for call in calls:
+            self.record.messages.append({"role": "tool", "tool_call_id": call.id,
+                                         "content": f"error: not run: the run ended at "
+                                                    f"{stopper!r}"})
 
     def _succeeded(self) -> set[str]:
         return {entry.name for entry in self.record.toolCalls if entry.ok}

@@ -49,12 +49,13 @@ class TurnShape:
         if self.shape in ("step", "plan"):
             finisher = {t.name: values[t.name] for t in self.tools if t.alone} \
                 if self.shape == "plan" else {}
-            schema: dict[str, Any] = {"anyOf": [
+            branches = [
                 {"type": "object", "properties": {name: value, **finisher}, "required": [name],
                  "additionalProperties": False} for name, value in values.items()
                 if name not in finisher] + ([{
                     "type": "object", "properties": finisher, "required": list(finisher),
-                    "additionalProperties": False}] if finisher else [])}
+                    "additionalProperties": False}] if finisher else [])
+            schema: dict[str, Any] = branches[0] if len(branches) == 1 else {"anyOf": branches}
         else:
             sure = {tool.name for tool in self.tools if tool.flag} | set(self.filled)
             schema = {"type": "object",
@@ -82,6 +83,11 @@ class TurnShape:
             arguments = {} if tool.flag else {tool.short: value} if tool.short else value
             calls.append((tool.name, json.dumps(arguments, ensure_ascii=False)))
         return calls
+
+    def only(self, name: str) -> TurnShape:
+        """The shape of an answer that must call ``name`` and nothing else (a forced call)."""
+        tools = tuple(tool for tool in self.tools if tool.name == name) or self.tools
+        return TurnShape("step", tools)
 
     def text_field(self) -> str | None:
         """The field whose text a person reads as it streams (the Teller's ``reply``)."""

@@ -39,8 +39,8 @@ class Meter:
     def chat(self, model: str, messages: list[dict[str, Any]],
              tools: list[dict[str, Any]] | None = None, deadline: float | None = None, *,
              max_tokens: int | None = None, tool_choice: Any = None,
-             schema: dict[str, Any] | None = None, text_field: str | None = None
-             ) -> Completion:
+             schema: dict[str, Any] | None = None, text_field: str | None = None,
+             retries: int | None = None) -> Completion:
         """One call, if the budgets allow it (else ``BudgetExceeded``), booked when it ends.
 
         Raises:
@@ -49,7 +49,8 @@ class Meter:
         def call() -> tuple[Completion, Usage]:
             completion = self.client.chat(model, messages, tools, deadline=deadline,
                                           max_tokens=max_tokens, tool_choice=tool_choice,
-                                          schema=schema, text_field=text_field)
+                                          schema=schema, text_field=text_field,
+                                          retries=retries)
             return completion, completion.usage
 
         return self.spend(messages, call)

@@ -11,7 +11,7 @@ from mimikit.durations import Seconds
 from mimikit.exceptions import InvalidValue, ToolError
 from mimikit.llm.echoes import without_echoes
 from mimikit.llm.registry import StopRun
-from mimikit.models import check_result
+from mimikit.models import check_result, result_type_of
 
 __all__ = ["Args", "Seconds", "finish_with_result"]
 
@@ -49,6 +49,8 @@ def finish_with_result(args: Any, told: Sequence[str] = ()) -> StopRun:
     told during the run (``told``: "You answered in plain text...") is refused: it says nothing
     of what went wrong.
     """
+    if "resultType" not in args.model_fields_set and args.result:
+        args.resultType = result_type_of(args.result) or args.resultType  # the shape it has
     if args.status == "failed" and not args.error:
         raise ToolError("status failed requires 'error' saying what went wrong")
     if args.error and told and not without_echoes(args.error, told):

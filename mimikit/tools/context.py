@@ -37,6 +37,9 @@ class ToolContext:
     # copies it into what it says to the user, where it is taken out (``echoes``).
     told: list[str] = field(default_factory=list)
     heard: list[str] = field(default_factory=list)  # a Teller pass: the person's messages
+    # The one tool an answer held to the role's schema may call in this run (a Teller pass
+    # with nothing from the person in it can only report: no request to hand over or keep).
+    turn_only: str | None = None
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)

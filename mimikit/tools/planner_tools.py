@@ -19,7 +19,14 @@ from mimikit.exceptions import InvalidValue, ToolError
 from mimikit.llm.echoes import repeats
 from mimikit.llm.registry import Registry, StopRun
 from mimikit.memory.service import search_memory as search
-from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, ResultType, RetryPolicy, Task, utcnow
+from mimikit.models import (
+    MAX_TASK_TIMEOUT_SECONDS,
+    ResultBody,
+    ResultType,
+    RetryPolicy,
+    Task,
+    utcnow,
+)
 from mimikit.scheduling import validation
 from mimikit.store import fingerprints as fingerprint
 from mimikit.tasks import checks
@@ -103,7 +110,7 @@ class SearchMemoryArgs(Args):
 class PlannerResultArgs(Args):
     status: Literal["done", "needs_input", "failed"]
     resultType: ResultType = "text"
-    result: dict[str, Any] = Field(default_factory=dict)
+    result: ResultBody = Field(default_factory=dict)
     question: str | None = None
     error: str | None = None
 

@@ -69,6 +69,11 @@ def post_reply(ctx: ToolContext, text: str) -> Message | None:
                         "the user itself")
     if text in ctx.replies:  # said already in this pass (a model repeating its reply)
         return None
+    if _copied_reply(ctx, text):
+        if not ctx.heard:
+            return None  # a report that only says an earlier reply again: nothing to add
+        raise ToolError("this reply says again, word for word, what you said before; answer "
+                        "the user's new message itself")
     message = Message(role="assistant", text=text, usage=ctx.usage.model_copy(),
                       elapsedMs=ctx.elapsed_ms(), traceId=ctx.trace_id)
     once = ctx.once_key()
@@ -77,6 +82,20 @@ def post_reply(ctx: ToolContext, text: str) -> Message | None:
     ctx.runtime.conversation.append(message)
     ctx.replies.append(text)
     return message
+
+
+COPIED_REPLY_CHARS = 60  # a reply this long that equals an earlier one is a copy
+EARLIER_REPLIES = 6  # the earlier replies a new one is compared with
+
+
+def _copied_reply(ctx: ToolContext, text: str) -> bool:
+    """Whether ``text`` is an earlier reply of the conversation said again word for word (a
+    small model copies its last reply from the history it is shown)."""
+    if len(text) < COPIED_REPLY_CHARS:
+        return False
+    said = [m.text for m in ctx.runtime.conversation.recent(EARLIER_REPLIES * 3)
+            if m.role == "assistant"][-EARLIER_REPLIES:]
+    return _plain(text) in {_plain(earlier) for earlier in said}
 
 
 def pose_question(ctx: ToolContext, question: PendingQuestion) -> PendingQuestion:

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from mimikit.llm.registry import Registry, StopRun
-from mimikit.models import ResultType
+from mimikit.models import ResultBody, ResultType
 from mimikit.tools.args import Args, Seconds, finish_with_result
 from mimikit.tools.context import ToolContext
 
@@ -32,7 +32,7 @@ class ListArgs(Args):
 class WorkerResultArgs(Args):
     status: Literal["done", "failed"]
     resultType: ResultType = "text"
-    result: dict[str, Any] = Field(default_factory=dict)
+    result: ResultBody = Field(default_factory=dict)
     error: str | None = None
 
 

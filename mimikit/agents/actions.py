@@ -1,0 +1,47 @@
+"""What a Worker's run did, told from its calls and not from its words: the files it wrote
+(and how long they came out) and the commands it ran (with their exit code and the start of
+their output). Shown beside its result when the Teller reports it, so that what the person
+hears can be checked against what happened: a small model reports what it meant to do."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mimikit.store.runtime import Runtime
+
+OUTPUT_CHARS = 300  # of a command's output shown
+ACTIONS_SHOWN = 12  # the last calls that changed something, shown
+
+
+def actions_of(runtime: Runtime, task_id: str) -> list[str]:
+    """One line per file written and command run by the task's last run, oldest first;
+    ``["it made no call"]`` when it made none (empty: no run is kept)."""
+    runs = runtime.runs.of(task_id)
+    if not runs:
+        return []
+    calls = runs[-1].get("toolCalls") or []
+    lines = [line for call in calls if (line := _line(call))]
+    if not calls:
+        return ["it made no call"]
+    return lines[-ACTIONS_SHOWN:]
+
+
+def _line(call: dict[str, Any]) -> str | None:
+    try:
+        arguments = json.loads(call.get("arguments") or "{}")
+        content = json.loads(call.get("content") or "{}") if call.get("ok") else {}
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(arguments, dict) or not isinstance(content, dict):
+        return None
+    if call.get("name") == "write_file":
+        written = f"{content['bytes']} bytes" if "bytes" in content else "failed"
+        return f"wrote {arguments.get('path')} ({written})"
+    if call.get("name") == "shell":
+        if not call.get("ok"):
+            return f"ran `{arguments.get('command')}`: refused"
+        output = (content.get("stdout") or content.get("stderr") or "").strip()
+        return (f"ran `{arguments.get('command')}`: exit {content.get('exitCode')}"
+                + (f", output: {output[:OUTPUT_CHARS]!r}" if output else ", no output"))
+    return None

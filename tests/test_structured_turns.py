@@ -1,0 +1,150 @@
+"""Answers held to a schema, on the real stack, with the scripted server listing its models as
+llama.cpp's server does (a kind known to hold answers to a JSON schema): each role's step is
+one request whose answer parses by construction; what a server shows about itself is learned
+and kept; a server that refuses the schema, or ignores it, is asked the native way."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from agent_helpers import history, post_input, wait_history
+from llm_server import error, streamed, text, tool_call
+from processes import wait_for
+
+MODELS = ("teller", "planner", "worker")
+
+
+def turn(**fields: object) -> dict:
+    """A scripted answer that is one JSON object, as a server holding it to a schema sends."""
+    return text(json.dumps(fields, ensure_ascii=False))
+
+
+@pytest.fixture
+def llamacpp(runtime, llm):
+    """The scripted server named as llama.cpp's, its profile kept as a probe would keep it
+    (so that no probe request takes a scripted answer)."""
+    from mimikit.llm.profile import profile_for
+    from mimikit.store.profiles import RedisProfiles
+
+    llm.owner = "llamacpp"
+    for model in MODELS:
+        profile = profile_for(llm.url, model, ["llamacpp"])
+        profile.probed = True
+        RedisProfiles(runtime).save(profile)
+    return llm
+
+
+def _schema(body: dict) -> dict:
+    return body["response_format"]["json_schema"]["schema"]
+
+
+def _replies(stack) -> list[str]:
+    return [t for r, t in history(stack) if r == "assistant"]
+
+
+def test_a_teller_turn_is_one_object_that_hands_over_the_persons_words(llamacpp, stack, llm):
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll create notes.txt."))
+    llm.script("planner", turn(delegate={"prompt": "Create notes.txt containing hello."},
+                               submit_result={"status": "done",
+                                              "result": {"text": "A worker will create it."}}))
+    llm.script("worker", turn(write_file={"path": "notes.txt", "content": "hello"}),
+               turn(submit_result={"status": "done", "result": {"text": "notes.txt: 5 bytes"}}))
+    llm.default("teller", turn(reply="notes.txt is written: 5 bytes."))
+    post_input(stack, "create notes.txt saying hello")
+    wait_history(stack, lambda h: ("assistant", "notes.txt is written: 5 bytes.") in h,
+                 message="the report")
+    first = llm.requests_for("teller")[0]
+    assert "tools" not in first and list(_schema(first)["properties"]) == [
+        "delegate", "remember", "reply"]
+    planner = next(t for t in stack.tasks.with_status("done") if t.role == "planner")
+    assert planner.prompt == "create notes.txt saying hello"  # the person's own words
+    assert (stack.settings.work_dir / "notes.txt").read_text() == "hello"
+    assert [len(llm.requests_for(m)) for m in MODELS] == [2, 1, 2]
+    report = llm.requests_for("teller")[1]
+    assert list(_schema(report)["properties"]) == ["reply"]  # a result: only to report
+    assert "what its run did: wrote notes.txt (5 bytes)" in report["messages"][1]["content"]
+    assert _replies(stack) == ["I'll create notes.txt.", "notes.txt is written: 5 bytes."]
+
+
+def test_a_preference_in_chinese_is_kept_in_the_persons_words(llamacpp, stack, llm):
+    llm.script("teller", turn(delegate=False, remember=True, reply="记住了：你喜欢用 pnpm。"))
+    post_input(stack, "帮我记住：我喜欢用 pnpm")
+    wait_history(stack, lambda h: ("assistant", "记住了：你喜欢用 pnpm。") in h, message="reply")
+    state = stack.settings.state_dir
+    kept = [f.read_text(encoding="utf-8") for f in (state / "memory").glob("*.md")
+            if not f.name.endswith("-chat.md")]
+    assert any("帮我记住：我喜欢用 pnpm" in words for words in kept)
+    assert "reply in Chinese" in llm.requests_for("teller")[0]["messages"][1]["content"]
+    assert not stack.tasks.with_status("queued", "running", "done")
+
+
+def test_the_reply_streams_from_its_field_and_never_shows_the_object(llamacpp, stack, llm):
+    llm.script("teller", streamed(turn(delegate=False, remember=False,
+                                       reply="Hello there, how can I help?"),
+                                  pause=0.02, chunk_chars=4))
+    cursor = stack.redis.xrevrange(stack.keys.events, count=1)
+    since = cursor[0][0].decode() if cursor else "0"
+    post_input(stack, "hello")
+    wait_history(stack, lambda h: ("assistant", "Hello there, how can I help?") in h,
+                 message="the reply")
+    shown = [json.loads(data)["text"] for _id, event, data in stack.events.read(since, 100)
+             if event == "reply"]
+    assert shown and all("Hello there, how can I help?".startswith(t) for t in shown), shown
+
+
+def test_a_worker_making_the_same_call_again_can_only_finish(llamacpp, stack, llm):
+    llm.script("teller", turn(delegate=True, remember=False, reply="On it."))
+    llm.script("planner", turn(delegate={"prompt": "Write 391 into result.txt."},
+                               submit_result={"status": "done", "result": {"text": "Planned."}}))
+    write = turn(write_file={"path": "result.txt", "content": "391"})
+    llm.script("worker", write, write,
+               turn(submit_result={"status": "done", "result": {"text": "Wrote 391."}}))
+    llm.default("teller", turn(reply="Done: 391."))
+    post_input(stack, "write 17 times 23 into result.txt")
+    wait_history(stack, lambda h: ("assistant", "Done: 391.") in h, message="the report")
+    third = llm.requests_for("worker")[2]
+    assert list(_schema(third)["properties"]) == ["submit_result"]
+    assert "with the same arguments before" in third["messages"][-1]["content"]
+
+
+def test_a_server_refusing_the_schema_is_asked_with_tools_from_then_on(llamacpp, stack, llm):
+    def old_server(body):
+        if "response_format" in body:
+            return error(400, {"error": {"message": "response_format is not supported"}})
+        return tool_call("reply", text="Hello the native way.")
+
+    llm.default("teller", old_server)
+    post_input(stack, "hello")
+    wait_history(stack, lambda h: ("assistant", "Hello the native way.") in h, message="reply")
+    second = llm.requests_for("teller")[1]
+    assert "response_format" not in second and second["tools"]
+    assert "You are the Mimikit runtime teller." in second["messages"][0]["content"]
+    assert '"delegate": true' not in second["messages"][0]["content"]  # the native prompt
+    status = wait_for(lambda: stack.redis.hget(stack.keys.llm_profiles, f"{llm.url}|teller"),
+                      message="the profile kept")
+    assert json.loads(status)["constraint"] is None
+
+
+def test_a_server_ignoring_the_schema_is_read_the_native_way_and_learned(llamacpp, stack, llm):
+    llm.script("teller", tool_call("reply", text="Calls, not objects."))
+    llm.default("teller", text(""))
+    post_input(stack, "hello")
+    wait_history(stack, lambda h: ("assistant", "Calls, not objects.") in h, message="reply")
+    kept = wait_for(lambda: json.loads(stack.redis.hget(stack.keys.llm_profiles,
+                                                        f"{llm.url}|teller") or "{}"),
+                    message="the profile")
+    wait_for(lambda: json.loads(stack.redis.hget(stack.keys.llm_profiles,
+                                                 f"{llm.url}|teller"))["constraint"] is None,
+             message="the schema not held, learned")
+    assert kept["nativeCalls"] is True
+
+
+def test_the_status_shows_each_roles_path(llamacpp, stack, llm):
+    from mimikit.status import status
+
+    shown = status(stack)["llm"]["profile"]
+    assert {role: shown[role]["path"] for role in MODELS} == {
+        "teller": "constrained", "planner": "constrained", "worker": "constrained"}
+    assert shown["teller"]["server"] == "llama.cpp server"
+    assert "answers held to a schema (json_schema)" in shown["teller"]["line"]
