@@ -17,7 +17,6 @@ from mimikit.llm.registry import Registry, Tool
 from mimikit.mcp.config import McpConfig
 
 PLANNER_TOOLS = ("delegate", "schedule")
-MCP_HELP = "MCP servers whose tools the worker needs (see MCP servers)"
 
 
 def planner_tools(registry: Registry, config: McpConfig) -> list[Tool]:
@@ -31,8 +30,9 @@ def planner_tools(registry: Registry, config: McpConfig) -> list[Tool]:
         tool = registry.get("planner", name)
         if tool is None:
             continue
+        # explained once, in the system prompt's lines about the servers
         args = create_model(f"{tool.args.__name__}WithServers", __base__=tool.args,
-                            mcp=(list[names] | None, Field(None, description=MCP_HELP)))
+                            mcp=(list[names] | None, Field(None)))
         made.append(dataclasses.replace(tool, args=args))
     return made
 
