@@ -106,6 +106,9 @@ class Settings(BaseSettings):
                                                              "the Teller's small reserve)")
     budget_task: float | None = Field(None, ge=0, description="most one task may spend")
 
+    mcp_config: Path | None = Field(
+        None, description="the MCP config file (default: mcp.json in the state dir)")
+
     retention_days: int = Field(30, ge=1, le=36_500, description="days finished tasks, their "
                                 "results, logs and run records are kept")
     log_level: LogLevel = Field("INFO", description="the least severe log records written")
@@ -154,7 +157,7 @@ class Settings(BaseSettings):
         return value
 
     @field_validator("llm_base_url", "api_token", "llm_api_key", "flower_basic_auth", "prices",
-                     mode="before")
+                     "mcp_config", mode="before")
     @classmethod
     def _blank_is_none(cls, value: str | None) -> str | None:
         return value or None

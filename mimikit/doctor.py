@@ -2,8 +2,8 @@
 
 Redis answers and persists its data, every queue has a live worker, one beat holds the
 scheduler lock, the LLM answers with the configured models, the state and work dirs are usable,
-the clocks of this host, Redis and the workers' hosts agree, and the Worker's shell commands run
-in a sandbox.
+the clocks of this host, Redis and the workers' hosts agree, the Worker's shell commands run
+in a sandbox, and each configured MCP server starts and lists its tools.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from mimikit.delivery.workers import WORKER_TTL_SECONDS, worker_keys, workers
 from mimikit.exceptions import LLMUnavailable
 from mimikit.llm.client import LLMClient
 from mimikit.llm.probe import probe
+from mimikit.mcp.catalog import remember
 from mimikit.models import utcnow
 from mimikit.roles import CHAT_ROLES, ROLES
 from mimikit.scheduling.liveness import LIVENESS_SECONDS, liveness
@@ -69,7 +70,8 @@ def run_checks(runtime: Runtime) -> list[Check]:
     return [redis, *needs_redis, llm, check_llm_server(settings, llm, keeper),
             check_directory("state dir", settings.state_dir, "MIMIKIT_STATE_DIR"),
             check_directory("work dir", settings.work_dir, "MIMIKIT_WORK_DIR"),
-            check_sandbox(settings, workers(runtime) if redis.status == "ok" else [])]
+            check_sandbox(settings, workers(runtime) if redis.status == "ok" else []),
+            *check_mcp(runtime, redis.status == "ok")]
 
 
 def healthy(checks: list[Check]) -> bool:
@@ -325,3 +327,17 @@ def check_sandbox(settings: Settings, live: list[dict[str, Any]]) -> Check:
                       "MIMIKIT_SHELL_SANDBOX=off there to silence this")
     status: Status = "fail" if state == "fail" else "warn" if state == "warn" or bare else "ok"
     return Check("sandbox", status, detail, fix)
+
+
+# --- MCP servers --------------------------------------------------------------------------------
+
+
+def check_mcp(runtime: Runtime, redis_ok: bool) -> list[Check]:
+    """Each configured MCP server started once, its tools listed (and kept for the Planner's
+    view of it), or why it failed; one line when there are none or the config is bad."""
+    from mimikit.mcp.checks import check_servers  # the SDK, loaded where servers start
+
+    keep = (lambda server, listing: remember(runtime, server, listing)) if redis_ok else None
+    return [Check(f"mcp {found.name}" if found.name else "mcp",
+                  "ok" if found.ok else "fail", found.detail, found.fix)
+            for found in check_servers(runtime.settings, keep)]

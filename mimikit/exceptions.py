@@ -60,3 +60,9 @@ class TaskTimedOut(MimikitError):
 class WaitStopped(MimikitError):
     """Raised when a run stops (canceled, past its deadline) while it waits for a host slot
     to run a shell command or codex in."""
+
+
+class McpFailure(MimikitError):
+    """Raised when an MCP server cannot be started or listed, or a call to it fails (it
+    exited, hung past the call's timeout, or could not be reached); the message names the
+    server, what happened and, when it said anything on stderr, its last words."""

@@ -30,6 +30,7 @@ MessageRole = Literal["user", "assistant", "system"]
 FINISHED: frozenset[str] = frozenset({"done", "failed", "canceled"})
 # The longest any task may run; the broker's visibility timeout is set above it.
 MAX_TASK_TIMEOUT_SECONDS = 24 * 3600
+MAX_TASK_SERVERS = 10  # MCP servers one task may name
 # Bounds of a condition tree. Deeper trees could be validated but not read back from Redis
 # (the JSON parser stops at 200 levels, two per and/or level), and every trigger is evaluated
 # on each routed result or tick: a tree must stay small.
@@ -188,6 +189,8 @@ class Task(Model):
     misfire: Literal["skip", "once"] = "once"
     notify: Literal["always", "on_change", "on_failure", "never"] | None = None
     budget: float | None = Field(None, ge=0, description="most all firings may spend")
+    # The MCP servers whose tools its Worker gets (names in the MCP config).
+    mcp: list[str] | None = Field(None, max_length=MAX_TASK_SERVERS)
     paused: bool = False
     pausedReason: str | None = None
     resumedAt: datetime | None = None

@@ -1,6 +1,6 @@
 """The status report of ``GET /api/status`` and ``mimikit status``: Redis, workers, queues, the
 Teller and its inbox (what waits, what is tried again, what gave up and why), beat, the LLM,
-the Worker's shell sandbox and the pending question."""
+the Worker's shell sandbox, the MCP servers and the pending question."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from mimikit.conversation.tries import MAX_TRIES, item_tries
 from mimikit.delivery.dispatch import queue_depths
 from mimikit.delivery.workers import workers
 from mimikit.llm.client import DEFAULT_BASE_URL
+from mimikit.mcp.catalog import overview
 from mimikit.roles import CHAT_ROLES
 from mimikit.scheduling.liveness import liveness
 from mimikit.spending.budget import budget_state
@@ -32,7 +33,7 @@ def status(runtime: Runtime) -> dict[str, Any]:
     report: dict[str, Any] = {"ok": False, "redis": {"ok": False, "url": safe_url(settings)},
                               "workers": [], "queues": {}, "teller": {"state": "unknown"},
                               "llm": llm, "sandbox": sandbox_report(settings),
-                              "pendingQuestion": None}
+                              "mcp": overview(settings), "pendingQuestion": None}
     try:
         runtime.redis.ping()
     except RedisError as error:
@@ -57,6 +58,7 @@ def status(runtime: Runtime) -> dict[str, Any]:
     report["usage"] = budget_state(runtime)
     report["llmEval"] = last_batch(runtime)
     report["inbox"] = inbox_state(runtime)
+    report["mcp"] = overview(settings, runtime)
     return report
 
 

@@ -27,7 +27,7 @@ from mimikit.workspace.sandbox import choose_sandbox
 MODELS = ("teller", "planner", "worker", "default")  # the models conftest configures
 CHECKS = ["redis", "persistence", "queue teller", "queue planner", "queue worker",
           "queue supervisor", "beat", "clocks", "llm", "llm server", "state dir", "work dir",
-          "sandbox"]
+          "sandbox", "mcp"]
 
 
 def serve_models(llm, *models: str) -> None:

@@ -9,11 +9,12 @@ engine fills the session's record.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
@@ -31,8 +32,10 @@ from mimikit.llm.completion import ChatClient
 from mimikit.llm.loop import RunOptions, run_agent
 from mimikit.llm.probe import probe
 from mimikit.llm.record import Observer, RunRecord
-from mimikit.llm.registry import Registry
+from mimikit.llm.registry import Registry, Tool
 from mimikit.llm.turns import TurnShape, turn_shape
+from mimikit.mcp.catalog import learn_in_background
+from mimikit.mcp.config import offered
 from mimikit.memory.service import warm as index_warm
 from mimikit.memory.tokenize import has_chinese, prepare_tokenizer
 from mimikit.models import Task
@@ -94,6 +97,8 @@ def warm(runtime: Runtime, queues: frozenset[str] = frozenset()) -> dict[str, fl
     timed("llm stream", lambda: warm_streaming(registry().schemas_for("teller")))
     timed("celery", warm_sending)
     learn_profiles(runtime)
+    if not queues or ROLES["planner"].queue in queues:  # what the Planner reads of MCP servers
+        learn_in_background(runtime, offered(runtime.settings))
     if not queues or queues & {ROLES["teller"].queue, ROLES["planner"].queue}:
         timed("memory", lambda: index_warm(runtime.settings))  # their runs search memory
         if _speaks_chinese(runtime):
@@ -147,14 +152,15 @@ def client_for(runtime: Runtime) -> LLMClient:
 def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: SystemPrompt, user_prompt: str,
              timeout: float, on_step: Any = None, owners: tuple[str, ...] = (),
              stream_to: TextSinks | None = None, engine: Engine | None = None,
-             cancel: threading.Event | None = None, journal: RunJournal | None = None
-             ) -> RunRecord:
+             cancel: threading.Event | None = None, journal: RunJournal | None = None,
+             tools: Sequence[Tool] = ()) -> RunRecord:
     """Run one agent of ``ctx.role`` with ``engine`` (the agent loop by default) and keep its
     transcript under each of ``owners``.
 
     ``stream_to(record, n)`` gives the sink of the reply text of the run's ``n``-th LLM
     request, which then streams. With ``journal`` each step is written down, and a run that
-    finds steps there resumes after them.
+    finds steps there resumes after them. ``tools`` are this run's beside the role's (one of
+    the same name replaces the role's).
     """
     model = runtime.settings.model_for(ctx.role)
     record = RunRecord(role=ctx.role, model=model, traceId=ctx.trace_id)
@@ -166,7 +172,7 @@ def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: SystemPrompt, us
                       user=user_prompt,
                       deadline=time.monotonic() + timeout, on_step=on_step,
                       observe=live_steps(runtime, record, task), cancel=cancel,
-                      journal=journal)
+                      journal=journal, tools=tuple(tools))
     ctx.journal_key = journal.key if journal is not None else None
     try:
         (engine or agent_loop)(session)
@@ -176,7 +182,8 @@ def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: SystemPrompt, us
         record.error = record.error or str(error) or type(error).__name__
         raise
     finally:
-        keep_run(runtime, record, owners, live_owner=task.id if task is not None else None)
+        keep_run(runtime, record, owners, live_owner=task.id if task is not None else None,
+                 own_tools=frozenset(tool.name for tool in tools))
     return record
 
 
@@ -184,24 +191,50 @@ def agent_loop(session: Session) -> None:
     """The engine of every role: the agent loop over the OpenAI-compatible API."""
     ctx, record, settings = session.ctx, session.record, session.runtime.settings
     spec = role(ctx.role)
+    tools = run_registry(ctx.role, session.tools) if session.tools else registry()
     options = RunOptions(
         max_steps=settings.max_steps_for(ctx.role), deadline=session.deadline,
         text_ends_run=spec.text_ends_run, max_tokens=settings.max_tokens_for(ctx.role),
         # a Teller's turn may end in words or silence; the others end at their finisher
         tool_choice=None if spec.text_ends_run else "required",
         journal=session.journal, text_as_result=text_result if spec.text_is_result else None,
-        shape=shape_of(ctx.role).only(ctx.turn_only) if ctx.turn_only else shape_of(ctx.role),
-        native_system=session.native_system)
-    run_agent(session.meter, record.model, ctx.role, session.system, session.user, registry(),
+        shape=_shape(session, tools), native_system=session.native_system)
+    run_agent(session.meter, record.model, ctx.role, session.system, session.user, tools,
               ctx, options, on_step=session.on_step, record=record, observer=session.observe)
+
+
+def _shape(session: Session, tools: Registry) -> TurnShape:
+    """The shape of this run's answers: the role's, over the run's own tools (an MCP
+    server's), narrowed to one tool where the run allows only that one."""
+    shape = shape_in(tools, session.ctx.role) if session.tools else shape_of(session.ctx.role)
+    return shape.only(session.ctx.turn_only) if session.ctx.turn_only else shape
 
 
 @cache
 def shape_of(role_name: str) -> TurnShape:
     """The shape of the role's answers where the server holds them to a schema."""
+    return shape_in(registry(), role_name)
+
+
+def shape_in(tools: Registry, role_name: str) -> TurnShape:
+    """The shape of the role's answers over the role's tools in ``tools``."""
     spec = role(role_name)
-    tools = registry().tools_for(role_name, spec.turn_tools)
-    return turn_shape(spec.turn, tools, spec.turn_required, spec.turn_filled)
+    chosen = tools.tools_for(role_name, spec.turn_tools)
+    return turn_shape(spec.turn, chosen, spec.turn_required, spec.turn_filled)
+
+
+def run_registry(role_name: str, extra: Sequence[Tool]) -> Registry:
+    """The tools one run of the role sees: the role's, with ``extra`` beside them (one of the
+    same name replaces the role's); the process-wide registry stays as it is."""
+    base = registry()
+    view = Registry(propagate=base.propagate)
+    replaced = {tool.name for tool in extra}
+    for tool in base.tools_for(role_name):
+        if tool.name not in replaced:
+            view.register(dataclasses.replace(tool, roles=frozenset({role_name})))
+    for tool in extra:
+        view.register(tool)
+    return view
 
 
 def text_result(text: str) -> dict[str, Any]:
@@ -243,16 +276,19 @@ def live_steps(runtime: Runtime, record: RunRecord, task: Task | None) -> Observ
 
 
 def keep_run(runtime: Runtime, record: RunRecord, owners: tuple[str, ...],
-             live_owner: str | None = None) -> None:
+             live_owner: str | None = None, own_tools: frozenset[str] = frozenset()) -> None:
     """Keep the run's transcript under each of ``owners`` and log that it finished, in one
-    transaction that also forgets the live steps of ``live_owner``."""
-    runtime.runs.keep_run(
-        record.model_dump(mode="json", exclude_none=True), tuple(o for o in owners if o),
-        finished={"runId": record.id, "role": record.role, "status": record.status,
-                  "traceId": record.traceId, "steps": record.steps,
-                  "tokens": record.usage.totalTokens, "durationMs": record.durationMs,
-                  "taskId": owners[0] if owners and owners[0].startswith("task-") else None},
-        live_owner=live_owner)
+    transaction that also forgets the live steps of ``live_owner``. A run with tools of its
+    own (``own_tools``: an MCP server's) counts its calls of them (``ownCalls``)."""
+    finished = {"runId": record.id, "role": record.role, "status": record.status,
+                "traceId": record.traceId, "steps": record.steps,
+                "tokens": record.usage.totalTokens, "durationMs": record.durationMs,
+                "taskId": owners[0] if owners and owners[0].startswith("task-") else None}
+    if own_tools:
+        finished["ownCalls"] = sum(call.name in own_tools for call in record.toolCalls)
+    runtime.runs.keep_run(record.model_dump(mode="json", exclude_none=True),
+                          tuple(o for o in owners if o), finished=finished,
+                          live_owner=live_owner)
 
 
 BACKENDS: dict[str, Engine] = {"llm": agent_loop, "codex": codex_engine}

@@ -9,6 +9,7 @@ from typing import Any
 from mimikit.agents.common import run_role
 from mimikit.agents.context import context_sections
 from mimikit.agents.prompts import build_prompts, choose_mode
+from mimikit.agents.servers import planner_view
 from mimikit.lifecycle.execution import RunControl, execute
 from mimikit.llm.record import RunRecord
 from mimikit.models import Result, Task, utcnow
@@ -33,9 +34,10 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
             "planner", choose_mode("planner", bool(sections)), sections,
             f"Current time: {now} (time zone {runtime.settings.timezone})\n\n"
             + active_work(runtime, task) + f"## User request\n{task.prompt}")
+        system, tools = planner_view(runtime, system)  # MCP servers, where configured
         record = run_role(runtime, ctx, system, user, control.remaining(),
                           on_step=control.step, owners=(task.id,),
-                          journal=RunJournal(runtime.redis, runtime.keys, task.id))
+                          journal=RunJournal(runtime.redis, runtime.keys, task.id), tools=tools)
         result = planner_result(task, record)
         if result.status == "done":  # its delegations commit with the result
             control.delivery.staged = list(ctx.staged)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from mimikit.llm.journal import Journal
 from mimikit.llm.record import Observer, RunRecord
+from mimikit.llm.registry import Tool
 from mimikit.spending.meter import Meter
 from mimikit.store.runtime import Runtime
 from mimikit.tools.context import ToolContext
@@ -29,6 +30,7 @@ class Session:
     observe: Observer | None = None
     cancel: threading.Event | None = None
     journal: Journal | None = None
+    tools: tuple[Tool, ...] = ()  # this run's own, beside its role's (e.g. from MCP servers)
 
 
 Engine = Callable[[Session], None]

@@ -13,6 +13,8 @@ from typing import Any
 
 from mimikit.agents.common import BACKENDS, run_role
 from mimikit.agents.prompts import system_prompt
+from mimikit.agents.servers import start_servers, worker_system
+from mimikit.exceptions import McpFailure
 from mimikit.lifecycle.execution import RunControl, execute
 from mimikit.llm.record import RunRecord
 from mimikit.models import Result, Task, utcnow
@@ -38,11 +40,23 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         control.on_stop(workspace.cancel)
         ctx = ToolContext(runtime=runtime, role="worker", trace_id=task.traceId, task=task,
                           workspace=workspace)
-        record = run_role(runtime, ctx, system_prompt("worker"),
-                          worker_prompt(runtime, task), control.remaining(),
-                          on_step=control.step, owners=(task.id,),
-                          engine=BACKENDS[settings.worker_backend], cancel=control.stopping,
-                          journal=RunJournal(runtime.redis, runtime.keys, task.id))
+        try:  # the MCP servers the task names (the codex backend has its own)
+            servers = start_servers(runtime, task, control) \
+                if settings.worker_backend == "llm" else None
+        except McpFailure as error:
+            return Result(id=task.id, attempts=task.attempts, traceId=task.traceId,
+                          status="failed", error=str(error))
+        tools = servers.tools if servers is not None else []
+        try:
+            record = run_role(runtime, ctx, worker_system(system_prompt("worker"), tools),
+                              worker_prompt(runtime, task), control.remaining(),
+                              on_step=control.step, owners=(task.id,),
+                              engine=BACKENDS[settings.worker_backend], cancel=control.stopping,
+                              journal=RunJournal(runtime.redis, runtime.keys, task.id),
+                              tools=tools)
+        finally:
+            if servers is not None:
+                servers.close()
         if record.status != "stopped":  # e.g. a backend stopped because of a cancel
             control.check()
         return worker_result(task, record)

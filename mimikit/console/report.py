@@ -45,6 +45,7 @@ def print_status(settings: Settings, as_json: bool = False) -> int:
     sandbox = report["sandbox"]
     print(f"sandbox   {sandbox['detail']}"
           + (f"\n          fix: {sandbox['fix']}" if sandbox.get("fix") else ""))
+    print_mcp(report.get("mcp") or {})
     usage = report.get("usage") or {}
     cap = f" of {usage['dayCap']:g}" if usage.get("dayCap") is not None else " (no daily budget)"
     print(f"spent     {usage.get('spentToday', 0):.4f}{cap} today"
@@ -84,3 +85,15 @@ def print_doctor(settings: Settings, as_json: bool = False) -> int:
         failed = sum(check.status == "fail" for check in checks)
         print("all checks passed" if ok else f"{failed} check{'s' * (failed != 1)} failed")
     return 0 if ok else 1
+
+
+def print_mcp(mcp: dict[str, Any]) -> None:
+    """The configured MCP servers (not started: ``mimikit doctor`` starts each)."""
+    if mcp.get("error"):
+        print(f"mcp       CONFIG INVALID: {mcp['error']}")
+        return
+    servers = mcp.get("servers") or []
+    print(f"mcp       {len(servers) or 'no'} server{'s' * (len(servers) != 1)} ({mcp.get('config')})"
+          + "".join(f"\n          {s['name']}  {s['kind']} {s['target']}"
+                    + (f"  — {s['description']}" if s.get("description") else "")
+                    for s in servers))

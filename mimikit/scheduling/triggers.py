@@ -213,7 +213,8 @@ def child_of(trigger: Task, catch_up: bool) -> Task:
     """The oneshot task one firing of ``trigger`` runs."""
     return Task(type="oneshot", role="planner" if trigger.role == "planner" else "worker",
                 prompt=trigger.prompt, title=trigger.title, priority=trigger.priority,
-                timeout=trigger.timeout, retry=trigger.retry, traceId=trigger.traceId,
+                timeout=trigger.timeout, retry=trigger.retry, mcp=trigger.mcp,
+                traceId=trigger.traceId,
                 parentId=trigger.parentId, triggerId=trigger.id, catchUp=catch_up)
 
 

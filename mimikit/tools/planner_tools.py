@@ -141,6 +141,13 @@ def _timing(ctx: ToolContext, args: ScheduleArgs) -> tuple[dict[str, Any], dict[
         raise ToolError(str(error)) from None
 
 
+def servers(args: Args) -> list[str] | None:
+    """The MCP servers a task's Worker gets: the ``mcp`` field, which the Planner's
+    ``delegate`` and ``schedule`` have only where servers are configured (``mcp.planning``)."""
+    names = getattr(args, "mcp", None)
+    return list(dict.fromkeys(names)) if names else None
+
+
 def _retry(args: RetryArgs | None) -> RetryPolicy | None:
     return RetryPolicy(maxAttempts=args.maxAttempts) if args is not None else None
 
@@ -165,8 +172,8 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
         """Create a Worker sub-task (oneshot now, or conditional); returns its taskId."""
         task = _task(type=args.type, prompt=args.prompt, condition=_checked(ctx, args.condition),
                      priority=args.priority, timeout=args.timeout, title=args.title,
-                     notify=args.notify, retry=_retry(args.retry), traceId=ctx.trace_id,
-                     parentId=ctx.task.id if ctx.task else None)
+                     notify=args.notify, retry=_retry(args.retry), mcp=servers(args),
+                     traceId=ctx.trace_id, parentId=ctx.task.id if ctx.task else None)
         return _stage(ctx, task)
 
     @registry.tool("schedule", roles=planner, idempotent=True)
@@ -181,7 +188,8 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
         task = _task(type=args.type, prompt=args.prompt, cooldown=args.cooldown,
                      timeout=args.timeout, priority=args.priority, title=args.title,
                      misfire=args.misfire, notify=args.notify, budget=args.budget,
-                     retry=_retry(args.retry), traceId=ctx.trace_id, parentId=ctx.task.id if ctx.task else None, **shape)
+                     retry=_retry(args.retry), mcp=servers(args), traceId=ctx.trace_id,
+                     parentId=ctx.task.id if ctx.task else None, **shape)
         return _stage(ctx, task, **about)
 
     @registry.tool("get_recent_history", roles=planner, idempotent=True, reads=True)

@@ -8,7 +8,8 @@
  * Stable hooks for browser tests:
  *   #status                          status bar; #status-conn, #status-redis, #status-workers,
  *                                    #status-llm, #status-sandbox pills carry
- *                                    data-state="ok|warn|down|unknown"
+ *                                    data-state="ok|warn|down|unknown"; #status-mcp (hidden
+ *                                    without MCP servers) names them
  *   #llm-banner                      shown when no LLM is configured
  *   #messages                        message list (role="log"); children .msg.user | .msg.assistant
  *                                    | .msg.system with data-id, .msg-text (rendered text) and
@@ -85,6 +86,7 @@
     if (!state.tellerBusy) window.Mimikit.live.settle(); // a reply that streamed but was not kept
     if (state.tellerBusy && state.awaiting) state.awaiting.sawBusy = true;
     renderSandbox(status.sandbox);
+    renderMcp(status.mcp);
     renderSpending(status.usage);
     updateThinking();
     if ('pendingQuestion' in status) applyStatusQuestion(status.pendingQuestion);
@@ -101,6 +103,22 @@
     const pillState = { ok: 'ok', off: 'warn', warn: 'warn', fail: 'down' }[sandbox.state];
     setPill('#status-sandbox', pillState || 'unknown', text,
       [sandbox.detail, sandbox.fix && `fix: ${sandbox.fix}`].filter(Boolean).join('\n'));
+  }
+
+  // The MCP servers whose tools Workers can be given (listed, not started: doctor checks them).
+  function renderMcp(mcp) {
+    const pill = $('#status-mcp');
+    if (!mcp || typeof mcp !== 'object') return;
+    const servers = Array.isArray(mcp.servers) ? mcp.servers : [];
+    pill.hidden = !mcp.error && !servers.length;
+    if (pill.hidden) return;
+    if (mcp.error) {
+      setPill('#status-mcp', 'down', 'MCP config invalid', mcp.error);
+      return;
+    }
+    const lines = servers.map((s) => `${s.name} (${s.kind} ${s.target})${s.description ? `: ${s.description}` : ''}`);
+    setPill('#status-mcp', 'ok', `MCP · ${servers.map((s) => s.name).join(', ')}`,
+      [...lines, `config: ${mcp.config}`].join('\n'));
   }
 
   function renderSpending(usage) {

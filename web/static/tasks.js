@@ -273,6 +273,9 @@
       section('Prompt', pre(task.prompt || ''))];
     if (task.condition) body.push(section('Condition', pre(pretty(task.condition))));
     if (task.schedule) body.push(section('Schedule', pre(pretty(task.schedule))));
+    if (task.mcp?.length) {
+      body.push(section('MCP servers', h('p', { class: 'detail-mcp' }, task.mcp.join(', '))));
+    }
     if (task.error) body.push(section('Error', pre(task.error, 'error-block')));
     if (data.result) body.push(section('Result', ...resultView(data.result)));
     const spent = spendingView(data.usage);
