@@ -25,12 +25,12 @@ from mimikit.delivery.workers import WORKER_TTL_SECONDS, worker_keys, workers
 from mimikit.exceptions import LLMUnavailable
 from mimikit.llm.client import LLMClient
 from mimikit.llm.probe import probe
+from mimikit.llm.profile_store import RedisProfiles
 from mimikit.mcp.catalog import remember
 from mimikit.models import utcnow
 from mimikit.roles import CHAT_ROLES, ROLES
 from mimikit.scheduling.liveness import LIVENESS_SECONDS, liveness
 from mimikit.status import safe_url
-from mimikit.store.profiles import RedisProfiles
 from mimikit.store.runtime import Runtime
 from mimikit.workspace.sandbox import sandbox_report
 
@@ -66,7 +66,8 @@ def run_checks(runtime: Runtime) -> list[Check]:
             "persistence", *(f"queue {q}" for q in QUEUES), "beat", "clocks")]
     settings = runtime.settings
     llm = check_llm(settings)
-    keeper = RedisProfiles(runtime) if redis.status == "ok" else None
+    keeper = RedisProfiles(runtime.redis, runtime.keys.llm_profiles) \
+        if redis.status == "ok" else None
     return [redis, *needs_redis, llm, check_llm_server(settings, llm, keeper),
             check_directory("state dir", settings.state_dir, "MIMIKIT_STATE_DIR"),
             check_directory("work dir", settings.work_dir, "MIMIKIT_WORK_DIR"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -277,37 +278,27 @@ RESULT_SCHEMAS: dict[str, type[Model]] = {
 
 
 def result_type_of(result: dict[str, Any]) -> str | None:
-    """The resultType whose schema ``result`` matches (the first, in ``RESULT_SCHEMAS``'
-    order), or None."""
+    """The first resultType (in ``RESULT_SCHEMAS``' order) whose schema ``result`` fits."""
     for name, schema in RESULT_SCHEMAS.items():
-        try:
+        with suppress(ValidationError):
             schema.model_validate(result)
-        except ValidationError:
-            continue
-        return name
+            return name
     return None
 
 
 def _inlined(node: Any, defs: dict[str, Any]) -> Any:
     """``node`` with every ``$ref`` to ``defs`` replaced by what it names."""
-    if isinstance(node, list):
-        return [_inlined(item, defs) for item in node]
-    if not isinstance(node, dict):
-        return node
-    if "$ref" in node:
+    if isinstance(node, dict) and "$ref" in node:
         return _inlined(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
-    return {key: _inlined(value, defs) for key, value in node.items() if key != "$defs"}
+    if isinstance(node, dict):
+        return {key: _inlined(value, defs) for key, value in node.items() if key != "$defs"}
+    return [_inlined(item, defs) for item in node] if isinstance(node, list) else node
 
 
-def _result_body_schema() -> dict[str, Any]:
-    schemas = [model.model_json_schema() for model in RESULT_SCHEMAS.values()]
-    return {"anyOf": [_inlined(schema, schema.get("$defs", {})) for schema in schemas],
-            "description": "the result in the shape of its resultType"}
-
-
-# A result as a tool takes it: one of the resultTypes' shapes, so that an answer held to a
-# schema can only be one of them.
-ResultBody = Annotated[dict[str, Any], WithJsonSchema(_result_body_schema())]
+# A result as a tool takes it: one of the resultTypes' shapes (an answer held to it fits one).
+ResultBody = Annotated[dict[str, Any], WithJsonSchema({"anyOf": [
+    _inlined(schema, schema.get("$defs", {}))
+    for schema in (model.model_json_schema() for model in RESULT_SCHEMAS.values())]})]
 
 
 def check_result(result_type: str, result: dict[str, Any]) -> None:

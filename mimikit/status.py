@@ -17,11 +17,11 @@ from mimikit.conversation.tries import MAX_TRIES, item_tries
 from mimikit.delivery.dispatch import queue_depths
 from mimikit.delivery.workers import workers
 from mimikit.llm.client import DEFAULT_BASE_URL
+from mimikit.llm.profile_store import RedisProfiles
 from mimikit.mcp.catalog import overview
 from mimikit.roles import CHAT_ROLES
 from mimikit.scheduling.liveness import liveness
 from mimikit.spending.budget import budget_state
-from mimikit.store.profiles import RedisProfiles
 from mimikit.store.runtime import Runtime
 from mimikit.workspace.sandbox import sandbox_report
 
@@ -82,7 +82,7 @@ def llm_profile(runtime: Runtime) -> dict[str, Any]:
     the role's requests take: ``{role: {path, server, line, ...}}``; empty before any is known."""
     settings = runtime.settings
     url = (settings.llm_base_url or DEFAULT_BASE_URL).rstrip("/")
-    keeper = RedisProfiles(runtime)
+    keeper = RedisProfiles(runtime.redis, runtime.keys.llm_profiles)
     shown: dict[str, Any] = {}
     for role in CHAT_ROLES:
         profile = keeper.load(url, settings.model_for(role))

@@ -234,7 +234,7 @@ def test_a_server_that_does_not_stream_gives_the_whole_reply(llm):
     second = client.chat("m", [{"role": "user", "content": "hi"}], on_text=pieces.append)
     assert json.loads(first.tool_calls[0].arguments) == {"text": "whole"}
     assert json.loads(second.tool_calls[0].arguments) == {"text": "again"}
-    assert pieces == [] and client.streams is False
+    assert pieces == [] and client.transport.streams is False
     assert [r.get("stream") for r in llm.requests] == [True, None]
 
 

@@ -202,15 +202,15 @@ def test_a_canceled_task_stops_its_mcp_call_and_its_server_at_once(stack, llm):
 def test_where_answers_are_held_to_a_schema_an_mcp_tool_is_one_branch_of_the_step(
         runtime, procs, llm, monkeypatch):
     from mimikit.llm.profile import ServerProfile
-    from mimikit.store.profiles import RedisProfiles
+    from mimikit.llm.profile_store import RedisProfiles
     from mimikit.store.runtime import reset_runtime
 
     monkeypatch.setenv("MIMIKIT_LLM_BASE_URL", llm.url)
     reset_runtime()
     runtime.settings = runtime.settings.model_copy(update={"llm_base_url": llm.url})
-    RedisProfiles(runtime).save(ServerProfile(baseUrl=llm.url, model="worker",
-                                              server="llama.cpp server",
-                                              constraint="json_schema", probed=True))
+    keeper = RedisProfiles(runtime.redis, runtime.keys.llm_profiles)
+    keeper.save(ServerProfile(baseUrl=llm.url, model="worker", server="llama.cpp server",
+                              constraint="json_schema", probed=True))
     write_config(runtime, {"secrets": stdio_entry()})
 
     def worker(body):

@@ -25,13 +25,13 @@ def llamacpp(runtime, llm):
     """The scripted server named as llama.cpp's, its profile kept as a probe would keep it
     (so that no probe request takes a scripted answer)."""
     from mimikit.llm.profile import profile_for
-    from mimikit.store.profiles import RedisProfiles
+    from mimikit.llm.profile_store import RedisProfiles
 
     llm.owner = "llamacpp"
     for model in MODELS:
         profile = profile_for(llm.url, model, ["llamacpp"])
         profile.probed = True
-        RedisProfiles(runtime).save(profile)
+        RedisProfiles(runtime.redis, runtime.keys.llm_profiles).save(profile)
     return llm
 
 

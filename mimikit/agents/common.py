@@ -31,6 +31,7 @@ from mimikit.llm.client import LLMClient, StreamingClient
 from mimikit.llm.completion import ChatClient
 from mimikit.llm.loop import RunOptions, run_agent
 from mimikit.llm.probe import probe
+from mimikit.llm.profile_store import RedisProfiles
 from mimikit.llm.record import Observer, RunRecord
 from mimikit.llm.registry import Registry, Tool
 from mimikit.llm.turns import TurnShape, turn_shape
@@ -44,7 +45,6 @@ from mimikit.spending.book import Spender
 from mimikit.spending.budget import Caps
 from mimikit.spending.meter import Meter
 from mimikit.store.journal import RunJournal
-from mimikit.store.profiles import RedisProfiles
 from mimikit.store.runtime import Runtime
 from mimikit.tools import (
     eval_tools,
@@ -145,7 +145,8 @@ def client_for(runtime: Runtime) -> LLMClient:
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
-            client = _clients[key] = LLMClient.from_settings(settings, RedisProfiles(runtime))
+            keeper = RedisProfiles(runtime.redis, runtime.keys.llm_profiles)
+            client = _clients[key] = LLMClient.from_settings(settings, keeper)
         return client
 
 

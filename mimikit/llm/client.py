@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import time
@@ -16,20 +15,22 @@ from mimikit.config import secret_text
 from mimikit.exceptions import LLMAway, LLMStopped, LLMUnavailable
 from mimikit.llm import choice
 from mimikit.llm.abort import http_client, pause, stopped
-from mimikit.llm.completion import Completion, ToolCall
+from mimikit.llm.attempts import (
+    LLMDeadline,
+    Transport,
+    request_options,
+)
+from mimikit.llm.completion import Completion
 from mimikit.llm.failures import Retryable, status_failure
-from mimikit.llm.profile import CONSTRAINTS, ServerProfile
+from mimikit.llm.profile import ServerProfile
 from mimikit.llm.profiles import ProfileKeeper, Profiles
 from mimikit.llm.responses import (
     SAMPLE_CHUNK,
     SAMPLE_COMPLETION,
-    NotACompletion,
     cause,
-    completion_of,
-    detail,
     with_estimate,
 )
-from mimikit.llm.streaming import PastDeadline, Reading, read_stream
+from mimikit.llm.streaming import Reading
 
 logger = logging.getLogger("mimikit.llm")
 
@@ -39,30 +40,11 @@ NOT_CONFIGURED = (
 )
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRY_AFTER_MAX_SECONDS = 60.0
-# Small models often write their answer (or call), then blank lines until ``max_tokens``: the
-# server stops them at this run of newlines instead.
-BLANK_LINES_STOP = "\n\n\n\n\n\n"
-# One that runs on past its answer writes its next input the way the Teller is shown it
-# (``agents.inbox_view``): the server stops it at that heading.
-NEXT_TURN_STOP = "\n## Pending inputs"
 # Each backoff waits a random time between half and all of its exponential step ("equal
 # jitter"), so clients that failed together do not retry together.
 BACKOFF_JITTER = 0.5
 # A server-given wait is honoured, plus up to this fraction more for the same reason.
 RETRY_AFTER_JITTER = 0.1
-# The temperature of an answer held to a schema when none is set: greedy.
-GREEDY = 0.0
-# Words of a 400 answer that refuse the schema an answer was to be held to.
-REFUSED_SCHEMA = ("response_format", "json_schema", "schema", "grammar")
-
-
-class LLMDeadline(LLMUnavailable):
-    """Raised when the caller's deadline passes during a request or while waiting to retry."""
-
-
-class ConstraintRefused(Exception):
-    """Raised when a server refused a request held to a schema: its profile no longer says it
-    constrains, and the caller asks again on the native path."""
 
 
 class StreamingClient:
@@ -124,8 +106,8 @@ class LLMClient:
         self.backoff_max = backoff_max
         self._random = rng or random.Random()
         self._sdk: openai.OpenAI | None = None
-        self.streams = True  # False once the server answered a streamed request whole
-        self.profiles = Profiles(self, keeper)
+        self.profiles = Profiles(lambda: self.url, self.model_owners, keeper)
+        self.transport = Transport(lambda: self.url, timeout, self.profiles)
         self.temperature = temperature
 
     @classmethod
@@ -225,30 +207,21 @@ class LLMClient:
         """
         sdk = self._client()
         profile = self.profile(model)
-        options: dict[str, Any] = {"max_tokens": max_tokens} if max_tokens else {}
-        if schema is not None and profile.constraint in CONSTRAINTS:
-            options.update(CONSTRAINTS[profile.constraint](schema))
-            options["temperature"] = GREEDY if self.temperature is None else self.temperature
-        else:
-            if self.temperature is not None:
-                options["temperature"] = self.temperature
-            schema = None
-            options.update({key: value for key, value in (("tools", tools),
-                                                          ("tool_choice", tool_choice)) if value})
-        options["stop"] = [BLANK_LINES_STOP, NEXT_TURN_STOP]
+        options = request_options(profile, self.temperature, max_tokens=max_tokens,
+                                  schema=schema, tools=tools, tool_choice=tool_choice)
         names = [tool["function"]["name"] for tool in tools or []] or ["reply"]
-        reading = Reading(names, text_field, schema is not None)
+        reading = Reading(names, text_field, "response_format" in options)
         attempt, tried = 0, set[str]()
         suspect: dict[str, bool] | None = None  # what tool_choice was held to, before a blame
         while True:
             try:
-                completion = self._attempt(sdk, model, messages, options, deadline, on_text,
-                                           reading)
+                completion = self.transport.attempt(sdk, model, messages, options, deadline,
+                                                    on_text, reading)
                 if suspect is not None:  # it failed on the kind, and answered without it
                     self.profiles.learn(profile, "failed on a required call; answered with "
                                         "'auto'", toolChoice=dict(profile.toolChoice))
                 self.profiles.learn_from(profile, options, completion, on_text is not None
-                                         and self.streams)
+                                         and self.transport.streams)
                 return with_estimate(completion, messages, tools)
             except Retryable as failure:
                 if retries == 0:  # one try, as it comes: nothing to learn from it
@@ -262,8 +235,8 @@ class LLMClient:
                     self._sdk = None  # on new connections: the server may drop the old one
                     sdk = self._client()
                     continue
-                if "stream" in tried and not self.streams:
-                    self.streams = True  # it failed unstreamed too: not for streaming
+                if "stream" in tried and not self.transport.streams:
+                    self.transport.streams = True  # it failed unstreamed too: not for streaming
                 if stopped():
                     raise LLMStopped(f"abandoned, the run stopped: {failure.reason}") from None
                 attempt += 1
@@ -297,9 +270,9 @@ class LLMClient:
     def _adapted(self, streaming: bool, tried: set[str]) -> bool:
         """After a request the server failed on, ask again unstreamed, once (some servers
         cannot stream every answer): True to ask again at once."""
-        if "stream" not in tried and streaming and self.streams:
+        if "stream" not in tried and streaming and self.transport.streams:
             tried.add("stream")
-            self.streams = False
+            self.transport.streams = False
             logger.info("the LLM at %s failed on a streamed request: asked again, and from "
                         "now on, unstreamed", self.url)
             return True
@@ -365,94 +338,3 @@ class LLMClient:
         """
         step = min(self.backoff_base * (2 ** min(attempt, 64)), self.backoff_max)
         return step * (1 - BACKOFF_JITTER * self._random.random())
-
-    def _attempt(self, sdk: openai.OpenAI, model: str, messages: list[dict[str, Any]],
-                 asked: dict[str, Any], deadline: float | None,
-                 on_text: Callable[[str], None] | None, reading: Reading) -> Completion:
-        profile = self.profile(model)
-        options = choice.sent(asked, profile)
-        timeout = self.timeout
-        if deadline is not None:
-            timeout = max(min(timeout, deadline - time.monotonic()), 0.05)
-        try:
-            if on_text is not None and self.streams:
-                streamed = self._streamed(sdk, model, messages, timeout, options, on_text,
-                                          deadline, reading)
-                if streamed is not None:
-                    return streamed
-            response = sdk.chat.completions.create(
-                model=model, messages=messages, timeout=timeout, **options  # type: ignore[arg-type]
-            )
-        except openai.APITimeoutError:
-            raise Retryable(f"the LLM at {self.url} did not answer within {timeout:g} s",
-                             answered=False) from None
-        except openai.APIConnectionError as error:
-            raise Retryable(
-                f"cannot reach the LLM at {self.url}: {cause(error)}; set MIMIKIT_LLM_BASE_URL",
-                answered=False) from None
-        except openai.BadRequestError as error:
-            if self._refused(asked, detail(error), profile):
-                return self._attempt(sdk, model, messages, asked, deadline, on_text, reading)
-            raise status_failure(self.url, error, model) from None
-        except openai.APIStatusError as error:
-            raise status_failure(self.url, error, model) from None
-        except json.JSONDecodeError as error:
-            raise Retryable(f"the LLM at {self.url} answered with malformed JSON "
-                             f"({error.msg} at position {error.pos})") from None
-        if isinstance(response, str):  # a body that is not JSON at all (e.g. a proxy page)
-            raise Retryable(f"the LLM at {self.url} answered with a body that is not JSON: "
-                             f"{response[:80]!r}")
-        return self._parse(response)
-
-    def _refused(self, asked: dict[str, Any], said: str, profile: ServerProfile) -> bool:
-        """A request the server refused (400): True to ask again as the profile now says;
-        ``ConstraintRefused`` when it refused the schema the answer was to be held to."""
-        if "response_format" in asked and any(word in said.lower() for word in REFUSED_SCHEMA):
-            self.profiles.learn(profile, f"refused a schema: {said[:120]}", constraint=None)
-            raise ConstraintRefused(said)
-        return choice.refused(asked, said, profile)
-
-    def _parse(self, response: Any) -> Completion:
-        try:
-            return completion_of(response)
-        except NotACompletion as error:
-            raise Retryable(f"the LLM at {self.url} answered with a body that is not a chat "
-                             f"completion ({error})") from None
-
-    def _streamed(self, sdk: openai.OpenAI, model: str, messages: list[dict[str, Any]],
-                  timeout: float, options: dict[str, Any], on_text: Callable[[str], None],
-                  deadline: float | None, reading: Reading) -> Completion | None:
-        """One streamed request of ``options`` (as the server is sent them); a server that
-        answers it whole is not asked to stream again (its whole answer is used); None when it
-        refused the request as streamed."""
-        try:
-            raw = sdk.chat.completions.with_raw_response.create(  # type: ignore[call-overload]
-                model=model, messages=messages, timeout=timeout,
-                stream=True, stream_options={"include_usage": True}, **options)
-        except openai.BadRequestError as error:
-            if "tool_choice" in detail(error).lower() or "response_format" in options:
-                raise  # refused for what was asked, not for streaming
-            self.streams = False  # e.g. no stream_options here: ask again, unstreamed
-            return None
-        if "text/event-stream" not in raw.headers.get("content-type", ""):
-            self.streams = False
-            raw.http_response.read()
-            return self._parse(ChatCompletion.model_validate(raw.http_response.json()))
-        stream = raw.parse()
-        try:
-            found = read_stream(stream, on_text, deadline, reading.names, reading.text_field,
-                                reading.schema)
-        except PastDeadline as late:
-            stream.close()
-            raise LLMDeadline(f"the LLM at {self.url} was still answering when the run's "
-                              f"deadline passed ({late.received} characters received)") from None
-        if found is None:
-            raise Retryable(f"the LLM at {self.url} ended its streamed answer empty")
-        if found.looped:
-            stream.close()  # the server stops writing the loop
-            logger.info("the LLM at %s went round in a loop: its answer ends where it began",
-                        self.url)
-        calls = [ToolCall(id=i, name=n, arguments=a) for i, n, a in found.calls]
-        completion = Completion.of(found.content, calls, found.usage, found.finish_reason)
-        completion.written, completion.usage_streamed = found.written, found.usage_sent
-        return completion

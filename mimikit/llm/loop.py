@@ -17,19 +17,19 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from mimikit.exceptions import LLMUnavailable
 from mimikit.llm import corrections
 from mimikit.llm.answers import Answer, read_answer
+from mimikit.llm.attempts import ConstraintRefused, LLMDeadline
+from mimikit.llm.calls import Calls
 from mimikit.llm.choice import forced
-from mimikit.llm.client import ConstraintRefused, LLMDeadline
 from mimikit.llm.completion import ChatClient, Completion, ToolCall
-from mimikit.llm.journal import INTERRUPTED, Journal, Replay, journaled, replayed
+from mimikit.llm.journal import Replay
+from mimikit.llm.options import RunOptions
 from mimikit.llm.record import STEP_TEXT_LIMIT, Observer, RunRecord, RunStatus, ToolCallRecord
 from mimikit.llm.registry import Registry, ToolOutcome
-from mimikit.llm.turns import TurnShape
 
 __all__ = ["Observer", "RunOptions", "RunRecord", "RunStatus", "ToolCallRecord", "run_agent"]
 logger = logging.getLogger("mimikit.llm")
@@ -39,38 +39,6 @@ FAILING_IN_ROW = 2  # a Teller's answers in a row whose calls all failed, before
 GIVE_UP_AFTER = {corrections.EMPTY: 2, corrections.PLAIN: 2, corrections.UNREADABLE: 3,
                  corrections.CUT: 1, corrections.AGAIN: 2}
 REPLY = "reply"
-
-
-@dataclass
-class RunOptions:
-    """How one run goes.
-
-    Args:
-        max_steps: The most LLM requests the run may make.
-        deadline: A ``time.monotonic()`` value after which the run fails as timed out.
-        text_ends_run: Whether a plain answer ends the run (the Teller's reply); otherwise it
-            is corrected until a finishing tool ends the run.
-        max_tokens: The most tokens one answer may have.
-        tool_choice: What every request on the native path asks for (``"required"``: some
-            tool call; None: the model's choice).
-        journal: Where each step is written, and read back when the run resumes.
-        text_as_result: Where a finishing tool is due, what a text answer becomes once the
-            corrections did not get the call (None: the run goes on to the step limit).
-        shape: The role's answer as one object (``llm.turns``), asked for where the server
-            holds answers to a schema.
-        native_system: The system prompt for the native path, when the one given is for an
-            answer held to the schema (a server that refuses the schema is asked with it).
-    """
-
-    max_steps: int
-    deadline: float | None = None
-    text_ends_run: bool = True
-    max_tokens: int | None = None
-    tool_choice: Any = None
-    journal: Journal | None = None
-    text_as_result: Callable[[str], Any] | None = None
-    shape: TurnShape | None = None
-    native_system: str | None = None
 
 
 def run_agent(
@@ -124,6 +92,7 @@ class _Loop:
         self.names = registry.names_for(record.role)
         self.tools = registry.schemas_for(record.role) or None
         self.replay = Replay(options.journal)
+        self.calls = Calls(record, registry, ctx, self.replay, self._observe)
         self.problems: Counter[str] = Counter()
         self.forced: str | None = None  # the tool the next request forces, after a correction
         self.calls_made: set[tuple[str, str]] = set()  # every call of the run: name, arguments
@@ -308,10 +277,10 @@ class _Loop:
         for index, call in enumerate(answer.calls):
             outcomes.append((call, self._call_in(answer, call)))
             if outcomes[-1][1].stop:
-                self._skip_rest(answer.calls[index + 1:], call.name)
+                self.calls.skip(answer.calls[index + 1:], call.name)
                 break
         if answer.structured:
-            self._results_in_words(outcomes)
+            self.calls.in_words(outcomes)
         ok = [outcome.ok for _call, outcome in outcomes]
         self.called = self.called or any(ok)
         self.acted = self.acted or any(o.ok and c.name != REPLY for c, o in outcomes)
@@ -395,60 +364,16 @@ class _Loop:
                 return f"{other.name!r} answers with something to read first"
         return ""
 
-    def _results_in_words(self, outcomes: list[tuple[ToolCall, ToolOutcome]]) -> None:
-        """After an object of the schema, its calls' results as one message for the model
-        (the transcript then has no tool messages, which its template might not take)."""
-        tool_messages = [m for m in self.record.messages if m.get("role") == "tool"]
-        for message in tool_messages[-len(outcomes):]:
-            self.record.messages.remove(message)
-        lines = [f"- {call.name}: {outcome.content[:STEP_TEXT_LIMIT]}"
-                 for call, outcome in outcomes]
-        self.record.messages.append({"role": "user", "content": "Results:\n" + "\n".join(lines)})
-
     def _call(self, call: ToolCall) -> ToolOutcome:
-        """Run one call (or give back its journaled result), and record it."""
-        began = time.monotonic()
-        recorded = self.replay.result(call.id)
-        if recorded is not None and recorded.get("interrupted") and \
-                self.registry.idempotent(self.record.role, call.name):
-            recorded = None  # it may run again: its effect, if it happened, is not repeated
-        if recorded is None:
-            self.replay.write_start(call.id)
-            if hasattr(self.ctx, "call_id"):
-                self.ctx.call_id = call.id
-            outcome = self.registry.call(self.record.role, call.name, call.arguments, self.ctx)
-            self.replay.write_done(call.id, journaled(outcome, self.ctx))
-        elif recorded.get("interrupted"):
-            outcome = ToolOutcome(ok=False, content=INTERRUPTED)
-        else:
-            outcome = replayed(recorded, self.ctx)
-        self._note(call, outcome, int((time.monotonic() - began) * 1000))
+        outcome = self.calls.run(call)
         if not outcome.ok:
             self._told(outcome.content)
         return outcome
 
-    def _note(self, call: ToolCall, outcome: ToolOutcome, elapsed_ms: int) -> None:
-        self.record.messages.append({"role": "tool", "tool_call_id": call.id,
-                                     "content": outcome.content})
-        entry = ToolCallRecord(name=call.name, arguments=call.arguments, ok=outcome.ok,
-                               content=outcome.content, durationMs=elapsed_ms)
-        self.record.toolCalls.append(entry)
-        self._observe({"kind": "tool", "name": call.name,
-                       "arguments": call.arguments[:STEP_TEXT_LIMIT], "ok": outcome.ok,
-                       "output": outcome.content[:STEP_TEXT_LIMIT], "durationMs": elapsed_ms})
-
     def _refuse(self, call: ToolCall, reason: str) -> ToolOutcome:
-        outcome = ToolOutcome(ok=False, content=f"error: {reason}")
-        self._note(call, outcome, 0)
+        outcome = self.calls.refuse(call, reason)
         self._told(outcome.content)
         return outcome
-
-    def _skip_rest(self, calls: list[ToolCall], stopper: str) -> None:
-        # Every tool call needs an answer in the transcript, even the ones never run.
-        for call in calls:
-            self.record.messages.append({"role": "tool", "tool_call_id": call.id,
-                                         "content": f"error: not run: the run ended at "
-                                                    f"{stopper!r}"})
 
     def _succeeded(self) -> set[str]:
         return {entry.name for entry in self.record.toolCalls if entry.ok}

@@ -13,7 +13,8 @@ import json
 from typing import Any
 
 from mimikit.exceptions import LLMUnavailable
-from mimikit.llm.client import ConstraintRefused, LLMClient
+from mimikit.llm.attempts import ConstraintRefused
+from mimikit.llm.client import LLMClient
 from mimikit.llm.completion import Completion
 from mimikit.llm.profile import CONSTRAINTS, ServerProfile, profile_for
 

@@ -9,15 +9,13 @@ import json
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from mimikit.exceptions import LLMUnavailable
 from mimikit.llm import choice
 from mimikit.llm.completion import Completion
 from mimikit.llm.profile import ServerProfile, profile_for
-
-if TYPE_CHECKING:
-    from mimikit.llm.client import LLMClient
 
 logger = logging.getLogger("mimikit.llm")
 REREAD_SECONDS = 30.0  # how long a profile is used before it is read from the keeper again
@@ -25,7 +23,7 @@ UNNAMED_RETRY_SECONDS = 10.0  # a server that could not be asked its name is ask
 
 
 class ProfileKeeper(Protocol):
-    """Where profiles are kept (``store.profiles.RedisProfiles``)."""
+    """Where profiles are kept (``profile_store.RedisProfiles``)."""
 
     def load(self, base_url: str, model: str) -> ServerProfile | None:
         """The kept profile, or None."""
@@ -37,8 +35,11 @@ class ProfileKeeper(Protocol):
 class Profiles:
     """The profiles of one client's server, by model."""
 
-    def __init__(self, client: LLMClient, keeper: ProfileKeeper | None) -> None:
-        self.client, self.keeper = client, keeper
+    def __init__(self, url: Callable[[], str], owners: Callable[[], list[str]],
+                 keeper: ProfileKeeper | None) -> None:
+        """``url`` gives the server's base URL, ``owners`` the ``owned_by`` of the models it
+        lists (raising ``LLMUnavailable`` when it cannot be asked)."""
+        self.url, self.owners, self.keeper = url, owners, keeper
         self._known: dict[str, tuple[ServerProfile, float]] = {}
         self._lock = threading.Lock()
 
@@ -48,7 +49,7 @@ class Profiles:
             known = self._known.get(model)
             if known is not None and time.monotonic() < known[1]:
                 return known[0]
-            profile = self.keeper.load(self.client.url, model) if self.keeper else None
+            profile = self.keeper.load(self.url(), model) if self.keeper else None
             if profile is None and known is not None and known[0].server != "unknown server":
                 profile = known[0]
             until = time.monotonic() + REREAD_SECONDS
@@ -70,7 +71,7 @@ class Profiles:
     def learn(self, profile: ServerProfile, what: str, **changes: Any) -> None:
         """Teach ``profile`` what an answer showed, and keep it when that is new."""
         if profile.learn(what, **changes):
-            logger.info("the LLM at %s (%s): %s; path now %s", self.client.url, profile.model,
+            logger.info("the LLM at %s (%s): %s; path now %s", self.url(), profile.model,
                         what, profile.path)
             self._keep(profile)
 
@@ -98,10 +99,10 @@ class Profiles:
     def _named(self, model: str) -> tuple[ServerProfile, bool]:
         """A first profile from the server's listing; False when the server was not reached."""
         try:
-            owners = self.client.model_owners()
+            owners = self.owners()
         except LLMUnavailable:
-            return ServerProfile(baseUrl=self.client.url, model=model), False
-        return profile_for(self.client.url, model, owners), True
+            return ServerProfile(baseUrl=self.url(), model=model), False
+        return profile_for(self.url(), model, owners), True
 
     def _keep(self, profile: ServerProfile) -> None:
         if self.keeper is not None:

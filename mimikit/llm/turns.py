@@ -24,7 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mimikit.llm.registry import Tool, clean_schema
+from mimikit.llm.registry import Tool
+from mimikit.llm.schemas import clean_schema
 from mimikit.roles import Shape
 
 # Bounds a grammar can hold cheaply; larger ones (a text's length) are checked by the tool.

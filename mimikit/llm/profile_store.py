@@ -10,16 +10,15 @@ from pydantic import ValidationError
 from redis.exceptions import RedisError
 
 from mimikit.llm.profile import ServerProfile
-from mimikit.store.keys import as_text
 
 log = logging.getLogger("mimikit.llm")
 
 
 class RedisProfiles:
-    """A ``ProfileKeeper`` over one hash of the instance's Redis."""
+    """A ``ProfileKeeper`` over one hash of the instance's Redis (``key``)."""
 
-    def __init__(self, runtime: Any) -> None:
-        self.redis, self.key = runtime.redis, runtime.keys.llm_profiles
+    def __init__(self, redis: Any, key: str) -> None:
+        self.redis, self.key = redis, key
 
     def load(self, base_url: str, model: str) -> ServerProfile | None:
         try:
@@ -47,6 +46,7 @@ def _field(base_url: str, model: str) -> str:
 
 def _parsed(raw: bytes | str) -> ServerProfile | None:
     try:
-        return ServerProfile.model_validate_json(as_text(raw), context={"stored": True})
+        text = raw.decode() if isinstance(raw, bytes) else raw
+        return ServerProfile.model_validate_json(text, context={"stored": True})
     except ValidationError:
         return None  # from another version: learned again
