@@ -8,7 +8,7 @@ import time
 
 import pytest
 from agent_helpers import history, post_input, user_prompt, wait_history
-from llm_server import delay, tool_call, tool_calls, without_usage
+from llm_server import delay, text, tool_call, tool_calls, without_usage
 from processes import wait_for
 
 
@@ -47,12 +47,14 @@ def test_a_server_that_sends_no_usage_is_counted_here_and_marked_estimated(stack
 
 
 def test_the_teller_prompt_begins_the_same_from_turn_to_turn(stack, llm):
-    llm.script("teller", tool_call("reply", text="Hi!"), tool_call("reply", text="Fine."))
+    llm.script("teller", tool_call("reply", text="Hi!"), text(""),
+               tool_call("reply", text="Fine."), text(""))
     post_input(stack, "hello")
     wait_history(stack, lambda h: ("assistant", "Hi!") in h, message="first reply")
+    wait_for(lambda: llm.pending("teller") == 2, message="the first turn's end")
     post_input(stack, "how are you?")
     wait_history(stack, lambda h: ("assistant", "Fine.") in h, message="second reply")
-    first, second = llm.requests_for("teller")
+    first, second = llm.requests_for("teller")[0], llm.requests_for("teller")[2]
     assert first["messages"][0] == second["messages"][0]  # the system message: static
     assert first["tools"] == second["tools"]
     assert "## History" in user_prompt(second) and "## History" not in \
@@ -66,7 +68,7 @@ def test_a_pass_that_outlives_the_old_lease_is_still_the_only_teller(stack, llm,
     from mimikit.conversation import gate
 
     llm.script("teller", delay(40, tool_call("reply", text="Slow hello.")))
-    llm.default("teller", tool_call("reply", text="Next."))
+    llm.default("teller", text(""))
     post_input(stack, "hello")
     wait_for(lambda: stack.redis.exists(stack.keys.teller_lock), message="the Teller runs")
     time.sleep(gate.LEASE_SECONDS + 2)  # past the lease a Teller takes without renewal
@@ -77,4 +79,4 @@ def test_a_pass_that_outlives_the_old_lease_is_still_the_only_teller(stack, llm,
     time.sleep(2)
     replies = [t for r, t in history(stack) if r == "assistant"]
     assert replies == ["Slow hello."]
-    assert len(llm.requests_for("teller")) == 1
+    assert len(llm.requests_for("teller")) == 2  # the reply, and whether more follows it

@@ -201,18 +201,22 @@ def test_directories_missing_not_a_directory_or_present(runtime, tmp_path):
 
 
 def test_doctor_says_in_one_line_how_the_server_handles_tools(llm, tmp_path):
-    """A server that writes calls into the text and sends no usage, as llama.cpp's may."""
+    """A server that writes calls into the text, holds no answer to a schema and sends no
+    usage in its streams, as llama.cpp's may without --jinja."""
     from llm_server import text, without_usage
 
     from mimikit.config import load_settings
     from mimikit.doctor import check_llm, check_llm_server
 
     serve_models(llm, *MODELS)
-    llm.default("teller", without_usage(text('<tool_call>{"name": "reply", "arguments": '
-                                             '{"text": "ok"}}</tool_call>')))
+    for model in MODELS:
+        llm.default(model, without_usage(text('<tool_call>{"name": "reply", "arguments": '
+                                              '{"text": "ok"}}</tool_call>')))
     settings = load_settings(llm_base_url=llm.url)
     line = check_llm_server(settings, check_llm(settings)).detail
-    assert "tool calls returned as text; handled" in line
-    assert "no usage sent; tokens estimated" in line and "tool_choice not honoured" in line
-    probe = llm.requests_for("teller")[-1]
-    assert probe["tool_choice"] == "required" and probe["max_tokens"] == 64
+    assert line.count("path text") == 3  # one line for each role's model
+    assert "tool calls written as text" in line and "tool_choice required not held" in line
+    assert "no usage in streams (estimated)" in line
+    probes = llm.requests_for("teller")
+    assert "response_format" in probes[0]  # held to a schema? (it was not)
+    assert probes[-1]["tool_choice"] == "required" and probes[-1]["max_tokens"] == 24

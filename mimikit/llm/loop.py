@@ -331,6 +331,9 @@ class _Loop:
             return True
         if not any(call.name == REPLY for call, _o in outcomes):
             return False
+        if self.options.reply_ends_turn:
+            self._end("")
+            return True
         if self.acted or self.replied_alone:
             self._end("")
             return True

@@ -29,6 +29,8 @@ class RunOptions:
             holds answers to a schema.
         native_system: The system prompt for the native path, when the one given is for an
             answer held to the schema (a server that refuses the schema is asked with it).
+        reply_ends_turn: A reply is all the turn may do (a Teller pass with nothing from the
+            person): no answer is asked for after it.
     """
 
     max_steps: int
@@ -40,3 +42,4 @@ class RunOptions:
     text_as_result: Callable[[str], Any] | None = None
     shape: TurnShape | None = None
     native_system: str | None = None
+    reply_ends_turn: bool = False
