@@ -178,6 +178,8 @@ class ScriptedLLM:
         # False: GET /v1/models answers 404, like servers that list no models
         self.lists_models = True
         self.owner = "scripted"  # the models' owned_by: "llamacpp" lists them as llama.cpp does
+        # GET /slots says its one slot is working until this time.monotonic() (llama.cpp's)
+        self.busy_until = 0.0
 
     @property
     def port(self) -> int:
@@ -391,6 +393,9 @@ class _Handler(BaseHTTPRequestHandler):
             data = [{"id": name, "object": "model", "created": 0, "owned_by": scripted.owner}
                     for name in names]
             return self._send(200, {"object": "list", "data": data})
+        if self.path.rstrip("/") == "/slots" and scripted.owner == "llamacpp":
+            busy = time.monotonic() < scripted.busy_until
+            return self._send(200, [{"id": 0, "is_processing": busy}])
         return self._send(404, {"error": {"message": f"no route {self.path}"}})
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming

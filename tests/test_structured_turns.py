@@ -148,3 +148,23 @@ def test_the_status_shows_each_roles_path(llamacpp, stack, llm):
         "teller": "constrained", "planner": "constrained", "worker": "constrained"}
     assert shown["teller"]["server"] == "llama.cpp server"
     assert "answers held to a schema (json_schema)" in shown["teller"]["line"]
+
+
+def test_a_request_waits_for_a_free_slot_without_spending_the_passs_time(llamacpp, runtime,
+                                                                         procs, monkeypatch):
+    import time
+
+    from mimikit.store.runtime import reset_runtime
+
+    llm = llamacpp
+    monkeypatch.setenv("MIMIKIT_LLM_BASE_URL", llm.url)
+    monkeypatch.setenv("MIMIKIT_TELLER_TIMEOUT", "3")
+    reset_runtime()
+    procs.worker(queues="teller,planner,supervisor", concurrency=2, name="agents")
+    llm.busy_until = time.monotonic() + 6  # the one slot works for another client
+    llm.script("teller", turn(delegate=False, remember=False, reply="Hello, at last."))
+    post_input(runtime, "hello")
+    wait_history(runtime, lambda h: ("assistant", "Hello, at last.") in h, timeout=30,
+                 message="the reply once the slot was free")
+    assert llm.arrivals_for("teller")[0] >= llm.busy_until
+    assert not any(role == "system" for role, _t in history(runtime))  # never "timed out"

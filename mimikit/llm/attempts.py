@@ -20,6 +20,7 @@ from mimikit.llm.failures import Retryable, status_failure
 from mimikit.llm.profile import CONSTRAINTS, ServerProfile
 from mimikit.llm.profiles import Profiles
 from mimikit.llm.responses import NotACompletion, cause, completion_of, detail
+from mimikit.llm.slots import wait_for_slot
 from mimikit.llm.streaming import PastDeadline, Reading, read_stream
 
 logger = logging.getLogger("mimikit.llm")
@@ -33,6 +34,8 @@ NEXT_TURN_STOP = "\n## Pending inputs"
 GREEDY = 0.0
 # Words of a 400 answer that refuse the schema an answer was to be held to.
 REFUSED_SCHEMA = ("response_format", "json_schema", "schema", "grammar")
+# Servers that say how busy their slots are (``llm.slots``): a request waits for a free one.
+SAYS_HOW_BUSY = frozenset({"llama.cpp server"})
 
 
 class LLMDeadline(LLMUnavailable):
@@ -77,6 +80,20 @@ class Transport:
     def attempt(self, sdk: openai.OpenAI, model: str, messages: list[dict[str, Any]],
                  asked: dict[str, Any], deadline: float | None,
                  on_text: Callable[[str], None] | None, reading: Reading) -> Completion:
+        """One request, sent once the server has a free slot where it says (the wait is not
+        the request's: ``Completion.waited``)."""
+        waited = 0.0
+        if self.profiles.get(model).server in SAYS_HOW_BUSY:
+            waited = wait_for_slot(self.url, sdk.api_key, deadline)
+        completion = self._send(sdk, model, messages, asked,
+                                None if deadline is None else deadline + waited, on_text,
+                                reading)
+        completion.waited = waited
+        return completion
+
+    def _send(self, sdk: openai.OpenAI, model: str, messages: list[dict[str, Any]],
+              asked: dict[str, Any], deadline: float | None,
+              on_text: Callable[[str], None] | None, reading: Reading) -> Completion:
         profile = self.profiles.get(model)
         options = choice.sent(asked, profile)
         timeout = self.timeout
@@ -100,7 +117,7 @@ class Transport:
                 answered=False) from None
         except openai.BadRequestError as error:
             if self._refused(asked, detail(error), profile):
-                return self.attempt(sdk, model, messages, asked, deadline, on_text, reading)
+                return self._send(sdk, model, messages, asked, deadline, on_text, reading)
             raise status_failure(self.url, error, model) from None
         except openai.APIStatusError as error:
             raise status_failure(self.url, error, model) from None

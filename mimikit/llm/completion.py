@@ -35,6 +35,7 @@ class Completion:
     finish_reason: str | None = None
     written: Written | None = None  # its text, read once while it streamed
     usage_streamed: bool | None = None  # a streamed answer's usage came in the stream
+    waited: float = 0.0  # seconds it waited for a free slot of the server before it was sent
 
     @classmethod
     def of(cls, content: str | None, calls: list[ToolCall], usage: Usage,

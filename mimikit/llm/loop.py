@@ -88,6 +88,7 @@ class _Loop:
         self.client, self.record, self.registry, self.ctx = client, record, registry, ctx
         self.options, self.on_step, self.observer = options, on_step, observer
         self.started = time.monotonic()
+        self.deadline = options.deadline  # moved on by the waits for a busy server's slot
         self.last_error: str | None = None
         self.names = registry.names_for(record.role)
         self.tools = registry.schemas_for(record.role) or None
@@ -127,7 +128,7 @@ class _Loop:
         step = self.record.steps + 1
         replayed_answer = self.replay.answer(step)
         if replayed_answer is None:
-            deadline = self.options.deadline
+            deadline = self.deadline
             if deadline is not None and time.monotonic() >= deadline:
                 self._timed_out(deadline)
                 return None
@@ -142,6 +143,8 @@ class _Loop:
             self.record.resumed += 1
         self.record.steps = step
         self.record.usage = self.record.usage + completion.usage
+        if self.deadline is not None and completion.waited:
+            self.deadline += completion.waited
         return completion
 
     def _request(self) -> Completion | None:
@@ -155,7 +158,7 @@ class _Loop:
         try:
             completion = self.client.chat(
                 self.record.model, self.record.messages, self.tools,
-                deadline=self.options.deadline, max_tokens=self.options.max_tokens,
+                deadline=self.deadline, max_tokens=self.options.max_tokens,
                 tool_choice=tool_choice, schema=shape.schema() if shape else None,
                 text_field=shape.text_field() if shape else None,
                 retries=0 if self.replied_alone else None)
@@ -163,7 +166,7 @@ class _Loop:
             if self.replied_alone:
                 self._end("")  # it replied; asked whether it had more, it did not say in time
                 return None
-            self._timed_out(self.options.deadline or self.started)
+            self._timed_out(self.deadline or self.started)
             return None
         except LLMUnavailable:
             if not self.replied_alone:
