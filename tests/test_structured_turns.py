@@ -75,7 +75,9 @@ def test_a_preference_in_chinese_is_kept_in_the_persons_words(llamacpp, stack, l
     kept = [f.read_text(encoding="utf-8") for f in (state / "memory").glob("*.md")
             if not f.name.endswith("-chat.md")]
     assert any("帮我记住：我喜欢用 pnpm" in words for words in kept)
-    assert "reply in Chinese" in llm.requests_for("teller")[0]["messages"][1]["content"]
+    first = llm.requests_for("teller")[0]
+    assert "reply in Chinese" in first["messages"][1]["content"]
+    assert _schema(first)["properties"]["reply"]["pattern"] == "^[\u4e00-\u9fff]"  # held to it
     assert not stack.tasks.with_status("queued", "running", "done")
 
 

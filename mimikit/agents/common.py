@@ -208,8 +208,11 @@ def agent_loop(session: Session) -> None:
 def _shape(session: Session, tools: Registry) -> TurnShape:
     """The shape of this run's answers: the role's, over the run's own tools (an MCP
     server's), narrowed to one tool where the run allows only that one."""
-    shape = shape_in(tools, session.ctx.role) if session.tools else shape_of(session.ctx.role)
-    return shape.only(session.ctx.turn_only) if session.ctx.turn_only else shape
+    ctx = session.ctx
+    shape = shape_in(tools, ctx.role) if session.tools else shape_of(ctx.role)
+    if ctx.reply_pattern:
+        shape = shape.matching("reply", ctx.reply_pattern)
+    return shape.only(ctx.turn_only) if ctx.turn_only else shape
 
 
 @cache

@@ -14,6 +14,7 @@ from mimikit.tools.teller_tools import delegated_request
 
 RESULT_CHARS = 6000
 CHINESE_HINT = "(The user writes in Chinese: reply in Chinese.)"
+CHINESE_START = "^[\u4e00-\u9fff]"  # a reply held to a schema begins with a Chinese character
 
 
 def render_inbox(runtime: Runtime, items: list[InboxItem]) -> str:
@@ -44,9 +45,14 @@ def render_inbox(runtime: Runtime, items: list[InboxItem]) -> str:
 def _language(items: list[InboxItem]) -> list[str]:
     """A line naming the language of the user's newest message when it is Chinese: small
     models answer in English after an English prompt otherwise."""
+    return [CHINESE_HINT] if writes_chinese(items) else []
+
+
+def writes_chinese(items: list[InboxItem]) -> bool:
+    """Whether the person's newest message (or answer) among ``items`` has Chinese in it."""
     said = [item.message["text"] for item in items if isinstance(item, InputItem)]
     said += [item.answer for item in items if isinstance(item, AnswerItem) and item.answer]
-    return [CHINESE_HINT] if said and has_chinese(said[-1]) else []
+    return bool(said) and has_chinese(said[-1])
 
 
 def _render_answer(item: AnswerItem) -> str:

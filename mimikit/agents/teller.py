@@ -20,7 +20,7 @@ from redis.exceptions import RedisError
 
 from mimikit.agents.common import run_role
 from mimikit.agents.context import context_sections
-from mimikit.agents.inbox_view import render_inbox
+from mimikit.agents.inbox_view import CHINESE_START, render_inbox, writes_chinese
 from mimikit.agents.prompts import build_prompts, choose_mode
 from mimikit.conversation import gate as teller_gate
 from mimikit.conversation import outage, tries
@@ -197,6 +197,8 @@ def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None)
     ctx.heard = _heard(items)
     if not any(isinstance(item, InputItem | AnswerItem) for item in items):
         ctx.turn_only = "reply"  # results and notices: to report, nothing to hand over
+    if writes_chinese(items):
+        ctx.reply_pattern = CHINESE_START  # a small model answers an English prompt in English
     return ctx
 
 

@@ -19,6 +19,7 @@ expands a bound on a length into as many rules.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,12 +42,16 @@ class TurnShape:
     tools: tuple[Tool, ...]
     required: tuple[str, ...] = ()
     filled: tuple[str, ...] = ()  # required fields that may not be null
+    patterns: tuple[tuple[str, str], ...] = ()  # a text field, and the pattern it must match
 
     def schema(self) -> dict[str, Any]:
         """The JSON schema every answer of the role is held to (the definitions the tools'
         arguments refer to gathered at its root)."""
         defs: dict[str, Any] = {}
         values = {tool.name: _value_schema(tool, defs) for tool in self.tools}
+        for name, pattern in self.patterns:
+            if values.get(name, {}).get("type") == "string":
+                values[name] = {**values[name], "pattern": pattern}
         if self.shape in ("step", "plan"):
             finisher = {t.name: values[t.name] for t in self.tools if t.alone} \
                 if self.shape == "plan" else {}
@@ -85,10 +90,15 @@ class TurnShape:
             calls.append((tool.name, json.dumps(arguments, ensure_ascii=False)))
         return calls
 
+    def matching(self, name: str, pattern: str) -> TurnShape:
+        """This shape with the text of field ``name`` held to ``pattern`` (a regular
+        expression, e.g. that a reply begins in the person's script)."""
+        return dataclasses.replace(self, patterns=(*self.patterns, (name, pattern)))
+
     def only(self, name: str) -> TurnShape:
         """The shape of an answer that must call ``name`` and nothing else (a forced call)."""
         tools = tuple(tool for tool in self.tools if tool.name == name) or self.tools
-        return TurnShape("step", tools)
+        return TurnShape("step", tools, patterns=self.patterns)
 
     def text_field(self) -> str | None:
         """The field whose text a person reads as it streams (the Teller's ``reply``)."""

@@ -40,6 +40,8 @@ class ToolContext:
     # The one tool an answer held to the role's schema may call in this run (a Teller pass
     # with nothing from the person in it can only report: no request to hand over or keep).
     turn_only: str | None = None
+    # A pattern a structured reply must match (it begins in the script the person writes in).
+    reply_pattern: str | None = None
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
