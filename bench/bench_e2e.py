@@ -47,8 +47,10 @@ def _user_prompt(body: dict[str, Any]) -> str:
 def teller(body: dict[str, Any]) -> dict[str, Any]:
     """Replies "re: TEXT" to a chat message, hands "chain..." to the Planner, and reports
     results as "report: [LABEL]" (the label of each task in the inbox)."""
-    from llm_server import tool_call, tool_calls
+    from llm_server import text, tool_call, tool_calls
 
+    if body["messages"][-1]["role"] == "tool":
+        return text("")  # asked whether more follows its reply: nothing
     prompt = _user_prompt(body)
     labels = re.findall(r"^### \S+ \(\w+: (.*)\) — ", prompt, re.M)
     if labels:
@@ -63,7 +65,8 @@ def planner(body: dict[str, Any]) -> dict[str, Any]:
     """"chain1 N": Worker "A of N". "chain2 N": Worker "A of N", then "B of N" when A is done."""
     from llm_server import tool_call
 
-    kind, n = re.search(r"(chain[12]) (-?\d+)", _user_prompt(body)).groups()  # type: ignore[union-attr]
+    request = _user_prompt(body).split("## User request", 1)[-1]  # not the history before it
+    kind, n = re.search(r"(chain[12]) (-?\d+)", request).groups()  # type: ignore[union-attr]
     made = [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
     if not made:
         return tool_call("delegate", prompt=f"A of {n}", title=f"A of {n}")

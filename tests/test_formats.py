@@ -2,8 +2,8 @@
 its answer to a schema (``mimikit/llm/formats``), read by one reader; and the stream a person is
 shown, decided by the same formats, so that it never shows a byte of a call.
 
-Each shape is one a chat template defines (Hermes/Qwen, Llama's python_tag and pythonic calls,
-Mistral, Llama 3.1's function tag) or small models were seen to write (bare or fenced JSON in
+Each shape is one a chat template defines (Hermes/Qwen, Llama's python_tag, Mistral, Llama
+3.1's function tag) or small models were seen to write (bare or fenced JSON in
 its key variants, elements copied from a tool list).
 """
 
@@ -54,9 +54,6 @@ SHAPES = {
     "key_function_string": '{"function": "reply", "arguments": {"text": "hi"}}',
     "other_keys_are_arguments": '{"name": "reply", "text": "hi"}',
     "loose_in_a_tag": '<tool_call>{"name": "reply", "arguments": {text: \'hi\',}}</tool_call>',
-    "pythonic_keywords": "reply(text='hi')",
-    "pythonic_object": 'reply({"text": "hi"})',
-    "pythonic_list": '[reply(text="hi")]',
     "element_attributes": '<reply text="hi"/>',
     "element_single_quotes": "<reply text='hi' />",
     "element_in_tools_list": '<tools>\n  <reply text="hi"/>\n</tools>',
@@ -160,10 +157,9 @@ def test_streaming_shows_the_prose_before_a_call_and_the_rest_at_the_end(shape, 
     '```json\n{"name": "reply", "arguments": {"text": "hi"}}\n```\n```json\n{"name": "shell", '
     '"arguments": {"command": "ls"}}\n```',
     '<function=reply>{"text": "hi"}</function>\n<function=shell>{"command": "ls"}</function>',
-    '[reply(text="hi"), shell(command="ls")]',
     '<tools>\n<reply text="hi"/>\n<shell command="ls"/>\n</tools>',
 ], ids=["bare_list", "tags", "tags_unclosed", "mistral_list", "python_tag_semicolons",
-        "bare_lines", "two_fences", "function_tags", "pythonic_list", "elements"])
+        "bare_lines", "two_fences", "function_tags", "elements"])
 def test_several_calls_in_one_message_are_read_in_order(text):
     assert read_text(text, TOOLS) == Written(
         calls=[("reply", HI), ("shell", '{"command": "ls"}')], prose="")
@@ -236,8 +232,7 @@ def test_a_bare_blob_naming_no_tool_of_the_role_is_prose():
 @pytest.mark.parametrize("text, excerpt", [
     ('<tool_call>{"foo": 1}</tool_call>', '<tool_call>{"foo": 1}</tool_call>'),
     ('<tool_call>{"name": "reply", "argu', '<tool_call>{"name": "reply", "argu'),
-    ('reply("hi", "again")', 'reply("hi", "again")'),
-], ids=["no_name", "cut", "by_place"])
+], ids=["no_name", "cut"])
 def test_a_call_that_cannot_be_read_is_reported_as_broken(text, excerpt):
     assert read_text("Trying.\n" + text, TOOLS) == Written(
         calls=[], prose="Trying.", broken=[excerpt])
@@ -254,14 +249,12 @@ def test_a_call_that_cannot_be_read_is_reported_as_broken(text, excerpt):
     "function f() { return {a: 1}; } // and [x] < y",
     "Qwen writes its calls in <tool_call> tags, Llama after <|python_tag|>.",
     "I will reply (soon) and delegate {the rest} later.",
-    "prereply(text='hi') and my_delegate(prompt='x') are other names",
-    "self.reply('hi') is a method",
     "Answer with <reply> and hand work over with <delegate>.",
     '{"example": {"name": "reply", "arguments": {"text": "hi"}}, "note": "a sample"}',
     "",
 ], ids=["english", "chinese", "ordinary_object", "fenced_ordinary_json", "small_object", "list",
-        "json_schema", "code", "tags_named_in_prose", "names_with_brackets", "longer_names",
-        "method", "elements_never_closed", "call_inside_ordinary_json", "empty"])
+        "json_schema", "code", "tags_named_in_prose", "names_with_brackets",
+        "elements_never_closed", "call_inside_ordinary_json", "empty"])
 def test_text_without_a_call_is_all_prose(text):
     found = read_text(text, TOOLS)
     assert found.calls == [] and found.prose == text.strip()
@@ -285,12 +278,6 @@ def test_plain_prose_streams_as_it_arrives():
         # at most a marker's first characters, or a word that may grow into a tool's name
         assert len(held) <= 3 or any(name.startswith(held) for name in TOOLS), held
     assert seen + shown.finish(read_text(text, TOOLS)) == text
-
-
-def test_a_tool_name_is_held_only_until_what_follows_shows_it_is_not_a_call():
-    shown = ShownText(TOOLS)
-    assert "".join(shown.feed(char) for char in "I will reply") == "I will"
-    assert shown.feed(" soon.") == " reply soon."
 
 
 def test_the_beginning_of_a_marker_is_held_only_until_it_cannot_be_one():
@@ -355,10 +342,10 @@ MEGABYTE = 1_000_000
 @pytest.mark.parametrize("unit", [
     "The quick brown fox jumps over the lazy dog. ",
     "{", '{"', '{{"', '[{"a":', '{"a": "\\', "<tool_call>", '<tool_call>{"a":', "```json\n",
-    '{"name": "reply", "arguments": {"text": "hi"}} ', "reply(a=", "reply(", "(((",
+    '{"name": "reply", "arguments": {"text": "hi"}} ', "(((",
     "<reply>", '<reply text="x" ', "<reply><text>", '<reply text="hi"/> ',
 ], ids=["prose", "braces", "brace_quotes", "doubled", "nested", "escapes", "tags", "tags_json",
-        "fences", "calls", "pythonic_unclosed", "pythonic_open", "parentheses",
+        "fences", "calls", "parentheses",
         "elements_unclosed", "element_attributes_unclosed", "element_children_unclosed",
         "element_calls"])
 def test_a_megabyte_of_text_is_read_in_bounded_time(unit):

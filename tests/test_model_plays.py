@@ -369,23 +369,6 @@ def test_a_planner_silent_after_its_calls_is_done_and_a_schedule_without_type_is
     assert len(llm.requests_for("planner")) == 4  # the call, then silence corrected twice
 
 
-def test_a_planner_and_a_worker_writing_calls_as_python_get_their_work_done(stack, llm):
-    llm.script("teller", tool_calls([("delegate", {"prompt": "Create notes.txt saying hello"}),
-                                     ("reply", {"text": "On it."})]))
-    llm.script("planner", text(
-        'Plan:\n1. delegate(prompt="Create notes.txt containing hello.", title="Write notes")'),
-        text("submit_result(status='done', resultType='text', result={'text': 'Delegated.'})"))
-    llm.script("worker", text('[shell(command="echo hello > notes.txt")]'),
-               text("submit_result(status='done', result={'text': 'ok'})"))
-    post_input(stack, "create notes.txt saying hello")
-    assert _planned(stack, llm)
-    worker = wait_for(lambda: [t for t in stack.tasks.with_status("done") if t.role == "worker"],
-                      timeout=30, message="the Worker task the Planner wrote in its notation")
-    assert worker[0].prompt.startswith("Create notes.txt containing hello.")
-    assert worker[0].title == "Write notes"
-    assert (stack.settings.work_dir / "notes.txt").read_text() == "hello\n"
-
-
 def test_a_planner_failing_with_the_correction_it_was_given_as_its_error_is_refused(stack, llm):
     llm.script("teller", tool_call("delegate", prompt="Remind me daily to drink water"),
                tool_call("reply", text="On it."))
@@ -485,28 +468,6 @@ def test_a_reply_written_as_a_transcript_line_keeps_only_its_text(stack, llm):
     post_input(stack, "hi")
     wait_history(stack, lambda h: ("assistant", "Hello there!") in h, message="the reply")
     assert _replies(stack) == ["Hello there!"]
-
-
-@pytest.mark.parametrize("line", ['- `text`: "Hello! How can I assist you today?"',
-                                  "`text`: Hello! How can I assist you today?"])
-def test_an_answer_that_is_only_a_replys_argument_written_as_a_line_is_its_text(stack, llm,
-                                                                                  line):
-    llm.script("teller", text(line))
-    post_input(stack, "hello!")
-    wait_history(stack, lambda h: any(role == "assistant" for role, _t in h), message="a reply")
-    assert _replies(stack) == [
-        "Hello! How can I assist you today?"]
-
-
-@pytest.mark.parametrize("language", ["plaintext", "text", "markdown"])
-def test_an_answer_wrapped_whole_in_a_fence_for_prose_is_what_the_fence_holds(stack, llm,
-                                                                              language):
-    said = "Create notes.txt containing hello. This task has been delegated."
-    llm.script("teller", tool_call("delegate", prompt="Create notes.txt"),
-               text(f"```{language}\n{said}\n```"))
-    post_input(stack, "create notes.txt")
-    wait_history(stack, lambda h: any(role == "assistant" for role, _t in h), message="a reply")
-    assert _replies(stack) == [said]
 
 
 def test_a_call_of_a_known_tool_that_does_not_read_is_corrected_and_never_shown(stack, llm):

@@ -4,15 +4,11 @@ template's markup (``<tool_response>``, ``<|im_end|>``) and what the runtime tol
 run (a correction, a tool's error: "Call 'reply' with your answer to the user.", "Field
 required"). Taken out before a reply is shown: a line that begins with a bracketed time is such
 a copy, and keeps its text only when it is the assistant's; a sentence or clause whose words
-are, nearly all and in order, words of something the runtime told the model is one too. An
-answer that is only a reply's argument written as a line (``- `text`: "Hello!"``, or
-`` `text`: Hello!`` unquoted) is its text, and one wrapped whole in a fence for prose
-(```` ```plaintext ````, ``text``, ``markdown``) is what the fence holds.
+are, nearly all and in order, words of something the runtime told the model is one too.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from difflib import SequenceMatcher
@@ -28,10 +24,6 @@ _TEMPLATE_TAGS = re.compile(r"</?tool_response>|<\|(?:im_start|im_end|endoftext|
 # A sentence or clause, with the mark that ends it.
 _PIECE = re.compile(r"[^.!?;\n。！？；]+[.!?;。！？；]*")
 _WORD = re.compile(r"\w+")
-_ARGUMENT_LINE = re.compile(r'\s*(?:[-*]\s*)?(`?)(?:text|reply)\1\s*:\s*("(?:[^"\\]|\\.)*")\s*')
-_ARGUMENT_NAMED = re.compile(r"\s*(?:[-*]\s*)?`(?:text|reply)`\s*:\s*(\S.*)", re.DOTALL)
-_PROSE_FENCE = re.compile(r"\s*```(?:plaintext|plain|text|txt|markdown|md)[ \t]*\n"
-                          r"(.*?)\n?[ \t]*```\s*", re.DOTALL | re.IGNORECASE)
 TOLD_SHARE = 0.8  # of a piece's words found in order in what was told: a copy
 TOLD_MIN_WORDS = 2
 
@@ -40,29 +32,12 @@ def without_echoes(text: str, told: Sequence[str] = ()) -> str:
     """``text`` without copied conversation lines, template markup and pieces of ``told``
     (what the runtime told the model in this run), blank runs closed."""
     text = _TEMPLATE_TAGS.sub("", _TOOL_RESPONSE.sub("", text))
-    argument = _ARGUMENT_LINE.fullmatch(text)
-    if argument is not None:
-        text = _string(argument.group(2))
-    named = _ARGUMENT_NAMED.fullmatch(text)
-    if named is not None:  # `text`: Hello! (unquoted)
-        text = named.group(1)
-    fenced = _PROSE_FENCE.fullmatch(text)
-    if fenced is not None:
-        text = fenced.group(1)
     text = _LINE.sub(lambda line: line[2] if line[1] == "assistant" else "", text)
     if told:
         told_words = [_words(said) for said in told]
         text = _PIECE.sub(lambda piece: "" if _copied(piece.group(), told_words) else
                           piece.group(), text)
     return re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]{2,}", " ", text)).strip()
-
-
-def _string(quoted: str) -> str:
-    try:
-        value = json.loads(quoted)
-    except json.JSONDecodeError:
-        return quoted[1:-1]
-    return value if isinstance(value, str) else quoted[1:-1]
 
 
 def _words(text: str) -> list[str]:

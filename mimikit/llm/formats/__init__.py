@@ -15,7 +15,6 @@ from mimikit.llm.formats import (
     json_calls,
     mistral,
     python_tag,
-    pythonic,
 )
 from mimikit.llm.formats.base import CallFormat
 
@@ -25,7 +24,6 @@ FORMATS: tuple[CallFormat, ...] = (
     mistral.FORMAT,       # [TOOL_CALLS][{...}]                 Mistral
     function_tag.FORMAT,  # <function=name>{...}</function>     Llama 3.1 (other template)
     elements.FORMAT,      # <tools><name attr="..."/></tools>   small models copying a tool list
-    pythonic.FORMAT,      # name(key="value")                   Llama 3.2/4 pythonic, small models
     json_calls.FORMAT,    # {"name": ..., "arguments": ...}     bare or fenced JSON, any model
 )
 
