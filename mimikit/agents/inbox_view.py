@@ -14,6 +14,10 @@ from mimikit.tools.teller_tools import delegated_request
 
 RESULT_CHARS = 6000
 CHINESE_HINT = "(The user writes in Chinese: reply in Chinese.)"
+# Said after results with nothing from the person: a small model otherwise tells the request
+# again, as if the work were still to come.
+REPORT_HINT = ("(Tell the user what these results say: what was done, with its facts and "
+               "numbers, in the past tense.)")
 CHINESE_START = "^[\u4e00-\u9fff]"  # a reply held to a schema begins with a Chinese character
 
 
@@ -38,6 +42,8 @@ def render_inbox(runtime: Runtime, items: list[InboxItem]) -> str:
                          ("Notices", notices)):
         if lines:
             blocks.append(f"## {title}\n" + "\n".join(lines))
+    if results and not inputs:
+        blocks.append(REPORT_HINT)
     blocks += _language(items)
     return "\n\n".join(blocks) or "## Pending inputs\n(none)"
 
