@@ -170,3 +170,18 @@ def test_keywords_read_only_the_last_five_messages():
     recent = [msg(0, "user", "ancient_topic")] + [msg(i, "user", f"topic{i}") for i in range(1, 6)]
     keywords = extract_keywords([], recent)
     assert "ancient_topic" not in keywords and "topic5" in keywords
+
+
+def test_the_history_shown_begins_at_the_same_message_for_several_turns(runtime):
+    from mimikit.agents.context import HISTORY_STEP, context_sections
+    from mimikit.models import Message
+
+    for n in range(25):
+        runtime.conversation.append(Message(role="user" if n % 2 else "assistant",
+                                            text=f"message number {n}"))
+    before = context_sections(runtime, [])[0]
+    for n in range(25, 25 + HISTORY_STEP - 6):
+        runtime.conversation.append(Message(role="user", text=f"message number {n}"))
+    after = context_sections(runtime, [])[0]
+    assert after.startswith(before)  # the earlier prompt is the later one's prefix: cached
+    assert before.split("\n")[1].endswith("message number 10")  # from a multiple of the step
