@@ -18,7 +18,9 @@ CHINESE_HINT = "(The user writes in Chinese: reply in Chinese.)"
 # again, as if the work were still to come.
 REPORT_HINT = ("(Tell the user what these results say: what was done, with its facts and "
                "numbers, in the past tense.)")
-CHINESE_START = "^[\u4e00-\u9fff]"  # a reply held to a schema begins with a Chinese character
+# A reply held to a schema begins with a Chinese character (anchored at both ends, as
+# llama.cpp's grammar takes a pattern).
+CHINESE_START = "^[\u4e00-\u9fff].*$"
 
 
 def render_inbox(runtime: Runtime, items: list[InboxItem]) -> str:
