@@ -1,6 +1,6 @@
 """What a Worker's run did, told from its calls and not from its words: the files it wrote
-(and how long they came out) and the commands it ran (with their exit code and the start of
-their output). Shown beside its result when the Teller reports it, so that what the person
+(and how long they came out), the folders it listed (and what they hold), the files it read,
+and the commands it ran (with their exit code and the start of their output). Shown beside its result when the Teller reports it, so that what the person
 hears can be checked against what happened: a small model reports what it meant to do."""
 
 from __future__ import annotations
@@ -27,14 +27,24 @@ def actions_of(runtime: Runtime, task_id: str) -> list[str]:
     return lines[-ACTIONS_SHOWN:]
 
 
-def _line(call: dict[str, Any]) -> str | None:
+def _object(text: str | None) -> dict[str, Any]:
+    """``text`` read as a JSON object ({} when it is none: a file's text, an error)."""
     try:
-        arguments = json.loads(call.get("arguments") or "{}")
-        content = json.loads(call.get("content") or "{}") if call.get("ok") else {}
+        value = json.loads(text or "{}")
     except json.JSONDecodeError:
-        return None
-    if not isinstance(arguments, dict) or not isinstance(content, dict):
-        return None
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _line(call: dict[str, Any]) -> str | None:
+    arguments = _object(call.get("arguments"))
+    content = _object(call.get("content")) if call.get("ok") else {}
+    if call.get("name") == "list_files" and call.get("ok"):
+        entries = [str(entry) for entry in content.get("entries", [])
+                   if not str(entry).startswith(".")]
+        return f"listed {arguments.get('path', '.')}: {', '.join(entries) or 'nothing'}"
+    if call.get("name") == "read_file" and call.get("ok"):
+        return f"read {arguments.get('path')}"
     if call.get("name") == "write_file":
         written = f"{content['bytes']} bytes" if "bytes" in content else "failed"
         return f"wrote {arguments.get('path')} ({written})"
