@@ -65,6 +65,14 @@ def test_a_teller_turn_is_one_object_that_hands_over_the_persons_words(llamacpp,
     assert list(_schema(report)["properties"]) == ["reply"]  # a result: only to report
     assert "what its run did: wrote notes.txt (5 bytes)" in report["messages"][1]["content"]
     assert _replies(stack) == ["I'll create notes.txt.", "notes.txt is written: 5 bytes."]
+    shown = report["messages"][1]["content"]  # the history, as the next turn will show it
+    assert shown.startswith("## History") and "user: create notes.txt saying hello" in shown
+    llm.script("teller", turn(delegate=False, remember=False, reply="Yes, 5 bytes."))
+    post_input(stack, "is it written?")
+    wait_history(stack, lambda h: ("assistant", "Yes, 5 bytes.") in h, message="the next reply")
+    after = llm.requests_for("teller")[2]["messages"]
+    assert after[0] == report["messages"][0]  # the same system prompt, and the same history:
+    assert after[1]["content"].startswith(shown.split("\n\n")[0])  # a server's cache holds
 
 
 def test_a_preference_in_chinese_is_kept_in_the_persons_words(llamacpp, stack, llm):

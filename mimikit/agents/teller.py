@@ -169,11 +169,12 @@ def teller_pass(runtime: Runtime, items: list[InboxItem]) -> str:
     trace_id = answered_trace(items)
     ctx = pass_context(runtime, items, trace_id)
     inputs = [item for item in items if isinstance(item, InputItem)]
-    sections: list[str] = []
-    if ctx.turn_only is None:  # a report needs no history: a small model copies its replies
+    if ctx.turn_only is None:
         sections = context_sections(runtime, [item.message["text"] for item in inputs],
                                     exclude_ids={item.message["id"] for item in inputs})
         sections += backlog_section(runtime)
+    else:  # a report is shown the history alone: the prompt stays the one the server cached
+        sections = [s for s in context_sections(runtime, []) if s.startswith("## History")]
     system, user = build_prompts("teller", choose_mode("teller", bool(sections)), sections,
                                  render_inbox(runtime, items))
     pass_journal = journal(runtime)
