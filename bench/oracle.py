@@ -22,7 +22,7 @@ class Oracle(ScriptedLLM):
     def __init__(self) -> None:
         super().__init__()
         self.owner = "llamacpp"
-        self.default("*", self.answer)
+        self.default("scripted", self.answer)  # listed, as llama.cpp's server lists its model
 
     def answer(self, body: dict[str, Any]) -> dict[str, Any]:
         system = body["messages"][0]["content"]

@@ -8,7 +8,8 @@ memory, the number in the reply), not in the transcript.
 ``mimikit up`` runs in a new directory as a new user starts it (defaults, embedded Redis),
 behind a recording proxy that notes each LLM request's role, prompt tokens, cached tokens and
 time. One row per request: done or not (and why), wall time from the message to the settled
-instance, time to the first reply, LLM calls, and prompt / cached tokens per role. A model is
+instance (it includes the quiet seconds that tell it settled), times to the first reply and to the
+last (the report), LLM calls, and prompt / cached tokens per role. A model is
 not bound to pass: this prints numbers, it is not a test.
 """
 
@@ -44,6 +45,7 @@ class Row:
     why: str = ""
     wall: float = float("nan")
     first_reply: float = float("nan")
+    last_reply: float = float("nan")
     calls: dict[str, int] = field(default_factory=dict)
     prompt: dict[str, int] = field(default_factory=dict)
     cached: dict[str, int] = field(default_factory=dict)
@@ -116,13 +118,13 @@ def run_request(up: Up, recorder: Recorder, request: Request, timeout: float) ->
     client = up.client
     world = World(up.work, client, since=_last_message_id(client))
     began = time.monotonic()
-    first = _say(client, request.text)
+    replies = _say(client, request.text)
     settled = _settle(client, began + timeout)
     if request.answer is not None and (world.question() or world.asked()):
         _answer(client, request.answer)
         settled = _settle(client, began + timeout) and settled
     row.wall = time.monotonic() - began
-    row.first_reply = first.wait()
+    row.first_reply, row.last_reply = replies.stop()
     calls = [c for c in recorder.calls if began <= c["began"] <= began + row.wall]
     for role in ROLES:
         mine = [c for c in calls if c["role"] == role]
@@ -139,38 +141,45 @@ def run_request(up: Up, recorder: Recorder, request: Request, timeout: float) ->
     return row
 
 
-class _FirstReply:
+class _Replies:
     """When the first words of a reply to a message showed (a streamed ``reply`` event or a
-    stored assistant message), seconds after it was sent."""
+    stored assistant message), and when the last assistant message came, in seconds after the
+    message was sent."""
 
     def __init__(self, client: Client, began: float) -> None:
-        self.client, self.began, self.seconds = client, began, float("nan")
+        self.client, self.began = client, began
+        self.first: float | None = None
+        self.last: float | None = None
+        self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._watch, daemon=True)
         self.thread.start()
 
     def _watch(self) -> None:
-        deadline = self.began + 900
-        while time.monotonic() < deadline:
+        while not self.stopped.is_set():
             try:
-                event, data = self.client.events.get(timeout=1)
+                event, data = self.client.events.get(timeout=0.2)
             except queue.Empty:
                 continue
-            if (event == "reply" and data.get("text")) or \
-                    (event == "message" and data.get("role") == "assistant"):
-                self.seconds = time.monotonic() - self.began
-                return
+            now = time.monotonic() - self.began
+            assistant = event == "message" and data.get("role") == "assistant"
+            if self.first is None and (assistant or (event == "reply" and data.get("text"))):
+                self.first = now
+            if assistant:
+                self.last = now
 
-    def wait(self) -> float:
-        self.thread.join(timeout=0)
-        return self.seconds
+    def stop(self) -> tuple[float, float]:
+        self.stopped.set()
+        self.thread.join()
+        nan = float("nan")
+        return (nan if self.first is None else self.first, nan if self.last is None else self.last)
 
 
-def _say(client: Client, text: str) -> _FirstReply:
+def _say(client: Client, text: str) -> _Replies:
     while not client.events.empty():
         client.events.get_nowait()
     began = time.monotonic()
     client.call("POST", "/api/input", {"text": text})
-    return _FirstReply(client, began)
+    return _Replies(client, began)
 
 
 def _answer(client: Client, text: str) -> None:
@@ -241,15 +250,15 @@ def _an_object(content: Any) -> bool:
 
 def print_table(rows: list[Row], title: str) -> None:
     print(f"\n{title}")
-    head = (f"{'request':<16} {'done':<5} {'wall s':>7} {'1st s':>6} {'calls T/P/W':>12} "
-            f"{'prompt T/P/W':>20} {'cached T/P/W':>20}  why")
+    head = (f"{'request':<16} {'done':<5} {'wall s':>7} {'1st s':>6} {'last s':>6} "
+            f"{'calls T/P/W':>12} {'prompt T/P/W':>20} {'cached T/P/W':>20}  why")
     print(head)
     print("-" * len(head))
     for row in rows:
         trio = lambda d: "/".join(str(d.get(r, 0)) for r in ROLES)  # noqa: E731
         print(f"{row.name:<16} {'yes' if row.done else 'NO':<5} {row.wall:>7.1f} "
-              f"{row.first_reply:>6.1f} {trio(row.calls):>12} {trio(row.prompt):>20} "
-              f"{trio(row.cached):>20}  {row.why}")
+              f"{row.first_reply:>6.1f} {row.last_reply:>6.1f} {trio(row.calls):>12} "
+              f"{trio(row.prompt):>20} {trio(row.cached):>20}  {row.why}")
     done = sum(row.done for row in rows)
     calls = sum(sum(row.calls.values()) for row in rows)
     print(f"\n{done} of {len(rows)} done; {calls} LLM calls; "
