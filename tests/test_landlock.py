@@ -20,14 +20,14 @@ from pathlib import Path
 import pytest
 from agent_helpers import last_tool_result
 from llm_server import tool_call
-from processes import pid_alive, wait_for
+from processes import wait_for
 from test_cli_commands import installed
 from test_sandbox import (
     ENV_SECRET,
     MEMORY,
-    _family,
     _run_and_stop,
     _work_with_state,
+    assert_dies_with_its_runner,
     fetch,
     host_server,
     outside,
@@ -205,21 +205,8 @@ def test_background_processes_end_with_the_command_that_started_them(box):
 
 
 def test_a_confined_command_dies_with_the_process_that_ran_it_even_by_kill_9(tmp_path):
-    marker = "47.6875"
-    script = ("from mimikit.workspace.local import Workspace\n"
-              "from mimikit.workspace.sandbox import choose_sandbox\n"
-              f"Workspace({str(tmp_path)!r}, sandbox=choose_sandbox('landlock'))"
-              f".shell('sleep {marker} & setsid sleep {marker}')\n")
-    runner = subprocess.Popen([sys.executable, "-c", script])
-    try:
-        sleeps = wait_for(lambda: len(found := commands_running("sleep", marker)) == 2 and found,
-                          timeout=20, message="the sleeps to start")
-        pids = set().union(*(_family(pid, runner.pid) for pid in sleeps))
-    finally:
-        runner.kill()
-        runner.wait(timeout=10)
-    wait_for(lambda: not [p for p in pids if pid_alive(p)], timeout=5,
-             message=f"every process of the command to be gone: {sorted(pids)}")
+    assert_dies_with_its_runner(tmp_path, "landlock", "sleep {marker} & setsid sleep {marker}",
+                                "47.6875")
 
 
 # --- without any sandbox ------------------------------------------------------------------------

@@ -217,11 +217,16 @@ def test_a_cancel_kills_every_process_of_a_sandboxed_command(box):
 
 @needs_bwrap
 def test_a_sandboxed_command_dies_with_the_process_that_ran_it_even_by_kill_9(tmp_path):
-    marker = "47.625"
+    assert_dies_with_its_runner(tmp_path, "auto", "sleep {marker} & sleep {marker}", "47.625")
+
+
+def assert_dies_with_its_runner(tmp_path: Path, mode: str, command: str, marker: str) -> None:
+    """Run ``command`` (two sleeps for ``marker``) in a process confined as ``mode`` chooses,
+    kill that process with SIGKILL, and wait for every process of the command to be gone."""
     script = ("from mimikit.workspace.local import Workspace\n"
               "from mimikit.workspace.sandbox import choose_sandbox\n"
-              f"Workspace({str(tmp_path)!r}, sandbox=choose_sandbox('auto'))"
-              f".shell('sleep {marker} & sleep {marker}')\n")
+              f"Workspace({str(tmp_path)!r}, sandbox=choose_sandbox({mode!r}))"
+              f".shell({command.format(marker=marker)!r})\n")
     runner = subprocess.Popen([sys.executable, "-c", script])
     try:
         sleeps = wait_for(lambda: len(found := commands_running("sleep", marker)) == 2 and found,
