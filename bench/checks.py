@@ -168,8 +168,15 @@ def _date_counted(world: World) -> tuple[bool, str]:
 
 
 def _color_file(world: World) -> tuple[bool, str]:
-    made = [p.name for p in world.work.iterdir() if "blue" in p.name.lower()]
-    return bool(made), f"made {made}" if made else "no file named after blue"
+    """A file named after the color the person gave when asked: teal, which a model guessing
+    a favorite color does not pick."""
+    made = [p.name for p in world.work.iterdir() if "teal" in p.name.lower()]
+    if made:
+        return True, f"made {made}"
+    guessed = [p.name for p in world.work.iterdir()
+               if p.is_file() and p.stat().st_size == 0 and p.stat().st_mtime >= world.sent_at.timestamp()]
+    return False, f"no file named after teal (made {guessed} without asking)" if guessed \
+        else "no file named after teal"
 
 
 REQUESTS: list[Request] = [
@@ -188,5 +195,5 @@ REQUESTS: list[Request] = [
     Request("two-step", "write today's date as YYYY-MM-DD into date.txt, then count the "
             "characters in date.txt and tell me the number", _date_counted),
     Request("choice", "create an empty file named after my favorite color", _color_file,
-            answer="blue"),
+            answer="teal"),
 ]

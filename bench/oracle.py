@@ -83,11 +83,11 @@ def _planner(body: dict[str, Any]) -> dict[str, Any]:
     if "cancel the water" in request:
         water = re.search(r"- (task-\w+): recurring.*water", _prompt(body))
         return _object(cancel_task=water[1] if water else "none", submit_result=done)
-    if "favorite color" in request and "blue" not in request:
+    if "favorite color" in request and "teal" not in request:
         return _object(submit_result={"status": "needs_input",
                                       "question": "What is your favorite color?"})
     if "favorite color" in request:
-        return _object(delegate={"prompt": "Create an empty file named blue."},
+        return _object(delegate={"prompt": "Create an empty file named teal."},
                        submit_result=done)
     plan = next((p for key, p in PLANS.items() if key in request), request.strip())
     return _object(delegate={"prompt": plan}, submit_result=done)
@@ -116,6 +116,6 @@ def _actions(task: str) -> list[dict[str, Any]]:
     if "date.txt" in task:
         return [{"write_file": {"path": "date.txt", "content": today}},
                 {"shell": {"command": "wc -c < date.txt"}}]
-    if "named blue" in task:
-        return [{"write_file": {"path": "blue", "content": ""}}]
+    if "named teal" in task:
+        return [{"write_file": {"path": "teal", "content": ""}}]
     return []

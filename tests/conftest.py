@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from fault_helpers import wired  # noqa: F401  (fixture)
 from figures import figures, pytest_terminal_summary  # noqa: F401  (fixture, hook)
-from llm_fixtures import llm  # noqa: F401  (fixture)
+from llm_fixtures import llamacpp, llm  # noqa: F401  (fixtures)
 from processes import ProcessPool, RedisServer, free_port, wait_for
 
 SESSION_DIR = Path(tempfile.mkdtemp(prefix="mimikit-tests-"))

@@ -52,6 +52,11 @@ def text(content: str) -> dict[str, Any]:
     return {"content": content, "tool_calls": []}
 
 
+def turn(**fields: Any) -> dict[str, Any]:
+    """A scripted answer that is one JSON object, as a server holding it to a schema sends."""
+    return text(json.dumps(fields, ensure_ascii=False))
+
+
 def raw_arguments(name: str, arguments: str, content: str | None = None) -> dict[str, Any]:
     """One tool call whose arguments are sent verbatim (e.g. broken JSON)."""
     return {"content": content, "tool_calls": [{"name": name, "arguments": arguments}]}

@@ -7,32 +7,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from agent_helpers import history, post_input, wait_history
-from llm_server import error, streamed, text, tool_call
+from llm_server import error, streamed, text, tool_call, turn
 from processes import wait_for
 
 MODELS = ("teller", "planner", "worker")
-
-
-def turn(**fields: object) -> dict:
-    """A scripted answer that is one JSON object, as a server holding it to a schema sends."""
-    return text(json.dumps(fields, ensure_ascii=False))
-
-
-@pytest.fixture
-def llamacpp(runtime, llm):
-    """The scripted server named as llama.cpp's, its profile kept as a probe would keep it
-    (so that no probe request takes a scripted answer)."""
-    from mimikit.llm.profile import profile_for
-    from mimikit.llm.profile_store import RedisProfiles
-
-    llm.owner = "llamacpp"
-    for model in MODELS:
-        profile = profile_for(llm.url, model, ["llamacpp"])
-        profile.probed = True
-        RedisProfiles(runtime.redis, runtime.keys.llm_profiles).save(profile)
-    return llm
 
 
 def _schema(body: dict) -> dict:

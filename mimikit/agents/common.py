@@ -192,7 +192,7 @@ def agent_loop(session: Session) -> None:
     """The engine of every role: the agent loop over the OpenAI-compatible API."""
     ctx, record, settings = session.ctx, session.record, session.runtime.settings
     spec = role(ctx.role)
-    tools = run_registry(ctx.role, session.tools) if session.tools else registry()
+    tools = run_registry(ctx.role, session.tools, ctx.offered)
     options = RunOptions(
         max_steps=settings.max_steps_for(ctx.role), deadline=session.deadline,
         text_ends_run=spec.text_ends_run, max_tokens=settings.max_tokens_for(ctx.role),
@@ -206,19 +206,20 @@ def agent_loop(session: Session) -> None:
 
 
 def _shape(session: Session, tools: Registry) -> TurnShape:
-    """The shape of this run's answers: the role's, over the run's own tools (an MCP
-    server's), narrowed to one tool where the run allows only that one."""
+    """The shape of this run's answers: the role's, over the run's tools (with an MCP
+    server's, or a situational one), narrowed to one tool where the run allows only that one."""
     ctx = session.ctx
-    shape = shape_in(tools, ctx.role) if session.tools else shape_of(ctx.role)
+    shape = shape_of(ctx.role, ctx.offered) if not session.tools else shape_in(tools, ctx.role)
     if ctx.reply_pattern:
         shape = shape.matching("reply", ctx.reply_pattern)
     return shape.only(ctx.turn_only) if ctx.turn_only else shape
 
 
 @cache
-def shape_of(role_name: str) -> TurnShape:
-    """The shape of the role's answers where the server holds them to a schema."""
-    return shape_in(registry(), role_name)
+def shape_of(role_name: str, offered: frozenset[str] = frozenset()) -> TurnShape:
+    """The shape of the role's answers where the server holds them to a schema (with the
+    situational tools ``offered``)."""
+    return shape_in(run_registry(role_name, (), offered), role_name)
 
 
 def shape_in(tools: Registry, role_name: str) -> TurnShape:
@@ -228,12 +229,28 @@ def shape_in(tools: Registry, role_name: str) -> TurnShape:
     return turn_shape(spec.turn, chosen, spec.turn_required, spec.turn_filled)
 
 
-def run_registry(role_name: str, extra: Sequence[Tool]) -> Registry:
-    """The tools one run of the role sees: the role's, with ``extra`` beside them (one of the
-    same name replaces the role's); the process-wide registry stays as it is."""
+def run_registry(role_name: str, extra: Sequence[Tool] = (),
+                 offered: frozenset[str] = frozenset()) -> Registry:
+    """The tools one run of the role sees: the role's, without the situational ones it was
+    not ``offered``, with ``extra`` beside them (one of the same name replaces the role's);
+    the process-wide registry stays as it is."""
+    base = registry()
+    withheld = frozenset(tool.name for tool in base.tools_for(role_name)
+                         if tool.situational and tool.name not in offered)
+    if not extra:
+        return base if not withheld else _without(role_name, withheld)
+    return _view(role_name, extra, withheld)
+
+
+@cache
+def _without(role_name: str, withheld: frozenset[str]) -> Registry:
+    return _view(role_name, (), withheld)
+
+
+def _view(role_name: str, extra: Sequence[Tool], withheld: frozenset[str]) -> Registry:
     base = registry()
     view = Registry(propagate=base.propagate)
-    replaced = {tool.name for tool in extra}
+    replaced = {tool.name for tool in extra} | withheld
     for tool in base.tools_for(role_name):
         if tool.name not in replaced:
             view.register(dataclasses.replace(tool, roles=frozenset({role_name})))

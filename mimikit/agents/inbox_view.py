@@ -8,9 +8,9 @@ import json
 from mimikit.agents.actions import actions_of
 from mimikit.memory.tokenize import has_chinese
 from mimikit.models import Result, Task
-from mimikit.store.inbox import AnswerItem, InboxItem, InputItem, ResultItem
+from mimikit.store.inbox import TYPED, AnswerItem, InboxItem, InputItem, ResultItem
 from mimikit.store.runtime import Runtime
-from mimikit.tools.teller_tools import delegated_request
+from mimikit.tools.teller_tools import asked_again, delegated_request
 
 RESULT_CHARS = 6000
 CHINESE_HINT = "(The user writes in Chinese: reply in Chinese.)"
@@ -72,6 +72,10 @@ def _render_answer(item: AnswerItem) -> str:
         return f"{asked}: none in time, so its default applies: {item.answer}"
     if item.source == "timeout" or not item.answer:
         return f"{asked}: none; it timed out unanswered"
+    if item.source == TYPED:  # it may be a new request: the Teller decides
+        return (f"{asked}, from the user: {item.answer}\n  (typed in the chat box: if it is "
+                "a new request or another matter, not an answer to that question, "
+                "new_request: true)")
     return f"{asked}, from the user: {item.answer}"
 
 
@@ -90,7 +94,10 @@ def _render_result(runtime: Runtime, task_id: str, task: Task | None, result: Re
         did = actions_of(runtime, task_id)
         if did:
             lines.append("what its run did: " + "; ".join(did))
-    if result.question:
+    if result.question and asked_again(task, result.question):
+        lines.append(f"it asked again what the user already answered ({result.question}): "
+                     "the request was not done")
+    elif result.question:
         lines.append(f"question for the user: {result.question}")
     retired = runtime.redis.get(runtime.keys.retired_by(task_id))
     if retired:

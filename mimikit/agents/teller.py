@@ -32,12 +32,18 @@ from mimikit.llm.record import RunRecord
 from mimikit.memory import backlog
 from mimikit.models import PendingQuestion
 from mimikit.store.identity import owner_alive
-from mimikit.store.inbox import AnswerItem, InboxItem, InputItem, ResultItem
+from mimikit.store.inbox import TYPED, AnswerItem, InboxItem, InputItem, ResultItem
 from mimikit.store.journal import RunJournal
 from mimikit.store.outage import when_back
 from mimikit.store.runtime import Runtime
 from mimikit.tools.context import ToolContext
-from mimikit.tools.teller_tools import pose_question, post_reply
+from mimikit.tools.teller_tools import (
+    ask_again,
+    asked_again,
+    first_request,
+    pose_question,
+    post_reply,
+)
 
 log = logging.getLogger("mimikit.teller")
 JOURNAL_OWNER = "teller"
@@ -198,6 +204,8 @@ def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None)
                        if isinstance(item, ResultItem) and item.status == "needs_input"]
     ctx.answers = [item for item in items if isinstance(item, AnswerItem) and item.taskId]
     ctx.heard = _heard(items)
+    if any(isinstance(item, AnswerItem) and item.source == TYPED for item in items):
+        ctx.offered = frozenset({"new_request"})  # it may be a new request: the model says
     if not any(isinstance(item, InputItem | AnswerItem) for item in items):
         ctx.turn_only = "reply"  # results and notices: to report, nothing to hand over
     if writes_chinese(items):
@@ -216,6 +224,7 @@ def _outcome(runtime: Runtime, ctx: ToolContext, record: RunRecord,
     if ctx.needs_input and not (ctx.asked or ctx.created) and record.status != "failed":
         _ask_for_the_planner(runtime, ctx)
     if ctx.replies or ctx.asked:
+        ask_again(ctx)
         return ANSWERED
     if record.status == "failed":
         return record.error or "the run failed"
@@ -235,8 +244,17 @@ def _ask_for_the_planner(runtime: Runtime, ctx: ToolContext) -> None:
     """A pass told of a Planner task that needs input and neither asked nor delegated: its
     question is asked as the Planner put it, so the plan does not wait on nothing."""
     result = runtime.tasks.result(ctx.needs_input[0])
-    if result is not None and result.question and runtime.conversation.question() is None:
-        pose_question(ctx, PendingQuestion(question=result.question[:4000]))
+    task = runtime.tasks.get(ctx.needs_input[0])
+    if result is None or not result.question or task is None or \
+            runtime.conversation.question() is not None:
+        return
+    if asked_again(task, result.question):  # answered once: asking again would never end
+        runtime.conversation.system(
+            f"The planner asked again what you already answered ({result.question[:300]}), "
+            f"so this was not done: {first_request(task)[:300]}",
+            traceId=ctx.trace_id)
+        return
+    pose_question(ctx, PendingQuestion(question=result.question[:4000]))
 
 
 def _heard(items: list[InboxItem]) -> list[str]:

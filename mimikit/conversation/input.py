@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mimikit.conversation.gate import wake
 from mimikit.conversation.question import is_answer
 from mimikit.models import Message
+from mimikit.store.inbox import TYPED
 from mimikit.store.runtime import Runtime
 
 MAX_INPUT_CHARS = 32_768
@@ -23,12 +24,13 @@ def post_input(runtime: Runtime, text: str) -> Message:
     """Store a user message in history and the Teller's inbox, then wake the Teller.
 
     Its id is also its trace id, which follows it through every run and task it causes. While a
-    question is pending, a message that answers it (``question.is_answer``) is its answer.
+    question is pending, a message that may answer it (``question.is_answer``) is its answer,
+    typed: the Teller may still find it a new request (``new_request``).
     """
     pending = runtime.conversation.question()
     if pending is not None and is_answer(pending, text):
         answered = Message(role="user", text=text, traceId=pending.traceId)
-        if runtime.conversation.resolve(text, source="user", question_id=pending.id):
+        if runtime.conversation.resolve(text, source=TYPED, question_id=pending.id):
             runtime.conversation.append(answered)
             runtime.events.log("question_answered_in_chat", messageId=answered.id,
                                traceId=pending.traceId)

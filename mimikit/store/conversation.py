@@ -158,7 +158,8 @@ class Conversation:
             pipe.delete(self.keys.question)
             self.inbox.queue_push(pipe, AnswerItem(
                 question=question.question, answer=answer, source=source,
-                questionId=question.id, traceId=question.traceId, taskId=question.taskId))
+                questionId=question.id, traceId=question.traceId, taskId=question.taskId,
+                options=question.options))
             pipe.log(self.keys, "question_answered", traceId=question.traceId, source=source)
             pipe.event(self.keys, "question", {"question": None})
             return True

@@ -42,6 +42,9 @@ class ResultItem(_Item):
     retired: list[str] = Field(default_factory=list)
 
 
+TYPED = "chat"  # the source of an answer typed in the chat box (the card's is "user")
+
+
 class AnswerItem(_Item):
     """The answer to the pending question (typed by the person, a default, or a timeout)."""
 
@@ -51,6 +54,7 @@ class AnswerItem(_Item):
     source: str
     questionId: str | None = None
     taskId: str | None = None  # the Planner task that asked (a needs_input)
+    options: list[str] | None = None  # the question's, to ask it again
 
 
 class NoticeItem(_Item):

@@ -42,6 +42,10 @@ class ToolContext:
     turn_only: str | None = None
     # A pattern a structured reply must match (it begins in the script the person writes in).
     reply_pattern: str | None = None
+    # The situational tools this run offers (``Tool.situational``), and the questions its
+    # calls left open again (a Teller pass: an answer typed in the chat box that was not one).
+    offered: frozenset[str] = frozenset()
+    reopened: list[Any] = field(default_factory=list)
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)

@@ -1,4 +1,5 @@
-"""The Teller's tools: reply, delegate (to the Planner), remember, ask_user, update_backlog."""
+"""The Teller's tools: reply, delegate (to the Planner), remember, ask_user, new_request,
+update_backlog."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from mimikit.memory import backlog
 from mimikit.memory.files import remember as write_memory
 from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, Message, PendingQuestion, Task
 from mimikit.store import fingerprints as fingerprint
+from mimikit.store.inbox import TYPED
 from mimikit.tools.args import Args, Seconds
 from mimikit.tools.context import ToolContext
 
@@ -46,6 +48,10 @@ class AskUserArgs(Args):
     timeout: Seconds = Field(3600, gt=0, le=7 * 24 * 3600, description="seconds")
     default: str | None = Field(None, description="used when the question times out")
     options: list[str] | None = Field(None, max_length=20)
+
+
+class NewRequestArgs(Args):
+    pass
 
 
 class BacklogArgs(Args):
@@ -160,6 +166,41 @@ def ask(ctx: ToolContext, args: AskUserArgs) -> StopRun:
     return StopRun({"asked": True, "expiresAt": str(question.expiresAt)})
 
 
+def not_an_answer(ctx: ToolContext) -> dict[str, Any]:
+    """The pass's answers typed in the chat box (``TYPED``) become the person's messages
+    of the pass, and their questions are asked again once the pass is over."""
+    typed = [answer for answer in ctx.answers if answer.source == TYPED]
+    if not typed:
+        return {"skipped": "no message typed while a question was pending in this turn"}
+    ctx.answers = [answer for answer in ctx.answers if answer.source != TYPED]
+    ctx.heard += [answer.answer for answer in typed]
+    ctx.reopened += typed
+    return {"newRequest": True, "stillAsked": [answer.question for answer in typed]}
+
+
+def ask_again(ctx: ToolContext) -> None:
+    """Make the questions whose typed answers were new requests pending again (the page
+    shows their card; the history has them already)."""
+    for answer in ctx.reopened[-1:]:  # one question is pending at a time: the newest
+        if ctx.runtime.conversation.question() is None:
+            ctx.runtime.conversation.ask(PendingQuestion(
+                question=answer.question, options=answer.options, traceId=answer.traceId,
+                taskId=answer.taskId))
+
+
+def asked_again(task: Task, question: str) -> bool:
+    """Whether ``task`` continues an earlier attempt whose ``question`` the person already
+    answered (``with_earlier_attempt`` wrote it into its prompt)."""
+    return f"\nQuestion: {question}\nAnswer (" in task.prompt
+
+
+def first_request(task: Task) -> str:
+    """The request a Planner task goes on with: the first of the earlier attempts its prompt
+    carries (``with_earlier_attempt``), else its own."""
+    _before, found, rest = task.prompt.rpartition("\nOriginal request: ")
+    return rest.partition("\nPartial result: ")[0] if found else delegated_request(task.prompt)
+
+
 def _handed_words(ctx: ToolContext) -> str:
     """What a delegation without a prompt hands over: the user's messages of this turn, or,
     after an answer to a question, the request to go on with it."""
@@ -219,6 +260,13 @@ def register(registry: Registry) -> None:
             return {"skipped": "nothing the user said in this turn to keep"}
         path = write_memory(ctx.runtime.settings.state_dir, content, long_term=args.longTerm)
         return {"path": str(path.relative_to(ctx.runtime.settings.state_dir))}
+
+    @registry.tool("new_request", roles=teller, flag=True, situational=True, idempotent=True)
+    def new_request(ctx: ToolContext, args: NewRequestArgs) -> dict[str, Any]:
+        """The user's message typed while your question was pending is a new request or
+        another matter, not its answer: it is handled as a new message (delegate hands it
+        over), and the question stays open."""
+        return not_an_answer(ctx)
 
     @registry.tool("ask_user", roles=teller)
     def ask_user(ctx: ToolContext, args: AskUserArgs) -> StopRun:

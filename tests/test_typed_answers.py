@@ -1,0 +1,81 @@
+"""Answers typed in the chat box while a question is pending, on the real stack with the
+scripted server named as llama.cpp's (answers held to a schema): the Teller decides whether
+the message answers the question or is a new request (``new_request``), and a Planner that
+asks again what was already answered ends instead of asking forever."""
+
+from __future__ import annotations
+
+from agent_helpers import history, post_input, user_prompt, wait_history
+from llm_server import turn
+from processes import wait_for
+
+
+def _schema(body: dict) -> dict:
+    return body["response_format"]["json_schema"]["schema"]
+
+
+def _planner_asks(stack, llm, question: str = "Staging or production?"):
+    """A request whose Planner asks ``question``; returns the Planner task once it is asked."""
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll deploy it."))
+    llm.script("planner", turn(submit_result={"status": "needs_input", "question": question}))
+    llm.default("teller", turn(reply="The planner has a question."))
+    post_input(stack, "deploy the app")
+    pending = wait_for(stack.conversation.question, timeout=30, message="the question")
+    assert pending.question == question
+    return next(t for t in stack.tasks.with_status("done") if t.role == "planner")
+
+
+def test_a_new_request_typed_while_a_question_is_pending_is_handed_over_as_itself(
+        llamacpp, stack, llm):
+    asking = _planner_asks(stack, llm)
+    first = llm.requests_for("teller")[0]
+    assert "new_request" not in _schema(first)["properties"]  # only with a typed answer
+    llm.script("teller", turn(new_request=True, delegate=True, remember=False,
+                              reply="I'll write fib.py."))
+    llm.script("planner", turn(submit_result={"status": "done",
+                                              "result": {"text": "A worker will write it."}}))
+    post_input(stack, "write a python script fib.py")
+    wait_history(stack, lambda h: ("assistant", "I'll write fib.py.") in h, message="reply")
+    judged = next(body for body in llm.requests_for("teller")
+                  if "write a python script fib.py" in user_prompt(body))
+    assert list(_schema(judged)["properties"])[0] == "new_request"
+    assert "typed in the chat box" in user_prompt(judged)
+    planners = wait_for(lambda: [t for t in stack.tasks.with_status("done")
+                                 if t.role == "planner" and t.id != asking.id],
+                        message="the new request's Planner task")
+    assert planners[0].prompt == "write a python script fib.py"  # not a continuation
+    again = wait_for(stack.conversation.question, message="the question, asked again")
+    assert (again.question, again.taskId) == ("Staging or production?", asking.id)
+
+
+def test_an_answer_typed_in_the_chat_box_continues_the_planners_task(llamacpp, stack, llm):
+    asking = _planner_asks(stack, llm)
+    llm.script("teller", turn(new_request=False, delegate=True, remember=False,
+                              reply="Deploying to staging."))
+    llm.script("planner", turn(submit_result={"status": "done",
+                                              "result": {"text": "Deployed to staging."}}))
+    post_input(stack, "staging")
+    wait_history(stack, lambda h: ("assistant", "Deploying to staging.") in h, message="reply")
+    going_on = wait_for(lambda: [t for t in stack.tasks.with_status("done")
+                                 if t.role == "planner" and t.id != asking.id],
+                        message="the continued Planner task")
+    assert "Question: Staging or production?\nAnswer (chat): staging" in going_on[0].prompt
+    assert stack.conversation.question() is None
+
+
+def test_a_planner_asking_again_what_was_answered_ends_and_the_person_is_told(
+        llamacpp, stack, llm):
+    from mimikit.conversation.question import answer_question
+
+    _planner_asks(stack, llm, "What is your name?")
+    llm.script("teller", turn(delegate=True, remember=False, reply="Thanks, going on."))
+    llm.script("planner", turn(submit_result={"status": "needs_input",
+                                              "question": "What is your name?"}))
+    assert answer_question(stack, "Ada")  # in the question's card
+    told = wait_history(stack, lambda h: any("asked again" in text for _role, text in h),
+                        message="the person told")
+    assert "so this was not done: deploy the app" in next(
+        text for _role, text in told if "asked again" in text)
+    assert stack.conversation.question() is None  # not asked a third time
+    assert len(llm.requests_for("planner")) == 2
+    assert sum(text == "What is your name?" for _role, text in history(stack)) == 1
