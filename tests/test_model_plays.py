@@ -189,8 +189,8 @@ def test_an_answer_typed_in_the_chat_box_answers_the_pending_question(stack, llm
     wait_history(stack, lambda h: ("assistant", "Deploying to staging.") in h, message="reply")
     assert stack.conversation.question() is None
     prompt = user_prompt(llm.requests_for("teller")[0])
-    assert "Answer to your question 'Staging or production?', from the user: staging please" \
-        in prompt
+    assert "- user: staging please\n  (typed while your question 'Staging or production?' " \
+        "was pending" in prompt
     assert "Pending inputs" in prompt
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mimikit.llm.repeats import loop_cut
+from mimikit.llm.repeats import loop_cut, phrase_cut
 
 CALL = ('```json\n{\n  "function": "delegate",\n  "arguments": {\n    "prompt": "Create notes.txt",'
         '\n    "timeout": null\n  }\n}\n```\n\n')
@@ -46,3 +46,28 @@ def test_a_call_written_out_three_times_keeps_one():
 ], ids=["numbered_list", "table", "block_twice", "long_line_thrice", "seven_fences", "two_lines"])
 def test_text_that_only_looks_like_a_loop_is_left_alone(text):
     assert loop_cut(text) is None
+
+
+def _phrase_kept(text: str) -> str | None:
+    cut = phrase_cut(text)
+    return None if cut is None else text[:cut]
+
+
+@pytest.mark.parametrize("end", [0, 5, 11], ids=["at_a_copys_end", "mid_copy", "late_in_it"])
+def test_a_phrase_said_again_and_again_in_one_line_keeps_its_first_copy(end):
+    phrase = "I will remember: "
+    text = "I'll remember: " + phrase * 6 + phrase[:end]
+    kept = _phrase_kept(text)  # the words before the run, and one copy
+    assert kept is not None and text.startswith(kept)
+    assert len("I'll remember: ") < len(kept) <= len("I'll remember: ") + len(phrase)
+
+
+@pytest.mark.parametrize("text", [
+    "| --- | --- | --- | --- | --- |",
+    "-" * 80,
+    "ha ha ha ha ha ha ha ha",
+    "1, 1, 2, 3, 5, 8, 13, 21, 34, 55",
+    "I'll remember: I will remember: I will remember: I will remember:"[:-20],
+], ids=["table_rule", "dashes", "laughter", "numbers", "three_copies"])
+def test_a_line_that_only_looks_like_a_phrase_loop_is_left_alone(text):
+    assert phrase_cut(text) is None

@@ -82,6 +82,18 @@ def test_the_reply_streams_from_its_field_and_never_shows_the_object(llamacpp, s
     assert shown and all("Hello there, how can I help?".startswith(t) for t in shown), shown
 
 
+def test_a_reply_saying_one_phrase_again_and_again_ends_after_its_first_copy(
+        llamacpp, stack, llm):
+    looping = "Noted. " + "I will remember that. " * 300  # no line break to cut at
+    llm.script("teller", streamed(turn(delegate=False, remember=True, reply=looping),
+                                  pause=0.001, chunk_chars=16))
+    post_input(stack, "I live in Berlin")
+    said = wait_history(stack, lambda h: any(r == "assistant" for r, _t in h),
+                        message="the reply")
+    assert [t for r, t in said if r == "assistant"] == ["Noted. I will remember that."]
+    assert len(llm.requests_for("teller")) == 1  # no correction: the answer was whole
+
+
 def test_a_worker_making_the_same_call_again_can_only_finish(llamacpp, stack, llm):
     llm.script("teller", turn(delegate=True, remember=False, reply="On it."))
     llm.script("planner", turn(delegate={"prompt": "Write 391 into result.txt."},

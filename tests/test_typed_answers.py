@@ -5,6 +5,7 @@ asks again what was already answered ends instead of asking forever."""
 
 from __future__ import annotations
 
+import pytest
 from agent_helpers import history, post_input, user_prompt, wait_history
 from llm_server import turn
 from processes import wait_for
@@ -25,13 +26,14 @@ def _planner_asks(stack, llm, question: str = "Staging or production?"):
     return next(t for t in stack.tasks.with_status("done") if t.role == "planner")
 
 
+@pytest.mark.parametrize("delegate", [False, True], ids=["new_request_alone", "and_delegate"])
 def test_a_new_request_typed_while_a_question_is_pending_is_handed_over_as_itself(
-        llamacpp, stack, llm):
+        llamacpp, stack, llm, delegate):
     asking = _planner_asks(stack, llm)
     first = llm.requests_for("teller")[0]
     assert "new_request" not in _schema(first)["properties"]  # only with a typed answer
-    llm.script("teller", turn(new_request=True, delegate=True, remember=False,
-                              reply="I'll write fib.py."))
+    llm.script("teller", turn(new_request=True, delegate=delegate, remember=False,
+                              reply="I'll write fib.py."))  # handed over once either way
     llm.script("planner", turn(submit_result={"status": "done",
                                               "result": {"text": "A worker will write it."}}))
     post_input(stack, "write a python script fib.py")
@@ -39,11 +41,12 @@ def test_a_new_request_typed_while_a_question_is_pending_is_handed_over_as_itsel
     judged = next(body for body in llm.requests_for("teller")
                   if "write a python script fib.py" in user_prompt(body))
     assert list(_schema(judged)["properties"])[0] == "new_request"
-    assert "typed in the chat box" in user_prompt(judged)
+    assert "- user: write a python script fib.py\n  (typed while your question 'Staging or " \
+        "production?' was pending" in user_prompt(judged)
     planners = wait_for(lambda: [t for t in stack.tasks.with_status("done")
                                  if t.role == "planner" and t.id != asking.id],
                         message="the new request's Planner task")
-    assert planners[0].prompt == "write a python script fib.py"  # not a continuation
+    assert [t.prompt for t in planners] == ["write a python script fib.py"]  # as it is
     again = wait_for(stack.conversation.question, message="the question, asked again")
     assert (again.question, again.taskId) == ("Staging or production?", asking.id)
 
@@ -79,3 +82,20 @@ def test_a_planner_asking_again_what_was_answered_ends_and_the_person_is_told(
     assert stack.conversation.question() is None  # not asked a third time
     assert len(llm.requests_for("planner")) == 2
     assert sum(text == "What is your name?" for _role, text in history(stack)) == 1
+
+
+def test_a_newer_planner_question_closes_the_older_one_and_says_what_was_not_done(
+        llamacpp, stack, llm):
+    asking = _planner_asks(stack, llm)
+    llm.script("teller", turn(new_request=True, delegate=False, remember=False,
+                              reply="I'll write the file."))
+    llm.script("planner", turn(submit_result={"status": "needs_input",
+                                              "question": "Which name should the file have?"}))
+    post_input(stack, "write a file for me")
+    newer = wait_for(lambda: (q := stack.conversation.question()) and
+                     q.question == "Which name should the file have?" and q,
+                     timeout=30, message="the newer question")
+    assert newer.taskId != asking.id
+    told = [text for role, text in history(stack) if role == "system" and "closed" in text]
+    assert told == ["The question 'Staging or production?' was closed unanswered for a newer "
+                    "one, so this was not done: deploy the app"]

@@ -72,10 +72,10 @@ def _render_answer(item: AnswerItem) -> str:
         return f"{asked}: none in time, so its default applies: {item.answer}"
     if item.source == "timeout" or not item.answer:
         return f"{asked}: none; it timed out unanswered"
-    if item.source == TYPED:  # it may be a new request: the Teller decides
-        return (f"{asked}, from the user: {item.answer}\n  (typed in the chat box: if it is "
-                "a new request or another matter, not an answer to that question, "
-                "new_request: true)")
+    if item.source == TYPED:  # a message first: it may be a new request, the Teller decides
+        return (f"- user: {item.answer}\n  (typed while your question {item.question!r} was "
+                "pending: new_request false if it answers that question, true if it is a new "
+                "request, which is then handed to the planner)")
     return f"{asked}, from the user: {item.answer}"
 
 

@@ -245,8 +245,7 @@ def _ask_for_the_planner(runtime: Runtime, ctx: ToolContext) -> None:
     question is asked as the Planner put it, so the plan does not wait on nothing."""
     result = runtime.tasks.result(ctx.needs_input[0])
     task = runtime.tasks.get(ctx.needs_input[0])
-    if result is None or not result.question or task is None or \
-            runtime.conversation.question() is not None:
+    if result is None or not result.question or task is None:
         return
     if asked_again(task, result.question):  # answered once: asking again would never end
         runtime.conversation.system(
@@ -254,7 +253,22 @@ def _ask_for_the_planner(runtime: Runtime, ctx: ToolContext) -> None:
             f"so this was not done: {first_request(task)[:300]}",
             traceId=ctx.trace_id)
         return
+    _set_aside(runtime, ctx.trace_id)
     pose_question(ctx, PendingQuestion(question=result.question[:4000]))
+
+
+def _set_aside(runtime: Runtime, trace_id: str | None) -> None:
+    """Close the pending question, if any, for a newer one: one question is asked at a time,
+    and the newest request's is the one the person is about; what waited on the older one is
+    said not to be done."""
+    older = runtime.conversation.question()
+    if older is None or not runtime.conversation.withdraw(older.id):
+        return
+    waiting = runtime.tasks.get(older.taskId) if older.taskId else None
+    undone = f", so this was not done: {first_request(waiting)[:300]}" if waiting else ""
+    runtime.conversation.system(
+        f"The question {older.question[:300]!r} was closed unanswered for a newer "
+        f"one{undone}", traceId=trace_id)
 
 
 def _heard(items: list[InboxItem]) -> list[str]:

@@ -5,6 +5,8 @@ Small models fall into two loops: one line again and again (a fence, a brace, a 
 sentence), and a block of lines again and again (a heading and a sentence; a whole call written
 out, the same each time). A run of a short line is taken out whole; of the others, the first
 copy is kept. Blank lines between the copies of a block do not count: models vary them.
+Inside one text with no line break (a JSON string field, the reply of an answer held to a
+schema) a loop is a phrase said again and again; the first copy is kept (``phrase_cut``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ REPEATED_BLOCKS = 3  # copies in a row of a block of 2 to BLOCK_LINES lines
 BLOCK_LINES = 16
 TAIL_CHARS = 8192  # the end of the text read on each line break
 _LINE = re.compile(r"[^\n]*\n")
+REPEATED_PHRASES = 4  # copies in a row of a phrase of PHRASE_CHARS characters
+PHRASE_CHARS = (12, 400)  # shorter ones, or with no letter or digit, are tables and rules
 
 
 def loop_cut(tail: str) -> int | None:
@@ -49,4 +53,22 @@ def _block_run(filled: list[tuple[str, int, int]]) -> int | None:
         if all(run[index] == run[index - size] for index in range(size, span)) and \
                 len(set(run[:size])) > 1:
             return filled[len(filled) - span + size - 1][2]
+    return None
+
+
+def phrase_cut(text: str) -> int | None:
+    """Where to cut ``text`` that ends in ``REPEATED_PHRASES`` or more copies of one phrase in
+    a row (at whatever point of the phrase it ends): after the first copy of the run; None
+    when it ends in none."""
+    shortest, longest = PHRASE_CHARS
+    for size in range(shortest, min(longest, len(text) // REPEATED_PHRASES) + 1):
+        phrase = text[-size:]
+        if any(char.isalnum() for char in phrase) and \
+                text.endswith(phrase * REPEATED_PHRASES):
+            start = len(text) - size * REPEATED_PHRASES
+            while start > 0 and text[start - 1] == text[start - 1 + size]:
+                start -= 1  # back to where the run begins, wherever in the phrase that is
+            word = next((at for at in range(start, start + size)
+                         if at == 0 or text[at - 1].isspace()), start)
+            return word + size  # a copy from a word's beginning
     return None

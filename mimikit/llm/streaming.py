@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from mimikit.llm.reading import ShownText, Written, read_text
-from mimikit.llm.repeats import TAIL_CHARS, loop_cut
+from mimikit.llm.repeats import TAIL_CHARS, loop_cut, phrase_cut
 from mimikit.llm.responses import usage_of
 from mimikit.models import Usage
 
@@ -52,6 +52,11 @@ class JsonText:
         self.start = re.compile(rf'"{re.escape(key)}"\s*:\s*"')
         self.raw = ""
         self.sent = ""
+
+    def opening(self) -> str:
+        """The text received up to the value, its opening quote included."""
+        start = self.start.search(self.raw)
+        return self.raw[:start.end()] if start else ""
 
     def feed(self, fragment: str) -> str:
         """Add ``fragment``; returns the text decoded since the last call ('' when none)."""
@@ -153,6 +158,7 @@ class _Reader:
         if self.schema:
             if self.field is not None:
                 self._show(self.field.feed(piece))
+                self._field_looping()
             return
         if "\n" in piece and self._looping():
             return
@@ -175,6 +181,18 @@ class _Reader:
         self.content = [text[:ended - len(lines) + cut]]
         self.looped, self.finish_reason = True, "stop"
         return True
+
+    def _field_looping(self) -> None:
+        """Whether the text field ends in a phrase said again and again (``repeats``): the
+        answer then ends after its first copy, the object closed after the field (the last
+        of its shape)."""
+        assert self.field is not None
+        cut = phrase_cut(self.field.sent)
+        if cut is None:
+            return
+        kept = json.dumps(self.field.sent[:cut].rstrip(), ensure_ascii=False)
+        self.content = [self.field.opening() + kept[1:] + "}"]
+        self.looped, self.finish_reason = True, "stop"
 
     def _show(self, text: str) -> None:
         if text:

@@ -167,6 +167,23 @@ class Conversation:
         return bool(self.events.transaction(write, self.keys.question))
 
 
+    def withdraw(self, question_id: str) -> bool:
+        """Close the pending question ``question_id`` unanswered (a newer one takes its
+        place); False when it is not the one pending."""
+
+        def write(pipe: Any) -> bool:
+            raw = pipe.get(self.keys.question)
+            if raw is None or load(PendingQuestion, raw).id != question_id:
+                return False
+            pipe.multi()
+            pipe.delete(self.keys.question)
+            pipe.log(self.keys, "question_withdrawn", questionId=question_id)
+            pipe.event(self.keys, "question", {"question": None})
+            return True
+
+        return bool(self.events.transaction(write, self.keys.question))
+
+
 def message_key(message: Message) -> str:
     """The natural de-duplication key of a message: createdAt + text."""
     raw = f"{message.createdAt.isoformat()}\n{message.text}".encode()

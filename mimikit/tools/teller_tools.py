@@ -166,16 +166,35 @@ def ask(ctx: ToolContext, args: AskUserArgs) -> StopRun:
     return StopRun({"asked": True, "expiresAt": str(question.expiresAt)})
 
 
+def hand_over(ctx: ToolContext, prompt: str, timeout: float | None = None) -> dict[str, Any]:
+    """A Planner task for ``prompt`` (left out: the person's words of the pass), unless an
+    identical one is active."""
+    prompt = prompt or _handed_words(ctx)
+    if not prompt:
+        return {"skipped": "no request of the user's in this turn to hand over"}
+    prompt = with_earlier_attempt(ctx, with_users_words(ctx, prompt))
+    task = Task(role="planner", prompt=prompt, timeout=timeout, traceId=ctx.trace_id,
+                priority=7)
+    existing = fingerprint.active_duplicate(ctx.runtime, task)
+    if existing:
+        return {"taskId": existing, "duplicate": True,
+                "note": "an identical request is already active; not delegated again"}
+    submit(ctx.runtime, [task])
+    ctx.created.append(task.id)
+    return {"taskId": task.id}
+
+
 def not_an_answer(ctx: ToolContext) -> dict[str, Any]:
-    """The pass's answers typed in the chat box (``TYPED``) become the person's messages
-    of the pass, and their questions are asked again once the pass is over."""
+    """The pass's answers typed in the chat box (``TYPED``) are new requests: the person's
+    messages of the pass, handed to the Planner, their questions asked again once the pass
+    is over."""
     typed = [answer for answer in ctx.answers if answer.source == TYPED]
     if not typed:
         return {"skipped": "no message typed while a question was pending in this turn"}
     ctx.answers = [answer for answer in ctx.answers if answer.source != TYPED]
     ctx.heard += [answer.answer for answer in typed]
     ctx.reopened += typed
-    return {"newRequest": True, "stillAsked": [answer.question for answer in typed]}
+    return {**hand_over(ctx, ""), "stillAsked": [answer.question for answer in typed]}
 
 
 def ask_again(ctx: ToolContext) -> None:
@@ -237,19 +256,7 @@ def register(registry: Registry) -> None:
     def delegate(ctx: ToolContext, args: TellerDelegateArgs) -> dict[str, Any]:
         """Hand real work (files, commands, anything scheduled or watched) to the Planner: the
         request in the user's words with every detail; returns its taskId."""
-        prompt = args.prompt.strip() or _handed_words(ctx)
-        if not prompt:
-            return {"skipped": "no request of the user's in this turn to hand over"}
-        prompt = with_earlier_attempt(ctx, with_users_words(ctx, prompt))
-        task = Task(role="planner", prompt=prompt,
-                    timeout=args.timeout, traceId=ctx.trace_id, priority=7)
-        existing = fingerprint.active_duplicate(ctx.runtime, task)
-        if existing:
-            return {"taskId": existing, "duplicate": True,
-                    "note": "an identical request is already active; not delegated again"}
-        submit(ctx.runtime, [task])
-        ctx.created.append(task.id)
-        return {"taskId": task.id}
+        return hand_over(ctx, args.prompt.strip(), args.timeout)
 
     @registry.tool("remember", roles=teller, short="content", flag=True)
     def remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
@@ -263,9 +270,8 @@ def register(registry: Registry) -> None:
 
     @registry.tool("new_request", roles=teller, flag=True, situational=True, idempotent=True)
     def new_request(ctx: ToolContext, args: NewRequestArgs) -> dict[str, Any]:
-        """The user's message typed while your question was pending is a new request or
-        another matter, not its answer: it is handled as a new message (delegate hands it
-        over), and the question stays open."""
+        """The user's message typed while your question was pending is a new request, not
+        its answer: it is handed to the Planner as it is, and the question stays open."""
         return not_an_answer(ctx)
 
     @registry.tool("ask_user", roles=teller)
