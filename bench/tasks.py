@@ -85,6 +85,12 @@ class Up:
             if "ready at" in line:
                 ready.set()
 
+    def keep_chat(self, path: Path) -> None:
+        """The chat as the person saw it (every message, system notes too)."""
+        messages = self.client.call("GET", "/api/messages?limit=1000")["messages"]
+        path.write_text("\n".join(f"[{m['createdAt'][11:19]}] {m['role']}: {m['text']}"
+                                   for m in messages) + "\n")
+
     def keep_runs(self, path: Path) -> None:
         """Every run's transcript (Teller, Planner, Worker), for reading what happened."""
         import redis
@@ -298,6 +304,7 @@ def main() -> int:
                   f"in {rows[-1].wall:.1f} s ({rows[-1].why})", flush=True)
     finally:
         up.keep_runs(root / "runs.json")
+        up.keep_chat(root / "chat.txt")
         up.stop()
         if oracle is not None:
             oracle.shutdown()
