@@ -169,3 +169,31 @@ def test_a_request_waits_for_a_free_slot_without_spending_the_passs_time(llamacp
                  message="the reply once the slot was free")
     assert llm.arrivals_for("teller")[0] >= llm.busy_until
     assert not any(role == "system" for role, _t in history(runtime))  # never "timed out"
+
+
+def test_a_lone_worker_task_carries_the_request_in_the_persons_words(llamacpp, stack, llm):
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll write fib.py."))
+    llm.script("planner", turn(delegate={"prompt": "Write fib.py."},  # "run it" left out
+                               submit_result={"status": "done", "result": {"text": "Planned."}}))
+    llm.default("worker", turn(submit_result={"status": "done", "result": {"text": "Done."}}))
+    llm.default("teller", turn(reply="Done."))
+    post_input(stack, "write fib.py, run it and tell me the output")
+    worker = wait_for(lambda: [t for t in stack.tasks.with_status("done") if t.role == "worker"],
+                      message="the Worker task")[0]
+    assert worker.prompt == ("Write fib.py.\n\n## The request, in the user's words\n"
+                             "write fib.py, run it and tell me the output")
+    assert worker.title == "Write fib.py."
+
+
+def test_tasks_doing_parts_of_a_request_do_not_carry_all_of_it(llamacpp, stack, llm):
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll do both."))
+    llm.script("planner", turn(delegate={"prompt": "Write a.txt."}),
+               turn(delegate={"prompt": "Write b.txt."},
+                    submit_result={"status": "done", "result": {"text": "Planned."}}))
+    llm.default("worker", turn(submit_result={"status": "done", "result": {"text": "Done."}}))
+    llm.default("teller", turn(reply="Done."))
+    post_input(stack, "write a.txt and b.txt")
+    workers = wait_for(lambda: len(done := [t for t in stack.tasks.with_status("done")
+                                            if t.role == "worker"]) == 2 and done,
+                       message="both Worker tasks")
+    assert sorted(t.prompt for t in workers) == ["Write a.txt.", "Write b.txt."]
