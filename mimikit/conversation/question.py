@@ -2,9 +2,9 @@
 or expired with its default or a timeout.
 
 A message typed in the chat box while a question is pending is taken as its answer unless it
-is a question of its own (``is_answer``); the Teller, shown it as an answer typed in the chat
-box, may still find it a new request (its ``new_request`` choice), and the question is then
-asked again.
+is a question of its own (``is_answer``); the Teller, shown it as a message with the question
+beside it, decides whether it is one: a new request (its ``new_request`` choice) is handed to
+the Planner as it is, and the question is asked again.
 """
 
 from __future__ import annotations
