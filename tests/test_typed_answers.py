@@ -99,3 +99,16 @@ def test_a_newer_planner_question_closes_the_older_one_and_says_what_was_not_don
     told = [text for role, text in history(stack) if role == "system" and "closed" in text]
     assert told == ["The question 'Staging or production?' was closed unanswered for a newer "
                     "one, so this was not done: deploy the app"]
+
+
+@pytest.mark.parametrize(("typed", "may_answer"), [
+    ("teal", True), ("write fib.py for me", True),  # the Teller decides on these
+    ("btw, what time is it", False), ("另外，帮我建个文件", False),  # the person's own asides
+    ("what is staging?", False), ("staging?", True),  # a question of its own, or an option
+])
+def test_what_may_answer_a_pending_question(typed, may_answer):
+    from mimikit.conversation.question import is_answer
+    from mimikit.models import PendingQuestion
+
+    question = PendingQuestion(question="Staging or production?", options=["staging", "prod"])
+    assert is_answer(question, typed) is may_answer

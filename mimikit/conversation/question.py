@@ -1,22 +1,32 @@
 """The pending question: answered by the person (in its card, or typed in the chat box),
 or expired with its default or a timeout.
 
-A message typed in the chat box while a question is pending is taken as its answer unless it
-is a question of its own (``is_answer``); the Teller, shown it as a message with the question
-beside it, decides whether it is one: a new request (its ``new_request`` choice) is handed to
-the Planner as it is, and the question is asked again.
+A message typed in the chat box while a question is pending is taken as its answer unless the
+person marks it as something else (``is_answer``): a question of its own (ending in "?"), or
+an aside ("btw", "also", "new request", "另外", "顺便" ...). The Teller, shown it as a message
+with the question beside it, still decides whether it is one: a new request (its
+``new_request`` choice) is handed to the Planner as it is, and the question is asked again.
 """
 
 from __future__ import annotations
+
+import re
 
 from mimikit.conversation.gate import wake
 from mimikit.models import Message, PendingQuestion, utcnow
 from mimikit.store.runtime import Runtime
 
+_ASIDE = re.compile(r"^\s*(?:btw|by the way|also|another thing|new (?:request|question|task)|"
+                    r"unrelated|different question)\b|^\s*(?:另外|顺便|还有|新的?(?:问题|请求|任务))",
+                    re.IGNORECASE)
+
 
 def is_answer(question: PendingQuestion, text: str) -> bool:
-    """Whether ``text``, typed while ``question`` is pending, may answer it: anything but a
-    question of its own (a question that is just one of the options still answers)."""
+    """Whether ``text``, typed while ``question`` is pending, may answer it: anything but an
+    aside or a question of its own (a question that is just one of the options still
+    answers)."""
+    if _ASIDE.search(text):
+        return False
     if text.rstrip().endswith(("?", "？")):
         said = text.strip().rstrip("?？").strip().casefold()
         return any(said == option.strip().casefold() for option in question.options or [])
