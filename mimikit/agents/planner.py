@@ -17,7 +17,7 @@ from mimikit.store.journal import RunJournal
 from mimikit.store.runtime import Runtime
 from mimikit.tasks.listing import list_tasks
 from mimikit.tools.context import ToolContext
-from mimikit.tools.teller_tools import request_parts
+from mimikit.tools.teller_tools import plain, request_parts
 
 log = logging.getLogger("mimikit.planner")
 
@@ -54,13 +54,13 @@ def with_the_request(plan: Task, staged: list[Task]) -> list[Task]:
     """The plan's tasks, a lone Worker task run now given the request it carries out in the
     person's words (a small Planner's task tends to drop a part of it: "run it and tell me
     the output"); several tasks each do a part, and get none."""
-    if len(staged) != 1 or staged[0].role != "worker" or staged[0].type != "oneshot":
+    task = staged[0] if len(staged) == 1 else None
+    if task is None or task.role != "worker" or task.type != "oneshot":
         return staged
     parts = request_parts(plan.prompt)
     said = "\n".join(parts[1:]) or parts[0]
-    if " ".join(said.split()).casefold() in " ".join(staged[0].prompt.split()).casefold():
+    if plain(said) in plain(task.prompt):
         return staged
-    task = staged[0]
     title = task.title or " ".join(task.prompt.split())[:120]  # what it is called stays
     return [task.model_copy(update={"prompt": task.prompt + REQUEST_HEADING + said,
                                     "title": title})]

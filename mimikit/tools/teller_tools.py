@@ -23,6 +23,10 @@ from mimikit.tools.context import ToolContext
 
 USERS_WORDS_CHARS = 4000  # of each of the person's messages appended to a delegation
 USERS_WORDS_HEADING = "\n\n## The user's words\n"
+# The lines of an earlier attempt's block (``with_earlier_attempt``), read back by
+# ``asked_again`` and ``first_request``.
+ORIGINAL, PARTIAL, QUESTION, ANSWER = ("\nOriginal request: ", "\nPartial result: ",
+                                       "\nQuestion: ", "\nAnswer (")
 
 
 class ReplyArgs(Args):
@@ -101,7 +105,7 @@ def _copied_reply(ctx: ToolContext, text: str) -> bool:
         return False
     said = [m.text for m in ctx.runtime.conversation.recent(EARLIER_REPLIES * 3)
             if m.role == "assistant"][-EARLIER_REPLIES:]
-    return _plain(text) in {_plain(earlier) for earlier in said}
+    return plain(text) in {plain(earlier) for earlier in said}
 
 
 def pose_question(ctx: ToolContext, question: PendingQuestion) -> PendingQuestion:
@@ -128,9 +132,9 @@ def with_earlier_attempt(ctx: ToolContext, prompt: str) -> str:
             continue
         result = ctx.runtime.tasks.result(task.id)
         partial = json.dumps(result.result, ensure_ascii=False)[:4000] if result else "(none)"
-        blocks.append(f"## Earlier attempt ({task.id}), which needed the user's answer\n"
-                      f"Original request: {task.prompt[:4000]}\nPartial result: {partial}\n"
-                      f"Question: {answer.question}\nAnswer ({answer.source}): {answer.answer}")
+        blocks.append(f"## Earlier attempt ({task.id}), which needed the user's answer"
+                      f"{ORIGINAL}{task.prompt[:4000]}{PARTIAL}{partial}"
+                      f"{QUESTION}{answer.question}{ANSWER}{answer.source}): {answer.answer}")
     return "\n\n".join(blocks)
 
 
@@ -138,7 +142,7 @@ def with_users_words(ctx: ToolContext, prompt: str) -> str:
     """The prompt of a delegation with the person's messages of this pass appended, each that
     it does not already quote: a model's summary of a request tends to drop a part of it
     ("every day", a path, a number), and the Planner then plans the rest."""
-    said = [text[:USERS_WORDS_CHARS] for text in ctx.heard if _plain(text) not in _plain(prompt)]
+    said = [text[:USERS_WORDS_CHARS] for text in ctx.heard if plain(text) not in plain(prompt)]
     return prompt + USERS_WORDS_HEADING + "\n".join(said) if said else prompt
 
 
@@ -200,24 +204,24 @@ def not_an_answer(ctx: ToolContext) -> dict[str, Any]:
 def ask_again(ctx: ToolContext) -> None:
     """Make the questions whose typed answers were new requests pending again (the page
     shows their card; the history has them already)."""
-    for answer in ctx.reopened[-1:]:  # one question is pending at a time: the newest
-        if ctx.runtime.conversation.question() is None:
-            ctx.runtime.conversation.ask(PendingQuestion(
-                question=answer.question, options=answer.options, traceId=answer.traceId,
-                taskId=answer.taskId))
+    if ctx.reopened and ctx.runtime.conversation.question() is None:
+        answer = ctx.reopened[-1]  # one question is pending at a time: the newest
+        ctx.runtime.conversation.ask(PendingQuestion(
+            question=answer.question, options=answer.options, traceId=answer.traceId,
+            taskId=answer.taskId))
 
 
 def asked_again(task: Task, question: str) -> bool:
     """Whether ``task`` continues an earlier attempt whose ``question`` the person already
     answered (``with_earlier_attempt`` wrote it into its prompt)."""
-    return f"\nQuestion: {question}\nAnswer (" in task.prompt
+    return f"{QUESTION}{question}{ANSWER}" in task.prompt
 
 
 def first_request(task: Task) -> str:
     """The request a Planner task goes on with: the first of the earlier attempts its prompt
     carries (``with_earlier_attempt``), else its own."""
-    _before, found, rest = task.prompt.rpartition("\nOriginal request: ")
-    return rest.partition("\nPartial result: ")[0] if found else delegated_request(task.prompt)
+    _before, found, rest = task.prompt.rpartition(ORIGINAL)
+    return rest.partition(PARTIAL)[0] if found else delegated_request(task.prompt)
 
 
 def _handed_words(ctx: ToolContext) -> str:
@@ -239,7 +243,8 @@ def request_parts(prompt: str) -> list[str]:
     return [request, *words.splitlines()]
 
 
-def _plain(text: str) -> str:
+def plain(text: str) -> str:
+    """``text`` case-folded, its runs of white space one space (for comparing words)."""
     return " ".join(text.casefold().split())
 
 
