@@ -29,6 +29,19 @@ def used_memory(runtime) -> int:
     return int(runtime.redis.info("memory")["used_memory"])
 
 
+def settled_memory(runtime, seconds: float = 15.0) -> int:
+    """used_memory once Redis has shrunk its key tables: it does so in its cron, a step at a
+    time, and not while a child process (an AOF rewrite after the big write) is running."""
+    deadline, last = time.monotonic() + seconds, used_memory(runtime)
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = used_memory(runtime)
+        if now == last and not runtime.redis.info("persistence").get("aof_rewrite_in_progress"):
+            return now
+        last = now
+    return last
+
+
 def write_finished(runtime, count: int) -> None:
     """``count`` tasks finished over the last days, as the store writes them, in pipelines."""
     keys, keep = runtime.keys, runtime.settings.retention_seconds + GRACE_SECONDS
@@ -98,7 +111,7 @@ def test_100000_finished_tasks_list_fast_and_go_without_a_trace(runtime, web_ser
         redis.delete(*task_keys(keys, task.id))
     redis.delete(keys.status("queued"), keys.log, keys.events, keys.worker("w@host"),
                  keys.worker_names)
-    after_memory = used_memory(runtime)
+    after_memory = settled_memory(runtime)
     print(f"pruned in {batches} batches of {PRUNE_BATCH} in {pruned_s:.1f} s; used_memory "
           f"{after_memory / 2**20:.1f} MiB (baseline {baseline_memory / 2**20:.1f} MiB, "
           f"{(after_memory - baseline_memory) / 2**10:+.0f} KiB); keys {redis.dbsize()} "
