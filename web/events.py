@@ -100,15 +100,16 @@ def _stream(rt: Runtime, cursor: str) -> Iterator[str]:
     while True:
         try:
             batch = rt.events.read(cursor, block_ms=POLL_MS)
+            for entry_id, event, data in batch:
+                cursor = entry_id
+                yield frame(event, data, entry_id)
+            # after the events: a reply is not held up while the status is gathered
             teller_now = teller_state(rt)["state"]
             report = status(rt) if teller_now != teller_was else None
         except RedisError as error:
             # End the stream; the browser reconnects after RETRY_MS with its Last-Event-ID.
             log.warning("event stream stopped: Redis error: %s", error)
             return
-        for entry_id, event, data in batch:
-            cursor = entry_id
-            yield frame(event, data, entry_id)
         if report is not None:
             teller_was = teller_now
             yield frame("status", json.dumps(report, default=str))
