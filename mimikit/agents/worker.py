@@ -23,6 +23,7 @@ from mimikit.store.journal import RunJournal
 from mimikit.store.runtime import Runtime
 from mimikit.tools.context import ToolContext
 from mimikit.workspace.local import Workspace
+from mimikit.workspace.named import NamedFiles
 from mimikit.workspace.sandbox import sandbox_for
 from mimikit.workspace.slots import slots_for
 
@@ -39,7 +40,7 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
                               sandbox=sandbox_for(settings), slots=slots_for(settings))
         control.on_stop(workspace.cancel)
         ctx = ToolContext(runtime=runtime, role="worker", trace_id=task.traceId, task=task,
-                          workspace=workspace)
+                          workspace=workspace, named=NamedFiles.of(workspace, task.prompt))
         try:  # the MCP servers the task names (the codex backend has its own)
             servers = start_servers(runtime, task, control) \
                 if settings.worker_backend == "llm" else None

@@ -46,6 +46,9 @@ class ToolContext:
     # calls left open again (a Teller pass: an answer typed in the chat box that was not one).
     offered: frozenset[str] = frozenset()
     reopened: list[Any] = field(default_factory=list)
+    # A Worker run: the files its task names that the work directory did not hold when it
+    # began (``workspace.named.NamedFiles``), looked for again when it says it is done.
+    named: Any = None
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)

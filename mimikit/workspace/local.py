@@ -65,6 +65,8 @@ class Workspace:
         self.shell_timeout_max = shell_timeout_max
         self.output_limit_bytes = output_limit_bytes
         self.live_pgids: set[int] = set()
+        self.used = False  # a file action or a command was asked for
+        self.changed = False  # a file was written or a command succeeded
         self._canceled = threading.Event()
 
     # -- paths --
@@ -99,10 +101,15 @@ class Workspace:
     def _relative(self, real: Path) -> str:
         return real.relative_to(self.root).as_posix() or "."
 
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` is in the work directory (``ToolError`` when it cannot be)."""
+        return self.resolve(path).exists()
+
     # -- files --
 
     def read_file(self, path: str) -> str:
         """The text of a UTF-8 file of at most 1 MB."""
+        self.used = True
         real = self.resolve(path)
         if not real.exists():
             raise ToolError(f"no such file: {path!r}; use list_files to see what exists")
@@ -126,16 +133,19 @@ class Workspace:
 
     def write_file(self, path: str, content: str) -> dict[str, Any]:
         """Write ``content`` as UTF-8, creating parent directories; returns {path, bytes}."""
+        self.used = True
         real = self.resolve(path)
         if real.is_dir():
             raise ToolError(f"{path!r} is a directory; give a file path to write")
         data = content.encode("utf-8")
         real.parent.mkdir(parents=True, exist_ok=True)
         real.write_bytes(data)
+        self.changed = True
         return {"path": self._relative(real), "bytes": len(data)}
 
     def list_files(self, path: str = ".") -> list[str]:
         """Entries of a directory, relative to the root, sorted; directories end with '/'."""
+        self.used = True
         real = self.resolve(path)
         if not real.is_dir():
             raise ToolError(f"no such directory: {path!r}; use list_files('.') to start at the top")
@@ -158,6 +168,7 @@ class Workspace:
             waited for a free host slot, and ``note`` when a failure looks like the sandbox's
             doing (no network).
         """
+        self.used = True
         seconds = self._check_command(command, timeout)
         try:
             with self._slot() as waited:
@@ -173,6 +184,7 @@ class Workspace:
             "canceled": run.stopped,
             "durationMs": run.durationMs,
         }
+        self.changed = self.changed or run.exitCode == 0
         if waited >= SLOT_WAIT_SHOWN_SECONDS:
             result["waitedMs"] = int(waited * 1000)
         if note := self.sandbox.note(run.exitCode, run.stderr + run.stdout):

@@ -1,0 +1,77 @@
+"""The files a task names, looked for in the work directory when its Worker says it is done.
+
+A small model may submit ``done`` for a file it never made: it ran ``python fib.py`` before
+writing fib.py, then reported the output it expected. A run that tried the work (it made a
+file call or ran a command) and made nothing (no file written, no command that succeeded),
+for a task that names a file that was not in the work directory when the run began and is not
+there now, has not done the task whatever its result says: the Worker is told so once, and a
+second ``done`` ends the task failed, naming the files that were never made. A run that made
+no call at all answered from the task's words alone (a reminder, a question); its report says
+that it made no call.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from mimikit.exceptions import ToolError
+
+# A relative path with a lowercase extension: ``fib.py``, ``notes/todo.md``. Not a part of a
+# URL, an e-mail address or a dotted name (``os.path.join``); four characters at least, so
+# that "e.g" and "i.e" are not files.
+_PATH = re.compile(r"(?<![\w/.@:~-])(?:\./)?((?:[\w-]+/)*[\w-]+\.[a-z][a-z0-9]{0,7})(?!\.?[\w/-])",
+                   re.ASCII)
+MIN_NAME_CHARS = 4
+
+
+def named_paths(text: str) -> list[str]:
+    """The relative file paths ``text`` names, in order, once each."""
+    names = (match.group(1) for match in _PATH.finditer(text))
+    return list(dict.fromkeys(name for name in names if len(name) >= MIN_NAME_CHARS))
+
+
+@dataclass
+class NamedFiles:
+    """The files a task names that were not in the work directory when its run began."""
+
+    absent: tuple[str, ...]
+    refused: bool = False  # the Worker was told once that they were never made
+
+    @classmethod
+    def of(cls, workspace: Any, text: str) -> NamedFiles:
+        return cls(tuple(path for path in named_paths(text) if _absent(workspace, path)))
+
+    def unmade(self, workspace: Any) -> list[str]:
+        """The files still missing, when the run tried and made nothing that could have made
+        them."""
+        if workspace.changed or not workspace.used:
+            return []
+        return [path for path in self.absent if _absent(workspace, path)]
+
+    def check_done(self, workspace: Any) -> str | None:
+        """Before a ``done``: None when it stands; the error of a task that was not done when
+        the Worker was already told (its ``done`` becomes ``failed``). Raises ``ToolError`` the
+        first time."""
+        unmade = self.unmade(workspace)
+        if not unmade:
+            return None
+        files = ", ".join(unmade)
+        if self.refused:
+            return (f"the task names {files}, which was never made: the worker wrote no file "
+                    "and no command of its succeeded")
+        self.refused = True
+        raise ToolError(f"{files} is not in the work directory: nothing this run did made it. "
+                        "Make it first (write_file, then run it if the task says so) and then "
+                        "call submit_result; or call submit_result with status failed and what "
+                        "went wrong.")
+
+
+def _absent(workspace: Any, path: str) -> bool:
+    """Whether ``path`` could be in the work directory and is not (a private path, or one
+    outside it, is not the Worker's to make)."""
+    try:
+        return not workspace.exists(path)
+    except ToolError:
+        return False

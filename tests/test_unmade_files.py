@@ -1,0 +1,88 @@
+"""A Worker's ``done`` for a file its task names, checked in the work directory: a file that
+was not there when the run began, is not there at the end, in a run that wrote nothing and
+ran no command that succeeded, is never reported as made (real stack, scripted model). A
+Worker that made no call at all is left to its words: the report says it made none."""
+
+from __future__ import annotations
+
+from agent_helpers import post_input
+from llm_server import turn
+from processes import wait_for
+
+from mimikit.workspace.named import named_paths
+
+DONE = turn(submit_result={"status": "done", "result": {"text": "fib.py prints 0 1 1 2 3."}})
+
+
+def test_the_files_a_task_names_are_read_from_its_words():
+    assert named_paths("Create notes/todo.md and fib.py, then run ./build.sh; see "
+                       "https://x.org/a.html, e.g. os.path.join, ask me@mail.com.") == [
+        "notes/todo.md", "fib.py", "build.sh"]
+    assert named_paths("创建文件notes.txt，内容是 hello，然后告诉我 notes.txt 的大小") == [
+        "notes.txt"]
+    assert named_paths("version 2.5.1, i.e. the newest; see ~/x.txt or ../y.txt") == []
+
+
+def _request(stack, llm, prompt: str) -> None:
+    llm.script("teller", turn(delegate=True, remember=False, reply="On it."))
+    llm.script("planner", turn(delegate={"prompt": prompt},
+                               submit_result={"status": "done", "result": {"text": "Planned."}}))
+    llm.default("teller", turn(reply="Reported."))
+    post_input(stack, prompt)
+
+
+def _worker(stack):
+    return wait_for(lambda: [t for t in stack.tasks.with_status("done", "failed")
+                             if t.role == "worker"], message="the Worker task")[0]
+
+
+def test_a_worker_that_ran_a_file_it_never_wrote_is_told_and_then_writes_it(
+        llamacpp, stack, llm):
+    llm.script("worker", turn(shell={"command": "python3 fib.py"}), DONE,
+               turn(write_file={"path": "fib.py", "content": "print(0, 1, 1, 2, 3)"}),
+               turn(shell={"command": "python3 fib.py"}), DONE)
+    _request(stack, llm, "Write fib.py that prints the first Fibonacci numbers and run it.")
+    worker = _worker(stack)
+    assert worker.status == "done"
+    assert (stack.settings.work_dir / "fib.py").exists()
+    told = llm.requests_for("worker")[2]["messages"][-1]["content"]
+    assert "fib.py is not in the work directory" in told
+    assert len(llm.requests_for("worker")) == 5
+
+
+def test_a_worker_that_says_done_twice_for_a_file_it_never_made_ends_failed(
+        llamacpp, stack, llm):
+    llm.script("worker", turn(read_file={"path": "notes.txt"}))
+    llm.default("worker", turn(submit_result={"status": "done",
+                                              "result": {"text": "Created notes.txt."}}))
+    _request(stack, llm, "Create notes.txt containing hello.")
+    worker = _worker(stack)
+    result = stack.tasks.result(worker.id)
+    assert worker.status == "failed" and result is not None
+    assert "notes.txt" in (result.error or "") and "never made" in (result.error or "")
+    assert not (stack.settings.work_dir / "notes.txt").exists()
+    assert len(llm.requests_for("worker")) == 3  # told once; the second done ends it
+    report = wait_for(lambda: len(llm.requests_for("teller")) >= 2 and
+                      llm.requests_for("teller")[1], message="the report")
+    assert "never made" in report["messages"][1]["content"]
+
+
+def test_a_done_stands_when_the_file_was_there_a_command_did_the_work_or_no_call_was_made(
+        llamacpp, stack, llm):
+    (stack.settings.work_dir / "data.csv").write_text("a,b\n1,2\n")
+    llm.script("worker", turn(submit_result={"status": "done",
+                                             "result": {"text": "data.csv has 2 lines."}}))
+    _request(stack, llm, "Count the lines of data.csv.")
+    assert _worker(stack).status == "done"
+    assert len(llm.requests_for("worker")) == 1
+    llm.script("worker", turn(shell={"command": "true"}),
+               turn(submit_result={"status": "done", "result": {"text": "Installed."}}))
+    _request(stack, llm, "Install Node.js with the system's package manager.")
+    wait_for(lambda: len([t for t in stack.tasks.with_status("done") if t.role == "worker"])
+             == 2, message="the second Worker task done")
+    assert len(llm.requests_for("worker")) == 3  # the command did the work: no question
+    llm.script("worker", turn(submit_result={"status": "done", "result": {"text": "Hi."}}))
+    _request(stack, llm, "Say hello from hello.py.")
+    wait_for(lambda: len([t for t in stack.tasks.with_status("done") if t.role == "worker"])
+             == 3, message="the third Worker task done")
+    assert len(llm.requests_for("worker")) == 4  # no call: its words stand, the report tells
