@@ -197,3 +197,23 @@ REQUESTS: list[Request] = [
     Request("choice", "create an empty file named after my favorite color", _color_file,
             answer="teal"),
 ]
+
+# The same twelve requests worded another way (``tasks.py --wording other``): what a model
+# learned from the first wording, or a prompt's examples, does not carry it through these.
+OTHER_WORDING: dict[str, str] = {
+    "chat": "hello there, what can you do for me?",
+    "arithmetic": "how much is 17*23?",
+    "file": "please make notes.txt with hello inside and tell me how many bytes it has",
+    "script": "create fib.py that prints the first ten Fibonacci numbers, execute it and show "
+              "me what it prints",
+    "daily": "remind me to drink water at 9 every morning",
+    "relative": "in 10 minutes, remind me to stretch",
+    "preference": "记住，我的包管理器是 pnpm",
+    "list": "what files do I have in the work directory?",
+    "recall": "我平时用哪个包管理器？",
+    "cancel": "please stop reminding me to drink water",
+    "two-step": "put today's date (YYYY-MM-DD) in date.txt and then tell me how many "
+                "characters date.txt has",
+    "choice": "make an empty file whose name is my favorite color",
+}
+

@@ -113,9 +113,11 @@ def test_long_user_messages_are_cut_only_when_the_budget_needs_room():
     assert estimate_tokens(format_history(tight)) <= 900
 
 
-def test_format_history_shows_time_role_and_text():
+def test_format_history_shows_time_role_and_text_and_the_date_of_earlier_days():
     text = format_history([msg(0, "user", "部署好了吗？"), msg(1, "assistant", "Yes, done.")])
-    assert text == "[2026-01-01 00:00] user: 部署好了吗？\n[2026-01-01 00:01] assistant: Yes, done."
+    assert text == "[00:00] user: 部署好了吗？\n[00:01] assistant: Yes, done."
+    text = format_history([msg(-1, "user", "hi"), msg(0, "user", "部署好了吗？")])
+    assert text == "[2025-12-31 23:59] user: hi\n[00:00] user: 部署好了吗？"
 
 
 # --- memory block ----------------------------------------------------------------------------

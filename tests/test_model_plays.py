@@ -464,10 +464,16 @@ def test_lines_the_model_copies_from_its_prompt_are_never_shown(stack, llm, echo
 
 def test_a_reply_written_as_a_transcript_line_keeps_only_its_text(stack, llm):
     llm.script("teller", tool_call("reply", text="[2026-11-25 03:21] assistant: Hello there!\n"
-                                                 "[2026-11-25 03:21] user: hi"))
+                                                 "[2026-11-25 03:21] user: hi"),
+               tool_call("reply", text="[03:22] assistant: Hi again!\n[03:22] user: hi\n"
+                                       "[10:00] is when the standup starts."))
     post_input(stack, "hi")
     wait_history(stack, lambda h: ("assistant", "Hello there!") in h, message="the reply")
-    assert _replies(stack) == ["Hello there!"]
+    post_input(stack, "hi")
+    wait_history(stack, lambda h: any(t.startswith("Hi again!") for r, t in h
+                                      if r == "assistant"), message="the second reply")
+    assert _replies(stack) == ["Hello there!",
+                               "Hi again!\n\n[10:00] is when the standup starts."]
 
 
 def test_a_call_of_a_known_tool_that_does_not_read_is_corrected_and_never_shown(stack, llm):

@@ -3,26 +3,47 @@
 from __future__ import annotations
 
 import logging
+from functools import cache
 
+from mimikit.agents.prompts import role_text
 from mimikit.conversation.tries import held_back
 from mimikit.memory.inject import extract_keywords, format_history, format_memory, select_history
 from mimikit.memory.service import index_for
 from mimikit.models import Message
 from mimikit.store.runtime import Runtime
+from mimikit.tokens import estimate_tokens
 
 log = logging.getLogger("mimikit.agents")
 HISTORY_WINDOW = 60
 # The history shown begins at a message whose place in the conversation is a multiple of this:
 # it stays the same for that many turns, so a server keeps the prompt up to its end cached.
 HISTORY_STEP = 10
+# A role's first request, system prompt included: what a local CPU server reads in about 40 s.
+# The history gets what its system prompt, the run's own inputs (a message, a task's result,
+# the request) and the memory leave; the same figure in every run of a role, so that the
+# history, like the system prompt, stays cached from one run to the next.
+FIRST_REQUEST_TOKENS = 1500
+ESTIMATE_SHARE = 0.95  # the estimate runs a little under a real tokenizer's count
+INPUTS_TOKENS = 100
+MEMORY_TOKENS = 120
+MIN_HISTORY_TOKENS = 100  # (and five messages at least: ``select_history``)
+
+
+@cache
+def history_tokens(role: str) -> int:
+    """The history a role's first request holds beside its system prompt, inputs and memory."""
+    static = estimate_tokens(role_text(role, "constrained"))
+    return max(MIN_HISTORY_TOKENS, int(FIRST_REQUEST_TOKENS * ESTIMATE_SHARE) - static
+               - INPUTS_TOKENS - MEMORY_TOKENS)
 
 
 def context_sections(runtime: Runtime, pending_texts: list[str],
                      exclude_ids: set[str] | None = None,
-                     roles: tuple[str, ...] | None = None) -> list[str]:
+                     roles: tuple[str, ...] | None = None, role: str = "teller") -> list[str]:
     """``## History`` and ``## Memory`` blocks (either may be absent when empty), in that order
     (the history changes least from one run to the next, and goes first for a server's prompt
-    cache); ``roles``: the messages of only these roles in the history.
+    cache), within the budget of ``role``'s first request; ``roles``: the messages of only
+    these roles in the history.
 
     The history leaves out ``exclude_ids``, the messages held back after a failed pass or
     given up (``tries.held_back``), and the notes that say one gave up: words the model could
@@ -33,13 +54,14 @@ def context_sections(runtime: Runtime, pending_texts: list[str],
     shown = [m for m in recent if m.id not in hidden and m.failedItem is None
              and (roles is None or m.role in roles)]
     sections = []
-    history = _anchored(select_history(shown), recent, runtime.conversation.count())
+    history = _anchored(select_history(shown, budget_tokens=history_tokens(role)), recent,
+                        runtime.conversation.count())
     if history:
         sections.append("## History\n" + format_history(history))
     keywords = extract_keywords(pending_texts, shown)
     if keywords:
         hits = index_for(runtime.settings).search(" ".join(keywords), limit=5)
-        memory = format_memory(hits)
+        memory = format_memory(hits, budget_tokens=MEMORY_TOKENS)
         if memory:
             sections.append(memory)
     return sections

@@ -29,7 +29,7 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         task = control.task
         ctx = ToolContext(runtime=runtime, role="planner", trace_id=task.traceId, task=task)
         # what the user said, not what the assistant answered: a small model copies replies
-        sections = context_sections(runtime, [task.prompt], roles=("user",))
+        sections = context_sections(runtime, [task.prompt], roles=("user",), role="planner")
         now = utcnow().astimezone(runtime.settings.tz).isoformat(timespec="seconds")
         system, user = build_prompts(
             "planner", choose_mode("planner", bool(sections)), sections,

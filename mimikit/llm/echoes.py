@@ -1,5 +1,5 @@
 """What a small model copies from its prompt into a reply: the conversation's own lines
-(``- [2026-11-25T03:21:15Z] user: ...``, ``[2026-11-25 03:21] system: ...``), the chat
+(``- [2026-11-25T03:21:15Z] user: ...``, ``[03:21] system: ...``), the chat
 template's markup (``<tool_response>``, ``<|im_end|>``) and what the runtime told it during the
 run (a correction, a tool's error: "Call 'reply' with your answer to the user.", "Field
 required"). Taken out before a reply is shown: a line that begins with a bracketed time is such
@@ -13,8 +13,9 @@ import re
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
-_LINE = re.compile(r"^[ \t]*(?:[-*][ \t]*)?\[\d{4}-\d\d-\d\d[T ][\d:.]+(?:Z|[+-]\d\d:?\d\d)?\]"
-                   r"[ \t]*(?:(\w+):[ \t]?)?(.*)$", re.MULTILINE)
+_LINE = re.compile(r"^[ \t]*(?:[-*][ \t]*)?\[(?:\d{4}-\d\d-\d\d[T ][\d:.]+(?:Z|[+-]\d\d:?\d\d)?\]"
+                   r"[ \t]*(?:(\w+):[ \t]?)?|\d\d:\d\d\][ \t]*(user|assistant|system):[ \t]?)(.*)$",
+                   re.MULTILINE)
 # A tool's answer as the template shows it, up to its end or the end of the text.
 _TOOL_RESPONSE = re.compile(r"<tool_response>.*?(?:</tool_response>|\Z)", re.DOTALL)
 _TEMPLATE_TAGS = re.compile(r"</?tool_response>|<\|(?:im_start|im_end|endoftext|eot_id|"
@@ -32,7 +33,7 @@ def without_echoes(text: str, told: Sequence[str] = ()) -> str:
     """``text`` without copied conversation lines, template markup and pieces of ``told``
     (what the runtime told the model in this run), blank runs closed."""
     text = _TEMPLATE_TAGS.sub("", _TOOL_RESPONSE.sub("", text))
-    text = _LINE.sub(lambda line: line[2] if line[1] == "assistant" else "", text)
+    text = _LINE.sub(lambda line: line[3] if "assistant" in (line[1], line[2]) else "", text)
     if told:
         told_words = [_words(said) for said in told]
         text = _PIECE.sub(lambda piece: "" if _copied(piece.group(), told_words) else

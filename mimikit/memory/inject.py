@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from datetime import date
 from typing import TYPE_CHECKING
 
 from mimikit.memory.passages import truncate
@@ -62,14 +63,17 @@ def extract_keywords(
     return ranked[:top]
 
 
-def format_message(message: Message) -> str:
-    """One history line: time, role and text."""
-    return f"[{message.createdAt:%Y-%m-%d %H:%M}] {message.role}: {message.text}"
+def format_message(message: Message, day: date | None = None) -> str:
+    """One history line: time, role and text; the date only when it is not ``day`` (a
+    history's last day: its digits are a dozen tokens a line)."""
+    when = f"{message.createdAt:%H:%M}" if message.createdAt.date() == day else \
+        f"{message.createdAt:%Y-%m-%d %H:%M}"
+    return f"[{when}] {message.role}: {message.text}"
 
 
 def _cost(message: Message) -> int:
     # +1 for the newline that joins it to the next line in format_history.
-    return estimate_tokens(format_message(message)) + 1
+    return estimate_tokens(format_message(message, message.createdAt.date())) + 1
 
 
 def _cut(message: Message, max_chars: int) -> Message:
@@ -136,8 +140,10 @@ def select_history(
 
 
 def format_history(messages: Sequence[Message]) -> str:
-    """The history block of the Teller prompt: one ``[time] role: text`` line per message."""
-    return "\n".join(format_message(message) for message in messages)
+    """The history block of the Teller prompt: one ``[time] role: text`` line per message, the
+    date left out on the last message's day (a line keeps its form until the day after)."""
+    day = messages[-1].createdAt.date() if messages else None
+    return "\n".join(format_message(message, day) for message in messages)
 
 
 def format_memory(
