@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mimikit.models import Task, Usage, load
 from mimikit.store.runtime import Runtime
+
+if TYPE_CHECKING:
+    from mimikit.workspace.named import NamedFiles
 
 
 @dataclass
@@ -48,7 +51,7 @@ class ToolContext:
     reopened: list[Any] = field(default_factory=list)
     # A Worker run: the files its task names that the work directory did not hold when it
     # began (``workspace.named.NamedFiles``), looked for again when it says it is done.
-    named: Any = None
+    named: NamedFiles | None = None
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
