@@ -5,7 +5,7 @@ Worker that made no call at all is left to its words: the report says it made no
 
 from __future__ import annotations
 
-from agent_helpers import post_input
+from agent_helpers import history, post_input
 from llm_server import turn
 from processes import wait_for
 
@@ -34,6 +34,12 @@ def _request(stack, llm, prompt: str) -> None:
 def _worker(stack):
     return wait_for(lambda: [t for t in stack.tasks.with_status("done", "failed")
                              if t.role == "worker"], message="the Worker task")[0]
+
+
+def _reported(stack, times: int) -> None:
+    """Wait for the ``times``-th report: the next request's scripted turn is then its own."""
+    wait_for(lambda: [t for r, t in history(stack) if r == "assistant"].count("Reported.")
+             >= times, message=f"report {times}")
 
 
 def test_a_worker_that_ran_a_file_it_never_wrote_is_told_and_then_writes_it(
@@ -75,12 +81,14 @@ def test_a_done_stands_when_the_file_was_there_a_command_did_the_work_or_no_call
     _request(stack, llm, "Count the lines of data.csv.")
     assert _worker(stack).status == "done"
     assert len(llm.requests_for("worker")) == 1
+    _reported(stack, 1)
     llm.script("worker", turn(shell={"command": "true"}),
                turn(submit_result={"status": "done", "result": {"text": "Installed."}}))
     _request(stack, llm, "Install Node.js with the system's package manager.")
     wait_for(lambda: len([t for t in stack.tasks.with_status("done") if t.role == "worker"])
              == 2, message="the second Worker task done")
     assert len(llm.requests_for("worker")) == 3  # the command did the work: no question
+    _reported(stack, 2)
     llm.script("worker", turn(submit_result={"status": "done", "result": {"text": "Hi."}}))
     _request(stack, llm, "Say hello from hello.py.")
     wait_for(lambda: len([t for t in stack.tasks.with_status("done") if t.role == "worker"])
