@@ -187,3 +187,11 @@ def test_the_history_shown_begins_at_the_same_message_for_several_turns(runtime)
     after = context_sections(runtime, [])[0]
     assert after.startswith(before)  # the earlier prompt is the later one's prefix: cached
     assert before.split("\n")[1].endswith("message number 10")  # from a multiple of the step
+
+
+def test_history_over_a_day_boundary_keeps_to_its_budget():
+    history = [msg(600 + 60 * i, "user", "word " * 8) for i in range(48)]  # hourly, 3 days
+    for budget in (300, 400):
+        chosen = select_history(history, budget_tokens=budget)
+        assert len(chosen) > 5 and chosen[0].createdAt.date() != chosen[-1].createdAt.date()
+        assert estimate_tokens(format_history(chosen)) <= budget

@@ -71,9 +71,10 @@ def format_message(message: Message, day: date | None = None) -> str:
     return f"[{when}] {message.role}: {message.text}"
 
 
-def _cost(message: Message) -> int:
-    # +1 for the newline that joins it to the next line in format_history.
-    return estimate_tokens(format_message(message, message.createdAt.date())) + 1
+def _cost(message: Message, day: date | None) -> int:
+    """The tokens of ``message``'s line in a history whose last day is ``day``; +1 for the
+    newline that joins it to the next line in format_history."""
+    return estimate_tokens(format_message(message, day)) + 1
 
 
 def _cut(message: Message, max_chars: int) -> Message:
@@ -120,22 +121,28 @@ def select_history(
     """
     chosen: list[Message] = []  # newest first
     spent = 0
-    for message in reversed(_dedupe(messages)):
+    ordered = _dedupe(messages)
+    day = ordered[-1].createdAt.date() if ordered else None  # the lines' form: format_history
+
+    def cost(message: Message) -> int:
+        return _cost(message, day)
+
+    for message in reversed(ordered):
         if len(chosen) >= max_count:
             break
         if message.role == "assistant":
             message = _cut(message, max_chars)
-        if spent + _cost(message) > budget_tokens:
+        if spent + cost(message) > budget_tokens:
             # Make room by cutting long user messages too, but only if that lets this one in
             # (or the minimum count demands it); otherwise leave the chosen ones whole.
             trimmed = [_cut(m, max_chars) for m in chosen]
-            trimmed_spent = sum(_cost(m) for m in trimmed)
+            trimmed_spent = sum(cost(m) for m in trimmed)
             message = _cut(message, max_chars)
-            if trimmed_spent + _cost(message) > budget_tokens and len(chosen) >= min_count:
+            if trimmed_spent + cost(message) > budget_tokens and len(chosen) >= min_count:
                 break
             chosen, spent = trimmed, trimmed_spent
         chosen.append(message)
-        spent += _cost(message)
+        spent += cost(message)
     return chosen[::-1]
 
 
