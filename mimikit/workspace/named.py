@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mimikit.exceptions import ToolError
+
+if TYPE_CHECKING:
+    from mimikit.workspace.local import Workspace
 
 # A relative path with a lowercase extension: ``fib.py``, ``notes/todo.md``. Not a part of a
 # URL, an e-mail address or a dotted name (``os.path.join``); four characters at least, so
@@ -40,17 +43,17 @@ class NamedFiles:
     refused: bool = False  # the Worker was told once that they were never made
 
     @classmethod
-    def of(cls, workspace: Any, text: str) -> NamedFiles:
+    def of(cls, workspace: Workspace, text: str) -> NamedFiles:
         return cls(tuple(path for path in named_paths(text) if _absent(workspace, path)))
 
-    def unmade(self, workspace: Any) -> list[str]:
+    def unmade(self, workspace: Workspace) -> list[str]:
         """The files still missing, when the run tried and made nothing that could have made
         them."""
         if workspace.changed or not workspace.used:
             return []
         return [path for path in self.absent if _absent(workspace, path)]
 
-    def check_done(self, workspace: Any) -> str | None:
+    def check_done(self, workspace: Workspace) -> str | None:
         """Before a ``done``: None when it stands; the error of a task that was not done when
         the Worker was already told (its ``done`` becomes ``failed``). Raises ``ToolError`` the
         first time."""
@@ -68,7 +71,7 @@ class NamedFiles:
                         "went wrong.")
 
 
-def _absent(workspace: Any, path: str) -> bool:
+def _absent(workspace: Workspace, path: str) -> bool:
     """Whether ``path`` could be in the work directory and is not (a private path, or one
     outside it, is not the Worker's to make)."""
     try:
