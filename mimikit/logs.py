@@ -26,6 +26,8 @@ EXTRA_FIELDS = (*CONTEXT_FIELDS, "http")
 # Celery tasks whose routine lines are not logged below WARNING (they run every second).
 ROUTINE_TASKS = ("mimikit.supervisor.tick",)
 ROUTINE_LOGGERS = ("celery", "redbeat", "mimikit.scheduling.beat")
+# Loggers that write a line per HTTP request (each LLM call): heard at DEBUG only.
+HTTP_LOGGERS = ("httpx",)
 
 _context: ContextVar[dict[str, str] | None] = ContextVar("mimikit_log_context", default=None)
 
@@ -47,6 +49,9 @@ def configure(level: str, log_format: str, stream: IO[str] | None = None) -> log
     handler.setLevel(level)  # also for loggers that set a lower level of their own
     root.addHandler(handler)
     root.setLevel(level)
+    for name in HTTP_LOGGERS:
+        logging.getLogger(name).setLevel(logging.DEBUG if root.level <= logging.DEBUG
+                                         else logging.WARNING)
     logging.captureWarnings(True)
     return handler
 

@@ -112,3 +112,21 @@ def test_a_reply_interrupted_mid_call_is_posted_once_when_the_pass_resumes(stack
     # the journal answered for the model: it is asked only whether more follows the reply
     assert all(body["messages"][-1]["role"] == "tool" for body in llm.requests_for("teller"))
     assert pass_journal.entries() == []
+
+
+def test_what_a_step_records_commits_with_its_next_journal_entry(runtime):
+    """A step's other writes (its usage, the step shown live) wait for the journal entry that
+    follows it, and commit in its transaction; what is left commits when the run ends."""
+    from mimikit.store.journal import RunJournal
+
+    journal = RunJournal(runtime.redis, runtime.keys, "task-y")
+    journal.later(lambda pipe: pipe.set("probe:usage", "booked"))
+    assert runtime.redis.get("probe:usage") is None  # not before the entry
+    journal.append({"kind": "start", "id": "c1"})
+    assert runtime.redis.get("probe:usage") == b"booked"
+    journal.later(lambda pipe: pipe.set("probe:step", "shown"))
+    journal.flush()
+    assert runtime.redis.get("probe:step") == b"shown"
+    journal.flush()  # nothing left: no write
+    assert journal.entries() == [{"kind": "start", "id": "c1"}]
+    assert RunJournal(runtime.redis, runtime.keys, "task-y").entries() == journal.entries()

@@ -166,13 +166,13 @@ def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: SystemPrompt, us
     model = runtime.settings.model_for(ctx.role)
     record = RunRecord(role=ctx.role, model=model, traceId=ctx.trace_id)
     task = ctx.task
-    meter = metered(runtime, ctx, model, record, stream_to)
+    meter = metered(runtime, ctx, model, record, stream_to, journal)
     path = meter.profile(model).path if runtime.settings.llm_configured else "native"
     session = Session(runtime=runtime, ctx=ctx, record=record, meter=meter,
                       system=system_prompt(path), native_system=system_prompt("native"),
                       user=user_prompt,
                       deadline=time.monotonic() + timeout, on_step=on_step,
-                      observe=live_steps(runtime, record, task), cancel=cancel,
+                      observe=live_steps(runtime, record, task, journal), cancel=cancel,
                       journal=journal, tools=tuple(tools))
     ctx.journal_key = journal.key if journal is not None else None
     try:
@@ -183,6 +183,8 @@ def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: SystemPrompt, us
         record.error = record.error or str(error) or type(error).__name__
         raise
     finally:
+        if journal is not None:
+            journal.flush()
         keep_run(runtime, record, owners, live_owner=task.id if task is not None else None,
                  own_tools=frozenset(tool.name for tool in tools))
     return record
@@ -265,9 +267,9 @@ def text_result(text: str) -> dict[str, Any]:
 
 
 def metered(runtime: Runtime, ctx: ToolContext, model: str, record: RunRecord,
-            stream_to: TextSinks | None = None) -> Meter:
-    """The run's LLM client: every call checked against its budgets and booked (and its reply
-    text streamed, with ``stream_to``)."""
+            stream_to: TextSinks | None = None, journal: RunJournal | None = None) -> Meter:
+    """The run's LLM client: every call checked against its budgets and booked, with the run's
+    next ``journal`` entry when it has one (and its reply text streamed, with ``stream_to``)."""
     task = ctx.task
     spender = Spender(role=ctx.role, model=model, trace=ctx.trace_id,
                       task=task.id if task else None, trigger=task.triggerId if task else None)
@@ -277,22 +279,28 @@ def metered(runtime: Runtime, ctx: ToolContext, model: str, record: RunRecord,
     # holds over the whole answer, and a server ignoring tool_choice is noticed at its first word.
     sinks = (lambda n: stream_to(record, n)) if stream_to is not None else _no_sink
     client: ChatClient = StreamingClient(client_for(runtime), sinks)
-    return Meter(runtime, client, spender, caps, on_usage=ctx.add_usage)
+    return Meter(runtime, client, spender, caps, on_usage=ctx.add_usage,
+                 later=journal.later if journal is not None else None)
 
 
 def _no_sink(_request: int) -> Callable[[str], None]:
     return lambda _piece: None
 
 
-def live_steps(runtime: Runtime, record: RunRecord, task: Task | None) -> Observer | None:
-    """Publish each step of a task's run as it happens (the Teller's replies stream instead)."""
+def live_steps(runtime: Runtime, record: RunRecord, task: Task | None,
+               journal: RunJournal | None = None) -> Observer | None:
+    """Publish each step of a task's run as it happens (the Teller's replies stream instead),
+    with the ``journal`` entry that follows it when the run has a journal."""
     if task is None:
         return None
     run = {"id": record.id, "role": record.role, "taskId": task.id, "traceId": task.traceId}
     runtime.runs.end_live(task.id)  # steps of an earlier attempt that died
 
     def observe(step: dict[str, Any]) -> None:
-        runtime.runs.append_step(task.id, run, step)
+        if journal is None:
+            runtime.runs.append_step(task.id, run, step)
+        else:
+            journal.later(lambda pipe: runtime.runs.queue_step(pipe, task.id, run, step))
 
     return observe
 

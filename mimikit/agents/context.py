@@ -49,13 +49,13 @@ def context_sections(runtime: Runtime, pending_texts: list[str],
     given up (``tries.held_back``), and the notes that say one gave up: words the model could
     not answer must not spoil another run.
     """
-    recent = runtime.conversation.recent(HISTORY_WINDOW)
+    recent, total = runtime.conversation.recent_of_all(HISTORY_WINDOW)
     hidden = (exclude_ids or set()) | held_back(runtime)
     shown = [m for m in recent if m.id not in hidden and m.failedItem is None
              and (roles is None or m.role in roles)]
     sections = []
     history = _anchored(select_history(shown, budget_tokens=history_tokens(role)), recent,
-                        runtime.conversation.count())
+                        total)
     if history:
         sections.append("## History\n" + format_history(history))
     keywords = extract_keywords(pending_texts, shown)

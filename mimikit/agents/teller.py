@@ -65,8 +65,9 @@ def run_teller(runtime: Runtime, owner: str) -> str:
             woke = teller_gate.take_wake(runtime)
             if keeper.lost or not (woke or runtime.inbox.size()):
                 break
-            items = pass_items(runtime)
-            if items and not handle(runtime, items, keeper):
+            pass_journal = journal(runtime)
+            items = pass_items(runtime, pass_journal)
+            if items and not handle(runtime, items, keeper, pass_journal):
                 break  # kept for later: the supervisor wakes the Teller again
     finally:
         keeper.stop()
@@ -82,21 +83,22 @@ def journal(runtime: Runtime) -> RunJournal:
     return RunJournal(runtime.redis, runtime.keys, JOURNAL_OWNER)
 
 
-def pass_items(runtime: Runtime) -> list[InboxItem]:
+def pass_items(runtime: Runtime, pass_journal: RunJournal) -> list[InboxItem]:
     """The items of the next pass: those of a journaled pass a crash cut short (it resumes),
     else the new items, or one that failed a pass, alone (``tries.next_batch``)."""
     waiting = runtime.inbox.read()
-    started = next((e for e in journal(runtime).entries() if e.get("kind") == "pass"), None)
+    started = next((e for e in pass_journal.entries() if e.get("kind") == "pass"), None)
     if started is not None:
         ids = set(started["items"])
         resumed = [item for item in waiting if item.id in ids]
         if len(resumed) == len(ids):
             return resumed
-        journal(runtime).clear()  # its items were handled meanwhile
+        pass_journal.clear()  # its items were handled meanwhile
     return tries.next_batch(runtime, waiting)
 
 
-def handle(runtime: Runtime, items: list[InboxItem], keeper: teller_gate.LeaseKeeper) -> bool:
+def handle(runtime: Runtime, items: list[InboxItem], keeper: teller_gate.LeaseKeeper,
+           pass_journal: RunJournal) -> bool:
     """One pass over ``items`` (those out of tries give up first); False when the Teller
     should stop for now (the LLM is away, the lease was lost), True to go on."""
     if keeper.lost:
@@ -105,29 +107,30 @@ def handle(runtime: Runtime, items: list[InboxItem], keeper: teller_gate.LeaseKe
     if not items:
         return True
     try:
-        reason = _guarded_pass(runtime, items)
+        reason = _guarded_pass(runtime, items, pass_journal)
     except LLMAwayDuringPass:
-        _forget_if_untouched(runtime)
+        _forget_if_untouched(pass_journal)
         return False
     if reason != ANSWERED:
-        return _keep(runtime, items, reason)
+        return _keep(runtime, items, reason, pass_journal)
     runtime.inbox.ack([item.id for item in items])
-    journal(runtime).clear()
+    pass_journal.clear()
     outage.record_success(runtime)
     return True
 
 
-def _forget_if_untouched(runtime: Runtime) -> None:
+def _forget_if_untouched(pass_journal: RunJournal) -> None:
     """A pass the LLM never answered need not resume: the next one takes every item."""
-    if not any(entry.get("kind") == "answer" for entry in journal(runtime).entries()):
-        journal(runtime).clear()
+    if not any(entry.get("kind") == "answer" for entry in pass_journal.entries()):
+        pass_journal.clear()
 
 
-def _keep(runtime: Runtime, items: list[InboxItem], reason: str) -> bool:
+def _keep(runtime: Runtime, items: list[InboxItem], reason: str,
+          pass_journal: RunJournal) -> bool:
     """A pass that ended without a reply: each item uses a try (those out of tries give up),
     and the next pass goes on (True); one the model never answered uses none, the items are
     kept and the person is told once, and a later wake tries again (False)."""
-    pass_journal = journal(runtime)  # counted with the tries, then gone: the next starts afresh
+    # counted with the tries, then gone (``pass_journal.key``): the next pass starts afresh
     calls = sum(entry.get("kind") == "answer" for entry in pass_journal.entries())
     log.warning("Teller pass over %d item(s) ended without a reply after %d LLM answer(s): %s",
                 len(items), calls, reason)
@@ -146,10 +149,10 @@ def _keep(runtime: Runtime, items: list[InboxItem], reason: str) -> bool:
     return False
 
 
-def _guarded_pass(runtime: Runtime, items: list[InboxItem]) -> str:
+def _guarded_pass(runtime: Runtime, items: list[InboxItem], pass_journal: RunJournal) -> str:
     """One pass: ``ANSWERED``, or why not."""
     try:
-        return teller_pass(runtime, items)
+        return teller_pass(runtime, items, pass_journal)
     except (RedisError, LLMAwayDuringPass):
         raise  # nothing acknowledged: the items wait for the next run
     except Exception as error:
@@ -166,7 +169,7 @@ def answered_trace(items: list[InboxItem]) -> str | None:
     return next((item.traceId for item in reversed(items) if item.traceId), None)
 
 
-def teller_pass(runtime: Runtime, items: list[InboxItem]) -> str:
+def teller_pass(runtime: Runtime, items: list[InboxItem], pass_journal: RunJournal) -> str:
     """One Teller run over ``items``: ``ANSWERED``, or why it ended without a reply.
 
     Raises:
@@ -183,7 +186,6 @@ def teller_pass(runtime: Runtime, items: list[InboxItem]) -> str:
         sections = [s for s in context_sections(runtime, []) if s.startswith("## History")]
     system, user = build_prompts("teller", choose_mode("teller", bool(sections)), sections,
                                  render_inbox(runtime, items))
-    pass_journal = journal(runtime)
     if not pass_journal.entries():
         pass_journal.append({"kind": "pass", "items": [item.id for item in items]})
     try:

@@ -24,7 +24,10 @@ import time
 from mimikit.conversation import failed
 from mimikit.conversation.failed import INTERNAL_ERROR
 from mimikit.conversation.gate import RETRY_PAUSE_SECONDS
-from mimikit.store.inbox import InboxItem, InputItem
+from mimikit.models import load
+from mimikit.store.failed import FailedItem
+from mimikit.store.inbox import InboxItem, InputItem, parse_item
+from mimikit.store.keys import as_text
 from mimikit.store.runtime import Runtime
 from mimikit.store.tries import ItemTries, Tries
 
@@ -99,10 +102,16 @@ def held_back(runtime: Runtime) -> set[str]:
     """The ids of the person's messages kept out of the models' context: those waiting to be
     tried again after a failed pass, and those that gave up (dismissed ones too). A message
     the model cannot answer must not spoil the passes of the others."""
-    tried = item_tries(runtime).all()
-    waiting = {str(item.message.get("id")) for item in runtime.inbox.peek()
+    keys = runtime.keys
+    pipe = runtime.redis.pipeline(transaction=False)  # the three read in one round trip
+    pipe.hkeys(keys.inbox_tries)
+    pipe.lrange(keys.inbox, 0, -1)
+    pipe.hvals(keys.inbox_failed)
+    tried_ids, inbox, records = pipe.execute()
+    tried = {as_text(item_id) for item_id in tried_ids}
+    waiting = {str(item.message.get("id")) for item in map(parse_item, inbox)
                if isinstance(item, InputItem) and item.id in tried}
-    gone = {record.messageId for record in failed.failed_items(runtime).all()
+    gone = {record.messageId for record in (load(FailedItem, raw) for raw in records)
             if record.messageId}
     return waiting | gone
 

@@ -33,8 +33,10 @@ class Calls:
             if hasattr(self.ctx, "call_id"):
                 self.ctx.call_id = call.id
             outcome = self.registry.call(self.record.role, call.name, call.arguments, self.ctx)
-            self.replay.write_done(call.id, journaled(outcome, self.ctx))
-        elif recorded.get("interrupted"):
+            self._note(call, outcome, int((time.monotonic() - began) * 1000))
+            self.replay.write_done(call.id, journaled(outcome, self.ctx))  # with the note
+            return outcome
+        if recorded.get("interrupted"):
             outcome = ToolOutcome(ok=False, content=INTERRUPTED)
         else:
             outcome = replayed(recorded, self.ctx)

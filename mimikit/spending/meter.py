@@ -25,9 +25,12 @@ class Meter:
     """Wraps a chat client for one run of ``spender`` within ``caps``."""
 
     def __init__(self, runtime: Runtime, client: ChatClient, spender: book.Spender,
-                 caps: budget.Caps, on_usage: Callable[[Usage], None] | None = None) -> None:
+                 caps: budget.Caps, on_usage: Callable[[Usage], None] | None = None,
+                 later: Callable[[Callable[[Any], None]], None] | None = None) -> None:
+        """``later``: where the booking of a call may wait to commit with the run's next
+        journal entry (``RunJournal.later``); without it a call is booked at once."""
         self.runtime, self.client, self.spender, self.caps = runtime, client, spender, caps
-        self.on_usage = on_usage
+        self.on_usage, self.later = on_usage, later
         self.price = runtime.settings.price_table.get(spender.model)
         self.last_answer_tokens = 0
         self.last_cost = 0.0
@@ -80,11 +83,18 @@ class Meter:
 
     def _book(self, usage: Usage, hold: budget.Hold, seconds: float) -> None:
         cost = cost_of(usage, self.price)
-        pipe = self.runtime.redis.pipeline(transaction=True)
-        budget.settle(pipe, hold)
-        book.record(self.runtime, self.spender, usage, cost, pipe)
-        _latency(self.runtime, pipe, self.spender, seconds, "ok")
-        pipe.execute()
+
+        def write(pipe: Any) -> None:
+            budget.settle(pipe, hold)
+            book.record(self.runtime, self.spender, usage, cost, pipe)
+            _latency(self.runtime, pipe, self.spender, seconds, "ok")
+
+        if self.later is not None:
+            self.later(write)
+        else:
+            pipe = self.runtime.redis.pipeline(transaction=True)
+            write(pipe)
+            pipe.execute()
         self.last_answer_tokens = usage.completionTokens
         self.last_cost = cost or 0.0
         if self.on_usage is not None:

@@ -82,6 +82,15 @@ class Conversation:
         ids = self.redis.zrevrange(self.keys.history, offset, offset + count - 1)
         return list(reversed(self._load_messages(ids)))
 
+    def recent_of_all(self, count: int) -> tuple[list[Message], int]:
+        """The ``count`` newest messages, oldest first, and how many the history holds (read
+        together)."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.zrevrange(self.keys.history, 0, count - 1)
+        pipe.zcard(self.keys.history)
+        ids, total = pipe.execute()
+        return list(reversed(self._load_messages(ids))), int(total)
+
     def between(self, after: datetime | None, before: datetime | None,
                          limit: int | None = None) -> list[Message]:
         """Messages with ``after <= createdAt <= before`` (inclusive), oldest first."""

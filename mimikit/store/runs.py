@@ -27,15 +27,20 @@ class RunStore:
 
     def append_step(self, owner_id: str, run: dict[str, Any], step: dict[str, Any]) -> None:
         """Keep one step of run ``run`` (``{id, role, taskId}``) and publish it, together."""
+        pipe = self.redis.pipeline(transaction=True)
+        self.queue_step(pipe, owner_id, run, step)
+        pipe.execute()
+
+    def queue_step(self, pipe: Any, owner_id: str, run: dict[str, Any],
+                   step: dict[str, Any]) -> None:
+        """Queue ``append_step`` on an open transaction."""
         entry = json.dumps({"runId": run["id"], **step}, default=str)
         event = json.dumps({**run, "step": json.loads(entry)}, default=str)
         key = self.keys.live_steps(owner_id)
-        pipe = self.redis.pipeline(transaction=True)
         pipe.rpush(key, entry)
         pipe.expire(key, LIVE_STEPS_TTL_SECONDS)
         pipe.xadd(self.keys.events, {"event": "run", "data": event}, maxlen=EVENTS_MAXLEN,
                   approximate=True)
-        pipe.execute()
 
     def live_steps(self, owner_id: str) -> list[dict[str, Any]]:
         """The steps of the run in progress of ``owner_id`` (empty when none runs)."""
