@@ -48,18 +48,22 @@ def status(runtime: Runtime) -> dict[str, Any]:
     profile = llm_profile(runtime)
     if profile:
         llm["profile"] = profile
-    question = runtime.conversation.question()
-    report.update(
-        ok=True, workers=workers(runtime), queues=queue_depths(runtime),
-        teller=teller_state(runtime), pendingQuestion=question.dump() if question else None,
-    )
+    report.update(ok=True, workers=workers(runtime), **conversation_state(runtime))
     report["redis"]["ok"] = True
     report["beat"] = beat_state(runtime)
     report["usage"] = budget_state(runtime)
     report["llmEval"] = last_batch(runtime)
-    report["inbox"] = inbox_state(runtime)
     report["mcp"] = overview(settings, runtime)
     return report
+
+
+def conversation_state(runtime: Runtime) -> dict[str, Any]:
+    """The parts of the report that change with each message: the Teller, its queue and
+    inbox, the pending question."""
+    question = runtime.conversation.question()
+    return {"queues": queue_depths(runtime), "teller": teller_state(runtime),
+            "pendingQuestion": question.dump() if question else None,
+            "inbox": inbox_state(runtime)}
 
 
 def inbox_state(runtime: Runtime) -> dict[str, Any]:

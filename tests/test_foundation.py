@@ -148,6 +148,26 @@ def test_history_is_deduplicated_by_created_at_and_text(runtime):
     assert len(runtime.inbox.read()) == 1
 
 
+def test_history_read_again_holds_new_messages_and_each_read_is_its_own(runtime):
+    """Messages read before are not read again, yet every read sees the newest ones, and a
+    caller that changes a message it got changes nothing for the next."""
+    from mimikit.models import Message
+    from mimikit.store.conversation import Conversation
+
+    conversation = runtime.conversation
+    first = Message(role="user", text="one")
+    conversation.append(first)
+    got = conversation.recent(10)
+    got[0].text = "changed by a caller"
+    second = Message(role="assistant", text="two")
+    conversation.append(second)
+    again, total = conversation.recent_of_all(10)
+    assert [(m.id, m.text) for m in again] == [(first.id, "one"), (second.id, "two")]
+    assert total == 2
+    fresh = Conversation(runtime.redis, runtime.keys, runtime.events, runtime.inbox)
+    assert [m.model_dump() for m in fresh.recent(10)] == [m.model_dump() for m in again]
+
+
 def test_status_endpoint_reports_redis_workers_and_llm(procs, runtime):
     from mimikit.web import create_app
 

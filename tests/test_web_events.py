@@ -78,6 +78,29 @@ def test_a_teller_state_change_is_sent_as_a_status_event(runtime, web_server):  
         stream.close()
 
 
+def test_state_changes_soon_after_one_another_each_send_what_changed(runtime, web_server):  # noqa: F811
+    """Within moments of a whole report the next one reads only what a message changes, and
+    says it: the Teller's state, the question and the inbox (the rest is the report before)."""
+    server = web_server.start()
+    stream = EventStream(server.port)
+    try:
+        first = json.loads(stream.next_of("status")["data"])
+        runtime.conversation.ask(PendingQuestion(question="Which color?"))
+        runtime.conversation.append(Message(role="user", text="later"), to_inbox=True)
+        runtime.redis.set(runtime.keys.teller_lock, "some-worker", ex=30)
+        running = json.loads(stream.next_of("status", timeout=5)["data"])
+        runtime.redis.delete(runtime.keys.teller_lock)
+        idle = json.loads(stream.next_of("status", timeout=5)["data"])
+        assert [first["teller"]["state"], running["teller"]["state"], idle["teller"]["state"]] \
+            == ["idle", "running", "idle"]
+        assert first["pendingQuestion"] is None and first["inbox"]["waiting"] == 0
+        assert running["pendingQuestion"]["question"] == "Which color?"
+        assert running["inbox"]["waiting"] == 1 == idle["inbox"]["waiting"]
+        assert running["workers"] == first["workers"] and running["llm"] == first["llm"]
+    finally:
+        stream.close()
+
+
 # --- bad Last-Event-ID, Redis failures, the cap on open streams ----------------------------------
 
 

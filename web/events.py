@@ -3,7 +3,9 @@
 Events written to the ``KEY_PREFIX:events`` stream (``message``, ``task``, ``question``) carry
 their stream id, so a browser that reconnects with ``Last-Event-ID`` gets what it missed. A
 ``status`` event (the ``GET /api/status`` report, without an id) is sent on connect and whenever
-the Teller's state changes, so the page can show "thinking" without polling.
+the Teller's state changes, so the page can show "thinking" without polling; within
+``REPORT_REUSE_SECONDS`` of the last one, only its conversation parts are read again (a message
+changes the state twice in a few milliseconds, and every open page has a stream).
 
 Every open stream holds one server thread, so at most ``MAX_EVENT_STREAMS`` are served at once;
 one more is a 503 with ``Retry-After`` (the page retries by itself).
@@ -23,7 +25,7 @@ from flask import Blueprint, Response, jsonify, request, stream_with_context
 from redis.exceptions import RedisError
 
 from mimikit.conversation.gate import teller_state
-from mimikit.status import status
+from mimikit.status import conversation_state, status
 from mimikit.store.runtime import Runtime
 from mimikit.web.context import runtime
 
@@ -35,6 +37,7 @@ MAX_EVENT_STREAMS = SSE_THREADS * 3 // 4
 log = logging.getLogger("mimikit.web.events")
 POLL_MS = 1000  # how often the Teller state is looked at while no event arrives
 KEEPALIVE_SECONDS = 15.0
+REPORT_REUSE_SECONDS = 2.0
 RETRY_MS = 2000
 RETRY_AFTER_SECONDS = 5
 STREAM_ID = re.compile(r"([0-9]{1,20})-([0-9]{1,20})")
@@ -97,6 +100,7 @@ def _unavailable(message: str) -> Any:
 def _stream(rt: Runtime, cursor: str) -> Iterator[str]:
     yield f"retry: {RETRY_MS}\n\n"
     teller_was, quiet_since = None, time.monotonic()
+    last: tuple[float, dict[str, Any]] | None = None  # when the last whole report was made
     while True:
         try:
             batch = rt.events.read(cursor, block_ms=POLL_MS)
@@ -105,7 +109,13 @@ def _stream(rt: Runtime, cursor: str) -> Iterator[str]:
                 yield frame(event, data, entry_id)
             # after the events: a reply is not held up while the status is gathered
             teller_now = teller_state(rt)["state"]
-            report = status(rt) if teller_now != teller_was else None
+            report = None
+            if teller_now != teller_was:
+                if last is not None and time.monotonic() - last[0] < REPORT_REUSE_SECONDS:
+                    report = {**last[1], **conversation_state(rt)}
+                else:
+                    report = status(rt)
+                    last = (time.monotonic(), report)
         except RedisError as error:
             # End the stream; the browser reconnects after RETRY_MS with its Last-Event-ID.
             log.warning("event stream stopped: Redis error: %s", error)

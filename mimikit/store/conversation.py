@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections import OrderedDict
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +22,9 @@ from mimikit.store.keys import EVENTS_MAXLEN, Keys
 from mimikit.store.writepipe import Transactions
 
 SEARCH_BATCH_MESSAGES = 200
+# Messages read before, kept by id: a message never changes once written, so a run reads only
+# the bodies of those it has not seen (the history a run shows is mostly the last run's).
+LOADED_MESSAGES_KEPT = 2000
 
 _APPEND_MESSAGE = """
 if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return 0 end
@@ -40,6 +45,8 @@ class Conversation:
         self.keys = keys
         self.events = events
         self.inbox = inbox
+        self._loaded: OrderedDict[bytes, Message] = OrderedDict()
+        self._loaded_lock = threading.Lock()
 
     def append(self, message: Message, *, to_inbox: bool = False) -> bool:
         """Add a message to history (de-duplicated by id, and by createdAt + text); maybe to the
@@ -127,10 +134,24 @@ class Conversation:
         return list(found.values()), scanned
 
     def _load_messages(self, ids: list[bytes]) -> list[Message]:
-        if not ids:
-            return []
-        raws = self.redis.hmget(self.keys.messages, ids)
-        return [load(Message, raw) for raw in raws if raw]
+        """The messages of ``ids`` that exist, in order (each a copy of its own)."""
+        with self._loaded_lock:
+            missing = [i for i in ids if i not in self._loaded]
+        read = dict(zip(missing, self.redis.hmget(self.keys.messages, missing), strict=True)) \
+            if missing else {}
+        with self._loaded_lock:
+            for message_id, raw in read.items():
+                if raw:
+                    self._loaded[message_id] = load(Message, raw)
+            found = []
+            for message_id in ids:
+                message = self._loaded.get(message_id)
+                if message is not None:
+                    self._loaded.move_to_end(message_id)
+                    found.append(message.model_copy())
+            while len(self._loaded) > LOADED_MESSAGES_KEPT:
+                self._loaded.popitem(last=False)
+        return found
 
     def question(self) -> PendingQuestion | None:
         """The question waiting for the person's answer, if any."""
