@@ -24,7 +24,7 @@ from mimikit.store.writepipe import Transactions
 SEARCH_BATCH_MESSAGES = 200
 # Messages read before, kept by id: a message never changes once written, so a run reads only
 # the bodies of those it has not seen (the history a run shows is mostly the last run's).
-LOADED_MESSAGES_KEPT = 2000
+LOADED_MESSAGES_KEPT = 500
 
 _APPEND_MESSAGE = """
 if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return 0 end
