@@ -87,10 +87,15 @@ def error(status: int, body: Any = None, headers: dict[str, str] | None = None) 
     return {"status": status, "body": body, "headers": headers or {}}
 
 
-def with_usage(response: dict[str, Any], prompt_tokens: int, completion_tokens: int) -> dict:
-    """``response`` reporting exactly these token counts instead of the estimate."""
-    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-             "total_tokens": prompt_tokens + completion_tokens}
+def with_usage(response: dict[str, Any], prompt_tokens: int, completion_tokens: int,
+               cached_tokens: int | None = None) -> dict:
+    """``response`` reporting exactly these token counts instead of the estimate (and, given
+    ``cached_tokens``, the prompt tokens served from the cache, as OpenAI reports them)."""
+    usage: dict[str, Any] = {"prompt_tokens": prompt_tokens,
+                             "completion_tokens": completion_tokens,
+                             "total_tokens": prompt_tokens + completion_tokens}
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
     return {**response, "usage": usage}
 
 

@@ -202,14 +202,15 @@ def test_a_streamed_reply_arrives_piece_by_piece_and_whole(llm):
     from llm_server import streamed, tool_call
 
     text = 'Hello "world" — ünïcode \\ and a long enough tail to come in pieces.'
-    llm.script("m", streamed(with_usage(tool_call("reply", text=text), 50, 20), 0.0, 7))
+    llm.script("m", streamed(with_usage(tool_call("reply", text=text), 50, 20, 40), 0.0, 7))
     pieces: list[str] = []
     client = LLMClient(llm.url, None, timeout=5, max_retries=0)
     completion = client.chat("m", [{"role": "user", "content": "hi"}], on_text=pieces.append)
     assert len(pieces) >= 3 and "".join(pieces) == text
     assert completion.tool_calls[0].name == "reply"
     assert json.loads(completion.tool_calls[0].arguments) == {"text": text}
-    assert (completion.usage.promptTokens, completion.usage.completionTokens) == (50, 20)
+    usage = completion.usage
+    assert (usage.promptTokens, usage.completionTokens, usage.cachedTokens) == (50, 20, 40)
     assert llm.requests[0]["stream"] is True
 
 

@@ -163,7 +163,7 @@ class Transport:
             self.streams = False
             raw.http_response.read()
             return self._parse(ChatCompletion.model_validate(raw.http_response.json()))
-        stream = raw.parse()
+        stream = raw.parse(to=openai.Stream[object])  # each chunk as decoded JSON
         try:
             found = read_stream(stream, on_text, deadline, reading.names, reading.text_field,
                                 reading.schema)

@@ -48,16 +48,21 @@ def usage_of(raw: Any, timings: Any = None) -> Usage:
     llama-server's ``timings.cache_n``."""
     if raw is None:
         return Usage(cachedTokens=_cache_n(timings))
-    details = getattr(raw, "prompt_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None) or _cache_n(timings)
-    return Usage(promptTokens=raw.prompt_tokens or 0, completionTokens=raw.completion_tokens or 0,
-                 totalTokens=raw.total_tokens or 0, cachedTokens=cached or 0)
+    details = _field(raw, "prompt_tokens_details")
+    cached = _field(details, "cached_tokens") or _cache_n(timings)
+    return Usage(promptTokens=_field(raw, "prompt_tokens") or 0,
+                 completionTokens=_field(raw, "completion_tokens") or 0,
+                 totalTokens=_field(raw, "total_tokens") or 0, cachedTokens=cached or 0)
 
 
 def _cache_n(timings: Any) -> int:
-    value = timings.get("cache_n") if isinstance(timings, dict) else getattr(timings, "cache_n",
-                                                                           None)
+    value = _field(timings, "cache_n")
     return int(value) if isinstance(value, int | float) else 0
+
+
+def _field(value: Any, name: str) -> Any:
+    """Field ``name`` of a decoded JSON object or of the SDK's object for it (None if none)."""
+    return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
 
 
 def with_estimate(completion: Completion, messages: list[dict[str, Any]],

@@ -20,6 +20,7 @@ expands a bound on a length into as many rules.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,7 +47,11 @@ class TurnShape:
 
     def schema(self) -> dict[str, Any]:
         """The JSON schema every answer of the role is held to (the definitions the tools'
-        arguments refer to gathered at its root)."""
+        arguments refer to gathered at its root); built once per shape, read only."""
+        return self._schema
+
+    @functools.cached_property
+    def _schema(self) -> dict[str, Any]:
         defs: dict[str, Any] = {}
         values = {tool.name: _value_schema(tool, defs) for tool in self.tools}
         for name, pattern in self.patterns:
