@@ -26,6 +26,14 @@ def _planner_asks(stack, llm, question: str = "Staging or production?"):
     return next(t for t in stack.tasks.with_status("done") if t.role == "planner")
 
 
+def test_a_planner_question_alone_is_asked_without_a_teller_call(llamacpp, stack, llm):
+    _planner_asks(stack, llm)
+    wait_for(lambda: stack.inbox.read() == [], timeout=10, message="the report acknowledged")
+    assert len(llm.requests_for("teller")) == 1  # the request's pass; none for the question
+    said = [text for role, text in history(stack) if role == "assistant"]
+    assert said == ["I'll deploy it.", "Staging or production?"]
+
+
 @pytest.mark.parametrize("delegate", [False, True], ids=["new_request_alone", "and_delegate"])
 def test_a_new_request_typed_while_a_question_is_pending_is_handed_over_as_itself(
         llamacpp, stack, llm, delegate):

@@ -150,6 +150,18 @@ def client_for(runtime: Runtime) -> LLMClient:
         return client
 
 
+def held_to_schema(runtime: Runtime, role_name: str) -> bool:
+    """Whether the role's answers take the path held to its schema (``llm.profile``), as far
+    as the server is known now."""
+    if not runtime.settings.llm_configured:
+        return False
+    try:
+        return client_for(runtime).profile(runtime.settings.model_for(role_name)).path == \
+            "constrained"
+    except LLMUnavailable:
+        return False
+
+
 def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: SystemPrompt, user_prompt: str,
              timeout: float, on_step: Any = None, owners: tuple[str, ...] = (),
              stream_to: TextSinks | None = None, engine: Engine | None = None,

@@ -18,7 +18,7 @@ import time
 
 from redis.exceptions import RedisError
 
-from mimikit.agents.common import run_role
+from mimikit.agents.common import held_to_schema, run_role
 from mimikit.agents.context import context_sections
 from mimikit.agents.inbox_view import CHINESE_START, render_inbox, writes_chinese
 from mimikit.agents.prompts import build_prompts, choose_mode
@@ -177,6 +177,9 @@ def teller_pass(runtime: Runtime, items: list[InboxItem], pass_journal: RunJourn
     """
     trace_id = answered_trace(items)
     ctx = pass_context(runtime, items, trace_id)
+    if len(items) == 1 and ctx.needs_input and held_to_schema(runtime, "teller") and \
+            _ask_for_the_planner(runtime, ctx):
+        return ANSWERED  # the Planner's question is the whole report: no words of a model
     inputs = [item for item in items if isinstance(item, InputItem)]
     if ctx.turn_only is None:
         sections = context_sections(runtime, [item.message["text"] for item in inputs],
@@ -242,21 +245,26 @@ def _say_handed_over(runtime: Runtime, ctx: ToolContext) -> None:
     post_reply(ctx, "On it: " + "; ".join(text[:200] for text in asked))
 
 
-def _ask_for_the_planner(runtime: Runtime, ctx: ToolContext) -> None:
-    """A pass told of a Planner task that needs input and neither asked nor delegated: its
-    question is asked as the Planner put it, so the plan does not wait on nothing."""
+def _ask_for_the_planner(runtime: Runtime, ctx: ToolContext) -> bool:
+    """The question of a Planner task that needs input, asked as the Planner put it, so the
+    plan does not wait on nothing (for a pass that was told of it and neither asked nor
+    delegated). Where answers are held to the schema, a pass told of that alone asks it
+    without the model: its report may only reply, and its words would restate the question
+    or, from a small model, promise the work as if it went on (on the native path it may ask
+    the question itself, with options). True when the person was told something."""
     result = runtime.tasks.result(ctx.needs_input[0])
     task = runtime.tasks.get(ctx.needs_input[0])
     if result is None or not result.question or task is None:
-        return
+        return False
     if asked_again(task, result.question):  # answered once: asking again would never end
         runtime.conversation.system(
             f"The planner asked again what you already answered ({result.question[:300]}), "
             f"so this was not done: {first_request(task)[:300]}",
             traceId=ctx.trace_id)
-        return
+        return True
     _set_aside(runtime, ctx.trace_id)
     pose_question(ctx, PendingQuestion(question=result.question[:4000]))
+    return True
 
 
 def _set_aside(runtime: Runtime, trace_id: str | None) -> None:
