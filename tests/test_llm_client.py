@@ -418,3 +418,24 @@ def test_a_forced_function_is_offered_alone_even_where_nothing_is_held():
                                            "tool_choice": choice.forced("reply")}
     choice.answered(asked, Completion(content="Hello!"), profile)
     assert choice.sent(asked, profile) == {"tools": [tools[0]], "tool_choice": "auto"}
+
+
+def test_streamed_calls_without_an_index_are_told_apart_by_their_ids(llm):
+    """Some servers number no call in a stream: a new id starts a new call, a piece without
+    one goes on the last, and a value that is no chunk is passed over."""
+    events = [
+        {"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"id": "a", "function": {"name": "reply", "arguments": '{"text": '}}]}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"function": {"arguments": '"hi"}'}}]}}]},
+        "a bare value",
+        {"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"id": "b", "function": {"name": "reply", "arguments": '{"text": "there"}'}}]}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    body = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
+    llm.script("m", {"raw": body, "content_type": "text/event-stream"})
+    completion = LLMClient(llm.url, None, timeout=5, max_retries=0).chat(
+        "m", [{"role": "user", "content": "hi"}], on_text=lambda _piece: None)
+    assert [(c.id, c.name, json.loads(c.arguments)) for c in completion.tool_calls] == [
+        ("a", "reply", {"text": "hi"}), ("b", "reply", {"text": "there"})]

@@ -140,7 +140,9 @@ class _Reader:
         if delta.get("content"):
             self._content(delta["content"])
         for part in delta.get("tool_calls") or []:
-            index = part.get("index", len(self.calls) if part.get("id") else 0)
+            index = part.get("index")
+            if index is None:  # a server that numbers no call: a new id is a new call
+                index = len(self.calls) if part.get("id") or not self.calls else max(self.calls)
             call = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
             call["id"] = part.get("id") or call["id"]
             function = part.get("function")
@@ -212,12 +214,12 @@ class _Reader:
                         self.usage_sent, written)
 
 
-def read_stream(chunks: Iterable[dict[str, Any]], on_text: Callable[[str], None],
+def read_stream(chunks: Iterable[Any], on_text: Callable[[str], None],
                 deadline: float | None = None, names: Collection[str] = (REPLY_TOOL,),
                 text_field: str | None = None, schema: bool = False) -> Streamed | None:
-    """What a stream of chunks (decoded JSON objects) makes up; None when no chunk came (the server answered without
-    streaming). ``names`` are the tools offered; ``schema``: the answer is held to a schema,
-    whose ``text_field`` (if any) a person reads as it arrives.
+    """What a stream of chunks (decoded JSON) makes up; None when no chunk came (the server
+    answered without streaming). ``names`` are the tools offered; ``schema``: the answer is
+    held to a schema, whose ``text_field`` (if any) a person reads as it arrives.
 
     Raises:
         PastDeadline: ``deadline`` (a ``time.monotonic()`` value) passed while reading.
@@ -226,7 +228,8 @@ def read_stream(chunks: Iterable[dict[str, Any]], on_text: Callable[[str], None]
     seen = False
     for chunk in chunks:
         seen = True
-        reader.take(chunk)
+        if isinstance(chunk, dict):  # anything else (a bare value) holds nothing to read
+            reader.take(chunk)
         if reader.looped:
             break
         if deadline is not None and time.monotonic() > deadline:
