@@ -31,6 +31,7 @@ from mimikit.llm.client import LLMClient, StreamingClient
 from mimikit.llm.completion import ChatClient
 from mimikit.llm.loop import RunOptions, run_agent
 from mimikit.llm.probe import probe
+from mimikit.llm.profile import Path
 from mimikit.llm.profile_store import RedisProfiles
 from mimikit.llm.record import Observer, RunRecord
 from mimikit.llm.registry import Registry, Tool
@@ -150,16 +151,12 @@ def client_for(runtime: Runtime) -> LLMClient:
         return client
 
 
-def held_to_schema(runtime: Runtime, role_name: str) -> bool:
-    """Whether the role's answers take the path held to its schema (``llm.profile``), as far
-    as the server is known now."""
+def answer_path(runtime: Runtime, role_name: str) -> Path:
+    """The path the role's requests take (``llm.profile``), as far as the server is known
+    now (a server that cannot be named yet has a profile too)."""
     if not runtime.settings.llm_configured:
-        return False
-    try:
-        return client_for(runtime).profile(runtime.settings.model_for(role_name)).path == \
-            "constrained"
-    except LLMUnavailable:
-        return False
+        return "native"
+    return client_for(runtime).profile(runtime.settings.model_for(role_name)).path
 
 
 def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: SystemPrompt, user_prompt: str,
@@ -179,7 +176,7 @@ def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: SystemPrompt, us
     record = RunRecord(role=ctx.role, model=model, traceId=ctx.trace_id)
     task = ctx.task
     meter = metered(runtime, ctx, model, record, stream_to, journal)
-    path = meter.profile(model).path if runtime.settings.llm_configured else "native"
+    path = answer_path(runtime, ctx.role)
     session = Session(runtime=runtime, ctx=ctx, record=record, meter=meter,
                       system=system_prompt(path), native_system=system_prompt("native"),
                       user=user_prompt,

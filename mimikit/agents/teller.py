@@ -18,7 +18,7 @@ import time
 
 from redis.exceptions import RedisError
 
-from mimikit.agents.common import held_to_schema, run_role
+from mimikit.agents.common import answer_path, run_role
 from mimikit.agents.context import context_sections
 from mimikit.agents.inbox_view import CHINESE_START, render_inbox, writes_chinese
 from mimikit.agents.prompts import build_prompts, choose_mode
@@ -177,7 +177,8 @@ def teller_pass(runtime: Runtime, items: list[InboxItem], pass_journal: RunJourn
     """
     trace_id = answered_trace(items)
     ctx = pass_context(runtime, items, trace_id)
-    if len(items) == 1 and ctx.needs_input and held_to_schema(runtime, "teller") and \
+    question_alone = len(items) == 1 and bool(ctx.needs_input)
+    if question_alone and answer_path(runtime, "teller") == "constrained" and \
             _ask_for_the_planner(runtime, ctx):
         return ANSWERED  # the Planner's question is the whole report: no words of a model
     inputs = [item for item in items if isinstance(item, InputItem)]
