@@ -217,3 +217,21 @@ OTHER_WORDING: dict[str, str] = {
     "choice": "make an empty file whose name is my favorite color",
 }
 
+
+# And a third way, as people type in a hurry (``--wording third``).
+THIRD_WORDING: dict[str, str] = {
+    "chat": "hey, good morning",
+    "arithmetic": "quick question: what's 23 multiplied by 17",
+    "file": "I need a notes.txt file that says hello. How big is it afterwards?",
+    "script": "Could you write fib.py to print the first 10 numbers of the Fibonacci sequence, "
+              "then run it and paste the output here?",
+    "daily": "set a daily reminder at 9:00 to drink water",
+    "relative": "ping me in 10 min to stretch my legs",
+    "preference": "以后记得我用 pnpm 管理包",
+    "list": "ls the workspace for me please, what's in there?",
+    "recall": "你还记得我用什么管理包吗？",
+    "cancel": "delete my drink water reminder",
+    "two-step": "Save the current date in YYYY-MM-DD form to date.txt. After that, tell me the "
+                "character count of date.txt.",
+    "choice": "touch a file named after my favourite colour (empty is fine)",
+}

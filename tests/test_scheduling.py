@@ -234,3 +234,17 @@ def test_concurrent_firings_of_one_slot_create_exactly_one_task(runtime):
     assert outcomes.count("fired") == 1, outcomes
     assert set(outcomes) <= {"fired", "duplicate", "stale"}, outcomes
     assert len(fired(runtime, trigger.id)) == 1
+
+
+@pytest.mark.parametrize(("source", "notices"), [("user", 1), ("planner", 0), ("teller", 0)])
+def test_a_cancel_is_a_notice_to_the_teller_unless_an_agent_made_it(runtime, source, notices):
+    from mimikit.lifecycle.cancel import cancel_task
+    from mimikit.store.inbox import NoticeItem
+
+    trigger = add_trigger(runtime, type="recurring", schedule=IntervalSchedule(interval=60))
+    assert cancel_task(runtime, trigger.id, stop_running=False, source=source)[0]
+    assert runtime.tasks.require(trigger.id).status == "canceled"
+    # the Planner reports its cancel in its result, the Teller in its reply: no second word
+    found = [item for item in runtime.inbox.peek() if isinstance(item, NoticeItem)]
+    expected = [f"task {trigger.id} was canceled by {source}"] * notices
+    assert [item.text for item in found] == expected

@@ -9,7 +9,7 @@ which then records the cancel the same way. This works on every Celery pool.
 
 from __future__ import annotations
 
-from mimikit.lifecycle.event import Completion
+from mimikit.lifecycle.event import Completion, canceled_by
 from mimikit.lifecycle.pipeline import finish
 from mimikit.store.runtime import Runtime
 
@@ -28,7 +28,7 @@ def cancel_task(runtime: Runtime, task_id: str, *, stop_running: bool,
         return False, f"task {task_id} already finished ({task.status})"
     if task.status == "running" and not stop_running:
         return False, f"task {task_id} is running; only queued tasks and triggers can be canceled"
-    reason = f"canceled by {source}"
+    reason = canceled_by(source)
     current = tasks.request_cancel(task_id, reason)
     if current is None:
         return False, f"task {task_id} already finished"

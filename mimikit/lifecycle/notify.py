@@ -1,6 +1,7 @@
 """Step: the person hears of a finished task when they should, once.
 
-What reaches the chat: failures, questions, cancels, the results of a plan that delegated
+What reaches the chat: failures, questions, cancels (the Teller hears of those the Planner
+or the Teller made from them, not as a notice), the results of a plan that delegated
 nothing, and the last step of a chain; an intermediate step (another trigger waits on it) and a
 routine run of recurring work stay in the task panel and cost no Teller call. A task's (or its
 trigger's) ``notify`` says otherwise: ``always``, ``on_change`` (its result differs from the
@@ -17,7 +18,7 @@ import hashlib
 import json
 
 from mimikit.conversation.gate import wake
-from mimikit.lifecycle.event import Completion
+from mimikit.lifecycle.event import REPORTED_BY, Completion, canceled_by
 from mimikit.models import Result, Task, utcnow
 from mimikit.roles import role
 from mimikit.store.inbox import NoticeItem, ResultItem
@@ -36,9 +37,10 @@ def within(runtime: Runtime, completion: Completion, pipe: WritePipe) -> None:
         return
     task = completion.task
     if completion.result is None:
-        item = NoticeItem(text=f"task {task.id} was {completion.canceled}", taskId=task.id,
-                          traceId=task.traceId)
-        runtime.inbox.queue_push(pipe, item)
+        if completion.canceled not in {canceled_by(source) for source in REPORTED_BY}:
+            runtime.inbox.queue_push(pipe, NoticeItem(
+                text=f"task {task.id} was {completion.canceled}", taskId=task.id,
+                traceId=task.traceId))
         return
     runtime.inbox.queue_push(pipe, ResultItem(taskId=task.id, role=task.role,
                                               status=completion.status, traceId=task.traceId))

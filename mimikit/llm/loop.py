@@ -239,10 +239,11 @@ class _Loop:
         return False
 
     def _correct(self, kind: str, message: str, force: str | None = None) -> None:
-        """Tell the model what to do instead; the second time of a kind, force the call."""
+        """Tell the model what to do instead (if ``message``); the second time, force the call."""
         self.problems[kind] += 1
-        self._told(message)
-        self.record.messages.append({"role": "user", "content": message})
+        if message:
+            self._told(message)
+            self.record.messages.append({"role": "user", "content": message})
         if force is not None and self.problems[kind] > 1:
             self.forced = force
 
@@ -274,8 +275,7 @@ class _Loop:
     # -- tool calls --
 
     def _run_calls(self, answer: Answer) -> bool:
-        """Run one answer's calls, in order, until one of them stops the run; True when the
-        run ended."""
+        """Run an answer's calls in order until one stops the run; True when the run ended."""
         outcomes: list[tuple[ToolCall, ToolOutcome]] = []
         for index, call in enumerate(answer.calls):
             outcomes.append((call, self._call_in(answer, call)))
@@ -307,9 +307,8 @@ class _Loop:
         return self._turn_over(answer, outcomes)
 
     def _finish_if_going_round(self, answer: Answer) -> None:
-        """A Planner or Worker that makes a call it made before is going round in a loop (a
-        small model does not see it is done): it is told so, and its next answer can only be
-        its finisher; a finisher sent again as it was refused ends the run, failed."""
+        """A Planner or Worker making a call again is going round: only its finisher may come next
+        (said in words where no schema holds it: small models copy them); one again fails it."""
         made = {(call.name, call.arguments) for call in answer.calls}
         again = sorted(made & self.calls_made)
         self.calls_made |= made
@@ -321,7 +320,8 @@ class _Loop:
             self._fail(f"the model made the same call again after it was refused or done "
                        f"({again[0][0]}); last error: {self.last_error or 'none'}")
             return
-        self._correct(corrections.AGAIN, corrections.again(again[0][0], finishers[0]))
+        said = "" if self.shape else corrections.again(again[0][0], finishers[0])
+        self._correct(corrections.AGAIN, said)
         self.forced = finishers[0]
 
     def _turn_over(self, answer: Answer, outcomes: list[tuple[ToolCall, ToolOutcome]]) -> bool:
