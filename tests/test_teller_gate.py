@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from processes import wait_for
+
 from mimikit.conversation import gate as teller_gate
 from mimikit.store.identity import HOSTNAME, owner_alive
 from mimikit.store.inbox import NoticeItem
@@ -78,3 +80,22 @@ def test_the_supervisor_tick_expires_the_question_with_its_default(runtime):
     assert runtime.conversation.question() is None
     (answer,) = [i for i in runtime.inbox.read() if i.kind == "answer"]
     assert (answer.answer, answer.source) == ("A", "default")
+
+
+def test_a_queued_mark_older_than_the_redis_server_is_stale_at_once(runtime, redis_server):
+    from datetime import timedelta
+
+    from mimikit.models import utcnow
+
+    # a wake whose message was cut by Redis going away: its mark came back from the AOF alone
+    wait_for(lambda: runtime.redis.info("server")["uptime_in_seconds"] > 3, timeout=10,
+             message="a Redis older than the mark")
+    young = (utcnow() - timedelta(seconds=2)).isoformat()
+    runtime.redis.set(runtime.keys.teller_queued, young)
+    assert not teller_gate.clear_stale_queued(runtime, queue_empty=True)  # its message may come
+    redis_server.stop(kill=True)
+    redis_server.start()  # from its AOF, the mark with it
+    wait_for(lambda: runtime.redis.get(runtime.keys.teller_queued) is not None,
+             message="the mark back from the AOF")
+    assert teller_gate.clear_stale_queued(runtime, queue_empty=True)
+    assert runtime.redis.get(runtime.keys.teller_queued) is None

@@ -78,14 +78,17 @@ def wake_teller(runtime: Runtime, send: Callable[[], None]) -> bool:
 def clear_stale_queued(runtime: Runtime, queue_empty: bool) -> bool:
     """Forget a ``queued`` mark whose Teller message was lost; True when it was cleared.
 
-    Stale means: older than ``STALE_QUEUED_SECONDS``, nothing in the teller queue, no lease.
+    Stale means: nothing in the teller queue, no lease, and older than ``STALE_QUEUED_SECONDS``
+    or than the Redis server's run (a wake cut by Redis going away leaves its mark and no
+    message: the Teller need not wait the whole 30 s once Redis is back).
     """
     redis, keys = runtime.redis, runtime.keys
     since = redis.get(keys.teller_queued)
     if since is None or not queue_empty or redis.exists(keys.teller_lock):
         return False
     age = (utcnow() - datetime.fromisoformat(since.decode())).total_seconds()
-    return age > STALE_QUEUED_SECONDS and bool(redis.delete(keys.teller_queued))
+    stale = age > STALE_QUEUED_SECONDS or age > redis.info("server")["uptime_in_seconds"]
+    return stale and bool(redis.delete(keys.teller_queued))
 
 
 def acquire(runtime: Runtime, owner: str, is_alive: Callable[[str], bool]) -> bool:
