@@ -6,14 +6,15 @@ from dataclasses import dataclass, field
 
 from mimikit.models import Result, Task
 
-# Cancels that whoever made them tells the person of (the Planner in its result, the Teller in
-# its reply): a notice of them would cost a Teller call that says it again.
-REPORTED_BY = ("planner", "teller")
-
 
 def canceled_by(source: str) -> str:
     """The reason recorded for a cancel asked for by ``source`` (``user``, ``planner``...)."""
     return f"canceled by {source}"
+
+
+# Cancels that whoever made them tells the person of (the Planner in its result, the Teller in
+# its reply): a notice of them would cost a Teller call that says it again.
+REPORTED_CANCELS = frozenset(canceled_by(source) for source in ("planner", "teller"))
 
 
 @dataclass

@@ -18,7 +18,7 @@ import hashlib
 import json
 
 from mimikit.conversation.gate import wake
-from mimikit.lifecycle.event import REPORTED_BY, Completion, canceled_by
+from mimikit.lifecycle.event import REPORTED_CANCELS, Completion
 from mimikit.models import Result, Task, utcnow
 from mimikit.roles import role
 from mimikit.store.inbox import NoticeItem, ResultItem
@@ -37,7 +37,7 @@ def within(runtime: Runtime, completion: Completion, pipe: WritePipe) -> None:
         return
     task = completion.task
     if completion.result is None:
-        if completion.canceled not in {canceled_by(source) for source in REPORTED_BY}:
+        if completion.canceled not in REPORTED_CANCELS:
             runtime.inbox.queue_push(pipe, NoticeItem(
                 text=f"task {task.id} was {completion.canceled}", taskId=task.id,
                 traceId=task.traceId))
