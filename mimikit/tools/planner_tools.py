@@ -8,10 +8,11 @@ Times without an offset are read in ``MIMIKIT_TIMEZONE``.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from mimikit.atoms.tree import ConditionArg
 from mimikit.durations import Moment
@@ -57,13 +58,25 @@ class PlannerDelegateArgs(Args):
 
 
 # The kind of schedule each timing field belongs to.
-TIMING_KINDS = {"interval": "recurring", "cron": "recurring", "runAt": "scheduled",
-                "condition": "conditional"}
+TIMING_KINDS = {"interval": "recurring", "cron": "recurring", "at": "recurring",
+                "days": "recurring", "runAt": "scheduled", "condition": "conditional"}
+
+TIME_OF_DAY = r"^([01]?[0-9]|2[0-3]):[0-5][0-9]$"
+Days = Literal["every day", "every weekday", "every weekend", "monday", "tuesday", "wednesday",
+               "thursday", "friday", "saturday", "sunday"]
+# The cron day-of-week field of each choice of ``days``: a choice among words is one a small
+# model gets right where it copies the day field of an example cron.
+DAY_FIELDS: dict[str, str] = {"every day": "*", "every weekday": "1-5", "every weekend": "0,6",
+                              "monday": "1", "tuesday": "2", "wednesday": "3", "thursday": "4",
+                              "friday": "5", "saturday": "6", "sunday": "0"}
 
 
 class ScheduleArgs(Args):
     prompt: str = Field(min_length=1, max_length=50_000)
     type: Literal["recurring", "scheduled", "conditional"]
+    at: str | None = Field(None, pattern=TIME_OF_DAY, description="time of day, HH:MM (recurring, "
+                                                                  "with days)")
+    days: Days | None = Field(None, description="the days it runs at 'at' (recurring)")
     interval: Seconds | None = Field(None, gt=0, description="seconds between runs (recurring)")
     cron: str | None = Field(None, description="five-field cron, e.g. '0 9 * * 1-5' (recurring; "
                                                "read in the configured time zone)")
@@ -88,6 +101,30 @@ class ScheduleArgs(Args):
             if len(kinds) == 1:
                 return {**data, "type": kinds.pop()}
         return data
+
+    @field_validator("at", mode="before")
+    @classmethod
+    def _time_of_day(cls, value: Any) -> Any:
+        if isinstance(value, str) and not re.fullmatch(TIME_OF_DAY, value):
+            raise ValueError(f"'at' is a time of day as HH:MM, 24-hour (e.g. \"09:00\", "
+                             f"\"18:30\"), not {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _cron_from_days(self) -> ScheduleArgs:
+        """``at`` and ``days`` say a daily or weekly time as words; the cron they mean."""
+        if self.at is None and self.days is None:
+            return self
+        if self.type != "recurring":
+            raise ValueError("'at' and 'days' are for recurring work; once at a time is 'runAt' "
+                             "(e.g. \"2026-01-31T15:00:00\", or \"2h\" from now)")
+        if self.at is None:
+            raise ValueError("'days' needs 'at', the time of day as HH:MM (e.g. \"09:00\")")
+        if self.cron is not None:
+            raise ValueError("give either 'cron' or 'at' with 'days', not both")
+        hour, minute = self.at.split(":")
+        self.cron = f"{int(minute)} {int(hour)} * * {DAY_FIELDS[self.days or 'every day']}"
+        return self
 
 
 class RecentHistoryArgs(Args):
