@@ -230,6 +230,21 @@ def test_an_optional_field_sent_as_null_or_its_text_takes_its_default(left_out: 
     assert (args.timeout, args.default) == (3600, None)
 
 
+def test_a_zero_where_the_field_must_be_above_zero_is_left_out() -> None:
+    from pydantic import ValidationError
+
+    from mimikit.tools.planner_tools import ScheduleArgs
+
+    args = ScheduleArgs.model_validate({"prompt": "drink water", "at": "09:00", "interval": 0,
+                                        "timeout": 0.0})
+    assert (args.type, args.cron, args.interval, args.timeout) == ("recurring", "0 9 * * *",
+                                                                   None, None)
+    with pytest.raises(ValidationError, match="greater than 0"):
+        ScheduleArgs.model_validate({"prompt": "drink water", "interval": -5})
+    # where zero is a value the field may hold, it stays
+    assert ScheduleArgs.model_validate({"prompt": "x", "interval": 60, "priority": 0}).priority == 0
+
+
 def test_a_required_field_sent_as_the_text_null_is_still_refused() -> None:
     from pydantic import ValidationError
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic.fields import FieldInfo
 
 from mimikit.durations import Seconds
 from mimikit.exceptions import InvalidValue, ToolError
@@ -31,13 +32,17 @@ class Args(BaseModel):
     def _defaults_where_left_out(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        optional = {name for name, field in cls.model_fields.items() if not field.is_required()}
+        optional = {name: field for name, field in cls.model_fields.items()
+                    if not field.is_required()}
         return {name: value for name, value in data.items()
-                if not (name in optional and _left_out(value))}
+                if not (name in optional and _left_out(value, optional[name]))}
 
 
-def _left_out(value: Any) -> bool:
-    """Whether ``value`` is how a model writes a value it leaves out (null, "null", "None")."""
+def _left_out(value: Any, field: FieldInfo) -> bool:
+    """Whether ``value`` is how a model writes a value it leaves out: null, "null", "None", or
+    a zero where the field must be above zero (``interval: 0`` beside a time of day)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value == 0:
+        return any(getattr(bound, "gt", None) == 0 for bound in field.metadata)
     return value is None or (isinstance(value, str) and value.strip().lower() in _LEFT_OUT)
 
 
