@@ -54,6 +54,30 @@ def test_a_teller_turn_is_one_object_that_hands_over_the_persons_words(llamacpp,
     assert after[1]["content"].startswith(shown.split("\n\n")[0])  # a server's cache holds
 
 
+def test_the_report_of_a_cancel_names_the_task_it_canceled(llamacpp, stack, llm):
+    from scheduling_helpers import add_trigger
+
+    from mimikit.models import IntervalSchedule
+
+    every_day = IntervalSchedule(interval=86_400)
+    add_trigger(stack, type="recurring", schedule=every_day,
+                prompt="Remind the user to drink water.")
+    wrong = add_trigger(stack, type="recurring", schedule=every_day,
+                        prompt="Remind the user to use pnpm.")
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll delete it."))
+    llm.script("planner", turn(cancel_task=wrong.id,  # the wrong one, as small models do
+                               submit_result={"status": "done", "result": {
+                                   "text": "The drink water reminder is canceled."}}))
+    llm.default("teller", turn(reply="Canceled."))
+    post_input(stack, "delete my drink water reminder")
+    wait_history(stack, lambda h: ("assistant", "Canceled.") in h, message="the report")
+    assert stack.tasks.require(wrong.id).status == "canceled"
+    report = llm.requests_for("teller")[1]["messages"][1]["content"]
+    # what the Planner's run did, beside what it said it did
+    assert f"what its run did: canceled {wrong.id}: Remind the user to use pnpm." in report
+    assert "The drink water reminder is canceled." in report
+
+
 def test_a_preference_in_chinese_is_kept_in_the_persons_words(llamacpp, stack, llm):
     llm.script("teller", turn(delegate=False, remember=True, reply="记住了：你喜欢用 pnpm。"))
     post_input(stack, "帮我记住：我喜欢用 pnpm")

@@ -1,7 +1,9 @@
-"""What a Worker's run did, told from its calls and not from its words: the files it wrote
-(and how long they came out), the folders it listed (and what they hold), the files it read,
-and the commands it ran (with their exit code and the start of their output). Shown beside its result when the Teller reports it, so that what the person
-hears can be checked against what happened: a small model reports what it meant to do."""
+"""What a Worker's or Planner's run did, told from its calls and not from its words: the files
+it wrote (and how long they came out), the folders it listed (and what they hold), the files it
+read, the commands it ran (with their exit code and the start of their output), the tasks it
+canceled (and what they were). Shown beside its result when the Teller reports it, so that
+what the person hears can be checked against what happened: a small model reports what it
+meant to do."""
 
 from __future__ import annotations
 
@@ -48,6 +50,8 @@ def _line(call: dict[str, Any]) -> str | None:
     if call.get("name") == "write_file":
         written = f"{content['bytes']} bytes" if "bytes" in content else "failed"
         return f"wrote {arguments.get('path')} ({written})"
+    if call.get("name") == "cancel_task" and call.get("ok"):
+        return f"canceled {arguments.get('taskId')}: {content.get('canceled', '?')}"
     if call.get("name") == "shell":
         if not call.get("ok"):
             return f"ran `{arguments.get('command')}`: refused"

@@ -90,7 +90,7 @@ def _render_result(runtime: Runtime, task_id: str, task: Task | None, result: Re
                                                           indent=1)[:RESULT_CHARS], "```"]
     if result.error:
         lines.append(f"error: {result.error}")
-    if task.role == "worker":
+    if task.role in ("worker", "planner"):
         did = actions_of(runtime, task_id)
         if did:
             lines.append("what its run did: " + "; ".join(did))

@@ -35,8 +35,11 @@ def register(registry: Registry) -> None:
     @registry.tool("cancel_task", roles=roles, short="taskId")
     def cancel_task(ctx: ToolContext, args: CancelTaskArgs) -> dict[str, Any]:
         """Cancel a queued task or remove a trigger (running tasks are not affected)."""
+        task = ctx.runtime.tasks.get(args.taskId)
         success, message = cancel(ctx.runtime, args.taskId, stop_running=False,
                                                 source=ctx.role)
         if not success:
             raise ToolError(message)
-        return {"success": True}
+        # what was canceled, in its words: what the person is told can be checked against it
+        return {"success": True, "canceled": task.title or task.prompt[:120]} if task \
+            else {"success": True}
