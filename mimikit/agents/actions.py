@@ -17,8 +17,9 @@ ACTIONS_SHOWN = 12  # the last calls that changed something, shown
 
 
 def actions_of(runtime: Runtime, task_id: str) -> list[str]:
-    """One line per file written and command run by the task's last run, oldest first;
-    ``["it made no call"]`` when it made none (empty: no run is kept)."""
+    """One line per file written, folder listed, command run or task canceled by the task's
+    last run, oldest first; ``["it made no call"]`` when it made none (empty: no run is
+    kept)."""
     runs = runtime.runs.of(task_id)
     if not runs:
         return []

@@ -40,6 +40,7 @@ def register(registry: Registry) -> None:
                                                 source=ctx.role)
         if not success:
             raise ToolError(message)
+        if task is None:
+            return {"success": True}
         # what was canceled, in its words: what the person is told can be checked against it
-        return {"success": True, "canceled": task.title or task.prompt[:120]} if task \
-            else {"success": True}
+        return {"success": True, "canceled": task.title or task.prompt[:120]}
