@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
@@ -64,11 +64,10 @@ TIMING_KINDS = {"interval": "recurring", "cron": "recurring", "at": "recurring",
 TIME_OF_DAY = r"^([01]?[0-9]|2[0-3]):[0-5][0-9]$"
 Days = Literal["every day", "every weekday", "every weekend", "monday", "tuesday", "wednesday",
                "thursday", "friday", "saturday", "sunday"]
-# The cron day-of-week field of each choice of ``days``: a choice among words is one a small
-# model gets right where it copies the day field of an example cron.
-DAY_FIELDS: dict[str, str] = {"every day": "*", "every weekday": "1-5", "every weekend": "0,6",
-                              "monday": "1", "tuesday": "2", "wednesday": "3", "thursday": "4",
-                              "friday": "5", "saturday": "6", "sunday": "0"}
+# The cron day-of-week field of each choice of ``days``, in their order: a choice among words
+# is one a small model gets right where it copies the day field of an example cron.
+DAY_FIELDS = dict(zip(get_args(Days), ("*", "1-5", "0,6", "1", "2", "3", "4", "5", "6", "0"),
+                      strict=True))
 
 
 class ScheduleArgs(Args):
