@@ -23,6 +23,18 @@ Shape = Literal["turn", "step", "plan"]
 
 
 @dataclass(frozen=True)
+class Kind:
+    """One kind of answer a role may give where its answers are held to a schema, in the words
+    its model picks it by: the tool the answer calls and, for the finisher alone, the status it
+    reports. A small model chooses among a few words for what a request is better than among
+    its tools' names (``llm.turns``)."""
+
+    words: str
+    tool: str
+    status: str | None = None
+
+
+@dataclass(frozen=True)
 class Role:
     """One agent role."""
 
@@ -48,6 +60,12 @@ class Role:
     turn_tools: tuple[str, ...] | None = None
     turn_required: tuple[str, ...] = ()
     turn_filled: tuple[str, ...] = ()
+    # The kinds of a ``plan`` answer, named first in it; the first kind of the finisher alone
+    # is also the only status the finisher may report beside an action.
+    turn_kinds: tuple[Kind, ...] = ()
+    # Text fields the answer fills before anything else and the runtime does not read: what
+    # the model considers before it chooses (with their own description in ``answer.md``).
+    turn_notes: tuple[str, ...] = ()
 
 
 TELLER = Role(
@@ -71,11 +89,22 @@ PLANNER = Role(
                        for part in ("identity", "tools", "rules", "output")),
     answer_files=tuple(f"agents/planner/{part}.md" for part in ("identity", "answer", "rules")),
     tools=("delegate", "schedule", "get_recent_history", "get_history_by_time",
-           "search_memory", "list_tasks", "cancel_task", "submit_result"),
+           "search_memory", "remember", "list_tasks", "cancel_task", "submit_result"),
     timeout_setting="planner_timeout", model_setting="planner_model", report="plan",
     text_is_result=True, turn="plan",
-    turn_tools=("delegate", "schedule", "cancel_task", "list_tasks", "search_memory",
-                "get_recent_history", "get_history_by_time", "submit_result"))
+    turn_tools=("delegate", "schedule", "remember", "cancel_task", "list_tasks",
+                "search_memory", "get_recent_history", "get_history_by_time", "submit_result"),
+    # first the request's own words for what only the user knows ("my favorite color"), then
+    # what kind of request it is: the 1.5B model asked for none of ten such requests and kept
+    # 1 of 16 stated preferences choosing among tool names, 7 and 15 with these two fields.
+    turn_notes=("unknown",),
+    turn_kinds=(Kind("work now", "delegate"), Kind("work later", "schedule"),
+                Kind("keep a fact about the user", "remember"), Kind("cancel work", "cancel_task"),
+                *(Kind("look up", name) for name in ("list_tasks", "search_memory",
+                                                     "get_recent_history", "get_history_by_time")),
+                Kind("answer", "submit_result", "done"),
+                Kind("ask the user", "submit_result", "needs_input"),
+                Kind("fail", "submit_result", "failed")))
 WORKER = Role(
     name="worker", title="Worker", queue="worker", task_name="mimikit.worker",
     prompt_files=tuple(f"agents/worker/{part}.md"

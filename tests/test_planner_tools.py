@@ -183,3 +183,15 @@ def test_a_time_of_day_and_its_days_are_the_cron_they_mean(runtime, planner, tim
 def test_a_wrong_time_of_day_or_days_is_refused_naming_the_field(runtime, planner, timing, said):
     outcome, ctx = planner("schedule", prompt="drink water", **{"type": "recurring", **timing})
     assert not outcome.ok and said in outcome.content and ctx.staged == []
+
+
+def test_a_preference_handed_to_the_planner_is_kept_where_memory_search_finds_it(runtime,
+                                                                              planner):
+    outcome, _ctx = planner("remember", content="The user manages packages with pnpm.")
+    assert outcome.ok, outcome.content
+    kept = runtime.settings.state_dir / json.loads(outcome.content)["path"]
+    assert "pnpm" in kept.read_text(encoding="utf-8")
+    found, _ctx = planner("search_memory", query="pnpm")
+    assert "pnpm" in json.dumps(json.loads(found.content)["hits"][0])
+    empty, _ctx = planner("remember", content=" ")
+    assert not empty.ok and "content" in empty.content

@@ -6,10 +6,13 @@ and kept; a server that refuses the schema, or ignores it, is asked the native w
 from __future__ import annotations
 
 import json
+from typing import get_args
 
 from agent_helpers import history, post_input, wait_history
 from llm_server import error, streamed, text, tool_call, turn
 from processes import wait_for
+
+from mimikit.models import TaskStatus
 
 MODELS = ("teller", "planner", "worker")
 
@@ -90,6 +93,40 @@ def test_a_preference_in_chinese_is_kept_in_the_persons_words(llamacpp, stack, l
     assert "reply in Chinese" in first["messages"][1]["content"]
     assert _schema(first)["properties"]["reply"]["pattern"] == "^[\u4e00-\u9fff].*$"
     assert not stack.tasks.with_status("queued", "running", "done")
+
+
+def test_a_planner_says_what_a_request_is_before_it_acts_and_asks_what_only_the_user_knows(
+        llamacpp, stack, llm):
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll make it."))
+    llm.script("planner", turn(unknown="my favorite color", kind="ask the user", submit_result={
+        "status": "needs_input", "question": "What is your favorite color?"}))
+    post_input(stack, "create an empty file named after my favorite color")
+    wait_for(lambda: stack.conversation.question() is not None, message="the question")
+    assert stack.conversation.question().question == "What is your favorite color?"
+    branches = _schema(llm.requests_for("planner")[0])["anyOf"]
+    assert all(list(b["properties"])[:2] == ["unknown", "kind"] for b in branches)
+    kinds = {b["properties"]["kind"]["enum"][0]: b["properties"] for b in branches}
+    assert kinds["work now"]["submit_result"]["properties"]["status"] == {"enum": ["done"]}
+    assert kinds["ask the user"]["submit_result"]["properties"]["status"] == {
+        "enum": ["needs_input"]}  # the kind decides the status: no work beside a question
+    assert {"keep a fact about the user", "answer", "fail", "look up"} <= set(kinds)
+    assert not list(stack.settings.work_dir.iterdir())  # nothing made on a guess
+
+
+def test_a_preference_handed_to_the_planner_is_kept_and_nothing_runs(llamacpp, stack, llm):
+    llm.script("teller", turn(delegate=True, remember=False, reply="好的。"))
+    llm.script("planner", turn(unknown="", kind="keep a fact about the user",
+                               remember="The user manages packages with pnpm.",
+                               submit_result={"status": "done", "result": {
+                                   "text": "I will remember that you use pnpm."}}))
+    llm.default("teller", turn(reply="记住了。"))
+    post_input(stack, "以后记得我用 pnpm 管理包")
+    wait_history(stack, lambda h: ("assistant", "记住了。") in h, message="the report")
+    kept = [f.read_text(encoding="utf-8")
+            for f in (stack.settings.state_dir / "memory").glob("*.md")]
+    assert any("The user manages packages with pnpm." in words for words in kept)
+    made = stack.tasks.with_status(*get_args(TaskStatus))
+    assert [t.role for t in made] == ["planner"]  # no worker, no reminder
 
 
 def test_the_reply_streams_from_its_field_and_never_shows_the_object(llamacpp, stack, llm):

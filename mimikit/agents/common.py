@@ -237,7 +237,8 @@ def shape_in(tools: Registry, role_name: str) -> TurnShape:
     """The shape of the role's answers over the role's tools in ``tools``."""
     spec = role(role_name)
     chosen = tools.tools_for(role_name, spec.turn_tools)
-    return turn_shape(spec.turn, chosen, spec.turn_required, spec.turn_filled)
+    return turn_shape(spec.turn, chosen, spec.turn_required, spec.turn_filled, spec.turn_kinds,
+                      spec.turn_notes)
 
 
 def run_registry(role_name: str, extra: Sequence[Tool] = (),

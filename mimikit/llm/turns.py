@@ -6,11 +6,16 @@ Three shapes (``roles.Role.turn``):
 - ``turn``: one field per tool, several filled at once (the Teller's turn: what to say, what
   to hand over, what to remember...). A tool that stands for one argument (``Tool.short``:
   ``reply`` is its ``text``) takes that value itself; a flag (``Tool.flag``) is true or false;
-  any other takes its arguments object; ``null`` is "not this time". The role's ``turn_fields`` are required, in order, so that a
-  small model decides each; the others may be left out.
+  any other takes its arguments object; ``null`` is "not this time". The role's
+  ``turn_required`` fields are required, in order, so that a small model decides each; the
+  others may be left out.
 - ``step``: exactly one call, ``{"write_file": {"path": ..., "content": ...}}``.
 - ``plan``: one call, and the role's finisher may come with it (it runs after the call
-  succeeded): ``{"delegate": {...}, "submit_result": {...}}``, or the finisher alone.
+  succeeded): ``{"delegate": {...}, "submit_result": {...}}``, or the finisher alone. Where
+  the role names its kinds of answer (``Role.turn_kinds``), each object says first what it
+  is, ``{"unknown": "", "kind": "work now", "delegate": ...}`` (its notes before that), and
+  the kind decides what follows: the finisher beside a call reports it done, and each status
+  of the finisher alone is a kind of its own (``"ask the user"``: ``needs_input``).
 
 The schema keeps the arguments' own constraints (enums, required fields, small bounds): an
 answer that parses is a valid step. Lengths are left to the tools' own checks: a grammar
@@ -28,7 +33,7 @@ from typing import Any
 
 from mimikit.llm.registry import Tool
 from mimikit.llm.schemas import clean_schema
-from mimikit.roles import Shape
+from mimikit.roles import Kind, Shape
 
 # Bounds a grammar can hold cheaply; larger ones (a text's length) are checked by the tool.
 SMALL_BOUND = 64
@@ -44,6 +49,8 @@ class TurnShape:
     required: tuple[str, ...] = ()
     filled: tuple[str, ...] = ()  # required fields that may not be null
     patterns: tuple[tuple[str, str], ...] = ()  # a text field, and the pattern it must match
+    kinds: tuple[Kind, ...] = ()  # a plan's kinds of answer, each named first in its object
+    notes: tuple[str, ...] = ()  # text fields filled before all others, not read
 
     def schema(self) -> dict[str, Any]:
         """The JSON schema every answer of the role is held to (the definitions the tools'
@@ -58,14 +65,7 @@ class TurnShape:
             if values.get(name, {}).get("type") == "string":
                 values[name] = {**values[name], "pattern": pattern}
         if self.shape in ("step", "plan"):
-            finisher = {t.name: values[t.name] for t in self.tools if t.alone} \
-                if self.shape == "plan" else {}
-            branches = [
-                {"type": "object", "properties": {name: value, **finisher}, "required": [name],
-                 "additionalProperties": False} for name, value in values.items()
-                if name not in finisher] + ([{
-                    "type": "object", "properties": finisher, "required": list(finisher),
-                    "additionalProperties": False}] if finisher else [])
+            branches = self._branches(values)
             schema: dict[str, Any] = branches[0] if len(branches) == 1 else {"anyOf": branches}
         else:
             sure = {tool.name for tool in self.tools if tool.flag} | set(self.filled)
@@ -75,6 +75,41 @@ class TurnShape:
                       "required": [name for name in self.required if name in values],
                       "additionalProperties": False}
         return {**schema, "$defs": defs} if defs else schema
+
+    def _branches(self, values: dict[str, Any]) -> list[dict[str, Any]]:
+        """One object per call an answer may make (with the finisher beside it, in a plan), and
+        the finisher alone: one per status its kinds name, else one."""
+        finisher = {t.name: values[t.name] for t in self.tools if t.alone} \
+            if self.shape == "plan" else {}
+        beside = {name: _reporting(value, self._statuses(name)[:1])
+                  for name, value in finisher.items()}
+        branches = [self._branch({name: value, **beside}, name, self._words(name))
+                    for name, value in values.items() if name not in finisher]
+        for name, value in finisher.items():
+            branches += [self._branch({name: _reporting(value, [kind.status])}, name,
+                                      [kind.words])
+                         for kind in self.kinds if kind.tool == name and kind.status] or \
+                [self._branch({name: value}, name, self._words(name))]
+        return branches
+
+    def _branch(self, properties: dict[str, Any], name: str, words: list[str]) -> dict[str, Any]:
+        """The object of one branch: the notes, its kind, then its call (``name``) and the
+        finisher that may come with it."""
+        lead: dict[str, Any] = {note: {"type": "string"} for note in self.notes}
+        if words:
+            lead["kind"] = {"enum": words}
+        return {"type": "object", "properties": {**lead, **properties},
+                "required": [*lead, name], "additionalProperties": False}
+
+    def _words(self, name: str) -> list[str]:
+        """The kind an answer calling ``name`` names itself (the tool's name where none is
+        declared: a server's tool); none where the shape has no kinds."""
+        if not self.kinds:
+            return []
+        return [kind.words for kind in self.kinds if kind.tool == name][:1] or [name]
+
+    def _statuses(self, name: str) -> list[str]:
+        return [kind.status for kind in self.kinds if kind.tool == name and kind.status]
 
     def calls(self, answer: Any) -> list[tuple[str, str]] | None:
         """The calls (name, arguments JSON) of a decoded answer; None when it is not an
@@ -111,14 +146,16 @@ class TurnShape:
 
 
 def turn_shape(shape: Shape, tools: Sequence[Tool], required: Sequence[str] = (),
-               filled: Sequence[str] = ()) -> TurnShape:
+               filled: Sequence[str] = (), kinds: Sequence[Kind] = (),
+               notes: Sequence[str] = ()) -> TurnShape:
     """The shape of a role's answers over ``tools`` (``required`` first, in their order;
-    ``filled`` never null)."""
+    ``filled`` never null; a plan's ``kinds`` and ``notes`` first in each of its objects)."""
     first = [tool for name in required for tool in tools if tool.name == name]
     rest = [tool for tool in tools if tool not in first]
     finishers = [tool for tool in rest if tool.alone]
     ordered = first + [tool for tool in rest if not tool.alone] + finishers
-    return TurnShape(shape, tuple(ordered), tuple(required), tuple(filled))
+    return TurnShape(shape, tuple(ordered), tuple(required), tuple(filled),
+                     kinds=tuple(kinds), notes=tuple(notes))
 
 
 def _value_schema(tool: Tool, defs: dict[str, Any]) -> dict[str, Any]:
@@ -131,6 +168,14 @@ def _value_schema(tool: Tool, defs: dict[str, Any]) -> dict[str, Any]:
         value: dict[str, Any] = arguments["properties"][tool.short]
         return value
     return arguments
+
+
+def _reporting(schema: dict[str, Any], statuses: list[str]) -> dict[str, Any]:
+    """A finisher's schema with its ``status`` held to ``statuses`` (unchanged when none)."""
+    if not statuses or "status" not in schema.get("properties", {}):
+        return schema
+    properties = {**schema["properties"], "status": {"enum": statuses}}
+    return {**schema, "properties": properties}
 
 
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:

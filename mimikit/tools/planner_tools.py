@@ -1,4 +1,5 @@
-"""The Planner's tools: delegate, schedule, history and memory look-ups, submit_result.
+"""The Planner's tools: delegate, schedule, history and memory look-ups, remember,
+submit_result.
 
 Delegations are staged in the run's context and committed only when the run ends ``done``;
 everything that would fail later (a cron, a past ``runAt``, a path outside the work directory,
@@ -19,6 +20,7 @@ from mimikit.durations import Moment
 from mimikit.exceptions import InvalidValue, ToolError
 from mimikit.llm.echoes import repeats
 from mimikit.llm.registry import Registry, StopRun
+from mimikit.memory.files import remember as write_memory
 from mimikit.memory.service import search_memory as search
 from mimikit.models import (
     MAX_TASK_TIMEOUT_SECONDS,
@@ -143,6 +145,12 @@ class SearchMemoryArgs(Args):
     limit: int = Field(5, ge=1, le=50)
 
 
+class PlannerRememberArgs(Args):
+    content: str = Field(min_length=1, max_length=20_000,
+                         description="the fact or preference to keep, as one sentence")
+    longTerm: bool = False
+
+
 class PlannerResultArgs(Args):
     status: Literal["done", "needs_input", "failed"]
     resultType: ResultType = "text"
@@ -251,6 +259,14 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
         before = validation.local_time(args.before, zone) if args.before else None
         return {"hits": search(ctx.runtime.settings, args.query, after=after, before=before,
                                limit=args.limit)}
+
+    @registry.tool("remember", roles=planner, short="content")
+    def remember(ctx: ToolContext, args: PlannerRememberArgs) -> dict[str, Any]:
+        """Keep a fact or preference the user states, as one sentence (longTerm: memory.md;
+        else a dated memory file)."""
+        path = write_memory(ctx.runtime.settings.state_dir, args.content.strip(),
+                            long_term=args.longTerm)
+        return {"path": str(path.relative_to(ctx.runtime.settings.state_dir))}
 
     @registry.tool("submit_result", roles=planner, alone=True, idempotent=True)
     def submit_result(ctx: ToolContext, args: PlannerResultArgs) -> StopRun:
