@@ -195,3 +195,13 @@ def test_a_preference_handed_to_the_planner_is_kept_where_memory_search_finds_it
     assert "pnpm" in json.dumps(json.loads(found.content)["hits"][0])
     empty, _ctx = planner("remember", content=" ")
     assert not empty.ok and "content" in empty.content
+
+
+def test_a_timing_of_another_type_of_schedule_is_refused_naming_both(runtime, planner):
+    outcome, ctx = planner("schedule", type="recurring", prompt="Remind the user to stretch.",
+                           interval=10, runAt="10m")
+    assert not outcome.ok and "'runAt' is for scheduled work, not recurring" in outcome.content
+    assert ctx.staged == []
+    once, ctx = planner("schedule", type="scheduled", prompt="Remind the user to stretch.",
+                        runAt="10m")
+    assert once.ok, once.content

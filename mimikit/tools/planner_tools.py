@@ -127,6 +127,16 @@ class ScheduleArgs(Args):
         self.cron = f"{int(minute)} {int(hour)} * * {DAY_FIELDS[self.days or 'every day']}"
         return self
 
+    @model_validator(mode="after")
+    def _timing_of_its_type(self) -> ScheduleArgs:
+        """A timing field of another type of schedule is refused (``runAt`` on recurring
+        work would be dropped, and the work would repeat instead of running once)."""
+        for name, kind in TIMING_KINDS.items():
+            if getattr(self, name) is not None and kind != self.type:
+                raise ValueError(f"'{name}' is for {kind} work, not {self.type}: give type "
+                                 f"'{kind}' with it, or leave it out")
+        return self
+
 
 class RecentHistoryArgs(Args):
     count: int = Field(ge=1, le=200)
