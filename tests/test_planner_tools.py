@@ -166,6 +166,7 @@ def test_a_retry_policy_out_of_range_is_refused_with_the_field(runtime, planner)
     ({"at": "18:05", "days": "every weekday"}, "5 18 * * 1-5"),
     ({"at": "10:00", "days": "every weekend"}, "0 10 * * 0,6"),
     ({"at": "08:30", "days": "monday"}, "30 8 * * 1"),
+    ({"at": "09:00", "days": "every day", "cron": "0 9 * * *"}, "0 9 * * *"),  # the same twice
     ({"at": "23:59", "days": "sunday"}, "59 23 * * 0")])
 def test_a_time_of_day_and_its_days_are_the_cron_they_mean(runtime, planner, timing, cron):
     outcome, ctx = planner("schedule", prompt="drink water", **timing)  # no type: recurring
@@ -175,7 +176,8 @@ def test_a_time_of_day_and_its_days_are_the_cron_they_mean(runtime, planner, tim
 
 @pytest.mark.parametrize(("timing", "said"), [
     ({"days": "monday"}, "'days' needs 'at', the time of day as HH:MM"),
-    ({"at": "09:00", "cron": "0 9 * * *"}, "either 'cron' or 'at' with 'days', not both"),
+    ({"at": "09:00", "cron": "0 9 * * 1"}, "means the cron '0 9 * * *', not '0 9 * * 1': give "
+                                           "either 'cron' or 'at' with 'days', not both"),
     ({"at": "9am"}, "HH:MM, 24-hour"), ({"at": "25:00"}, "not '25:00'"),
     ({"at": "09:00", "days": "daily"}, "days"),
     ({"type": "scheduled", "at": "15:00"}, "'at' and 'days' are for recurring work; once at a "

@@ -12,6 +12,7 @@ from agent_helpers import history, post_input, wait_history
 from llm_server import error, streamed, text, tool_call, turn
 from processes import wait_for
 
+from mimikit.conversation.question import answer_question
 from mimikit.models import TaskStatus
 
 MODELS = ("teller", "planner", "worker")
@@ -111,6 +112,17 @@ def test_a_planner_says_what_a_request_is_before_it_acts_and_asks_what_only_the_
         "enum": ["needs_input"]}  # the kind decides the status: no work beside a question
     assert {"keep a fact about the user", "answer", "fail", "look up"} <= set(kinds)
     assert not list(stack.settings.work_dir.iterdir())  # nothing made on a guess
+    llm.script("teller", turn(delegate=True, remember=False, reply="Making teal."))
+    llm.script("planner", turn(unknown="", kind="work now", delegate={
+        "prompt": "Create the empty file teal."}, submit_result={
+        "status": "done", "result": {"text": "A worker will create teal."}}))
+    llm.default("worker", turn(submit_result={"status": "done", "result": {"text": "made"}}))
+    llm.default("teller", turn(reply="Done."))
+    assert answer_question(stack, "teal")
+    wait_for(lambda: len(llm.requests_for("planner")) == 2, message="the plan going on")
+    answered = _schema(llm.requests_for("teller")[1])["properties"]
+    assert answered["delegate"] == {"enum": [True]}  # an answer goes on to its task, always
+    assert "teal" in llm.requests_for("planner")[1]["messages"][1]["content"]
 
 
 def test_a_preference_handed_to_the_planner_is_kept_and_nothing_runs(llamacpp, stack, llm):

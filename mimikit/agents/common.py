@@ -223,6 +223,8 @@ def _shape(session: Session, tools: Registry) -> TurnShape:
     shape = shape_of(ctx.role, ctx.offered) if not session.tools else shape_in(tools, ctx.role)
     if ctx.reply_pattern:
         shape = shape.matching("reply", ctx.reply_pattern)
+    for name in ctx.turn_set:
+        shape = shape.setting(name)
     return shape.only(ctx.turn_only) if ctx.turn_only else shape
 
 

@@ -212,6 +212,8 @@ def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None)
     ctx.heard = _heard(items)
     if any(isinstance(item, AnswerItem) and item.source == TYPED for item in items):
         ctx.offered = frozenset({"new_request"})  # it may be a new request: the model says
+    elif ctx.answers:
+        ctx.turn_set = ("delegate",)  # an answer to a task's question goes on to its task
     if not any(isinstance(item, InputItem | AnswerItem) for item in items):
         ctx.turn_only = "reply"  # results and notices: to report, nothing to hand over
     if writes_chinese(items):

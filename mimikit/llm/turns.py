@@ -51,6 +51,7 @@ class TurnShape:
     patterns: tuple[tuple[str, str], ...] = ()  # a text field, and the pattern it must match
     kinds: tuple[Kind, ...] = ()  # a plan's kinds of answer, each named first in its object
     notes: tuple[str, ...] = ()  # text fields filled before all others, not read
+    set_flags: tuple[str, ...] = ()  # flags of a turn that must be true
 
     def schema(self) -> dict[str, Any]:
         """The JSON schema every answer of the role is held to (the definitions the tools'
@@ -61,6 +62,9 @@ class TurnShape:
     def _schema(self) -> dict[str, Any]:
         defs: dict[str, Any] = {}
         values = {tool.name: _value_schema(tool, defs) for tool in self.tools}
+        for name in self.set_flags:
+            if values.get(name) == {"type": "boolean"}:
+                values[name] = {"enum": [True]}
         for name, pattern in self.patterns:
             if values.get(name, {}).get("type") == "string":
                 values[name] = {**values[name], "pattern": pattern}
@@ -134,6 +138,10 @@ class TurnShape:
         """This shape with the text of field ``name`` held to ``pattern`` (a regular
         expression, e.g. that a reply begins in the person's script)."""
         return dataclasses.replace(self, patterns=(*self.patterns, (name, pattern)))
+
+    def setting(self, name: str) -> TurnShape:
+        """This shape with flag ``name`` held to true (a call the pass must make)."""
+        return dataclasses.replace(self, set_flags=(*self.set_flags, name))
 
     def only(self, name: str) -> TurnShape:
         """The shape of an answer that must call ``name`` and nothing else (a forced call)."""

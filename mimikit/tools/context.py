@@ -43,6 +43,9 @@ class ToolContext:
     # The one tool an answer held to the role's schema may call in this run (a Teller pass
     # with nothing from the person in it can only report: no request to hand over or keep).
     turn_only: str | None = None
+    # Flags its structured turn must set (a pass with an answer to a task's question hands it
+    # over: ``delegate`` is true whatever else the model decides).
+    turn_set: tuple[str, ...] = ()
     # A pattern a structured reply must match (it begins in the script the person writes in).
     reply_pattern: str | None = None
     # The situational tools this run offers (``Tool.situational``), and the questions its

@@ -121,10 +121,12 @@ class ScheduleArgs(Args):
                              "(e.g. \"2026-01-31T15:00:00\", or \"2h\" from now)")
         if self.at is None:
             raise ValueError("'days' needs 'at', the time of day as HH:MM (e.g. \"09:00\")")
-        if self.cron is not None:
-            raise ValueError("give either 'cron' or 'at' with 'days', not both")
         hour, minute = self.at.split(":")
-        self.cron = f"{int(minute)} {int(hour)} * * {DAY_FIELDS[self.days or 'every day']}"
+        meant = f"{int(minute)} {int(hour)} * * {DAY_FIELDS[self.days or 'every day']}"
+        if self.cron is not None and self.cron.split() != meant.split():
+            raise ValueError(f"'at' with 'days' means the cron {meant!r}, not {self.cron!r}: "
+                             "give either 'cron' or 'at' with 'days', not both")
+        self.cron = meant  # a cron that says the same is no second timing
         return self
 
     @model_validator(mode="after")
