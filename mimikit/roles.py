@@ -95,8 +95,9 @@ PLANNER = Role(
     turn_tools=("delegate", "schedule", "remember", "cancel_task", "list_tasks",
                 "search_memory", "get_recent_history", "get_history_by_time", "submit_result"),
     # first the request's own words for what only the user knows ("my favorite color"), then
-    # what kind of request it is: the 1.5B model asked for none of ten such requests and kept
-    # 1 of 16 stated preferences choosing among tool names, 7 and 15 with these two fields.
+    # what kind of request it is: choosing among tool names, the 1.5B model asked for none of
+    # ten requests that needed the person's choice and kept 1 of 16 stated preferences; with
+    # these two fields first, it asked for 7 and kept 15 (bench/README.md).
     turn_notes=("unknown",),
     turn_kinds=(Kind("work now", "delegate"), Kind("work later", "schedule"),
                 Kind("keep a fact about the user", "remember"), Kind("cancel work", "cancel_task"),
