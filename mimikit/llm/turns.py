@@ -62,9 +62,9 @@ class TurnShape:
     def _schema(self) -> dict[str, Any]:
         defs: dict[str, Any] = {}
         values = {tool.name: _value_schema(tool, defs) for tool in self.tools}
-        for name in self.set_flags:
-            if values.get(name) == {"type": "boolean"}:
-                values[name] = {"enum": [True]}
+        for tool in self.tools:
+            if tool.flag and tool.name in self.set_flags:
+                values[tool.name] = {"enum": [True]}
         for name, pattern in self.patterns:
             if values.get(name, {}).get("type") == "string":
                 values[name] = {**values[name], "pattern": pattern}

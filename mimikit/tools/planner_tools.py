@@ -20,7 +20,6 @@ from mimikit.durations import Moment
 from mimikit.exceptions import InvalidValue, ToolError
 from mimikit.llm.echoes import repeats
 from mimikit.llm.registry import Registry, StopRun
-from mimikit.memory.files import remember as write_memory
 from mimikit.memory.service import search_memory as search
 from mimikit.models import (
     MAX_TASK_TIMEOUT_SECONDS,
@@ -35,7 +34,7 @@ from mimikit.store import fingerprints as fingerprint
 from mimikit.tasks import checks
 from mimikit.tools.args import Args, Seconds, finish_with_result
 from mimikit.tools.context import ToolContext
-from mimikit.tools.teller_tools import request_parts
+from mimikit.tools.teller_tools import keep, request_parts
 
 Notify = Literal["always", "on_change", "on_failure", "never"]
 # ``notify`` and ``retry`` are explained once, in the Planner's prompt (tools.md), not here.
@@ -276,9 +275,7 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
     def remember(ctx: ToolContext, args: PlannerRememberArgs) -> dict[str, Any]:
         """Keep a fact or preference the user states, as one sentence (longTerm: memory.md;
         else a dated memory file)."""
-        path = write_memory(ctx.runtime.settings.state_dir, args.content.strip(),
-                            long_term=args.longTerm)
-        return {"path": str(path.relative_to(ctx.runtime.settings.state_dir))}
+        return keep(ctx, args.content.strip(), args.longTerm)
 
     @registry.tool("submit_result", roles=planner, alone=True, idempotent=True)
     def submit_result(ctx: ToolContext, args: PlannerResultArgs) -> StopRun:

@@ -243,6 +243,14 @@ def request_parts(prompt: str) -> list[str]:
     return [request, *words.splitlines()]
 
 
+def keep(ctx: ToolContext, content: str, long_term: bool) -> dict[str, Any]:
+    """Write ``content`` to memory (``memory.md`` when ``long_term``); the file, for the
+    model (the Teller's and the Planner's ``remember``)."""
+    state_dir = ctx.runtime.settings.state_dir
+    path = write_memory(state_dir, content, long_term=long_term)
+    return {"path": str(path.relative_to(state_dir))}
+
+
 def plain(text: str) -> str:
     """``text`` case-folded, its runs of white space one space (for comparing words)."""
     return " ".join(text.casefold().split())
@@ -270,8 +278,7 @@ def register(registry: Registry) -> None:
         content = args.content.strip() or "\n".join(ctx.heard)
         if not content:
             return {"skipped": "nothing the user said in this turn to keep"}
-        path = write_memory(ctx.runtime.settings.state_dir, content, long_term=args.longTerm)
-        return {"path": str(path.relative_to(ctx.runtime.settings.state_dir))}
+        return keep(ctx, content, args.longTerm)
 
     @registry.tool("new_request", roles=teller, flag=True, situational=True, idempotent=True)
     def new_request(ctx: ToolContext, args: NewRequestArgs) -> dict[str, Any]:
