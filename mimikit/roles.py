@@ -27,11 +27,14 @@ class Kind:
     """One kind of answer a role may give where its answers are held to a schema, in the words
     its model picks it by: the tool the answer calls and, for the finisher alone, the status it
     reports. A small model chooses among a few words for what a request is better than among
-    its tools' names (``llm.turns``)."""
+    its tools' names (``llm.turns``). ``filled`` and ``empty``: the role's notes an answer of
+    this kind must fill, and leave empty."""
 
     words: str
     tool: str
     status: str | None = None
+    filled: tuple[str, ...] = ()
+    empty: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,7 @@ PLANNER = Role(
     name="planner", title="Planner", queue="planner", task_name="mimikit.planner",
     prompt_files=tuple(f"agents/planner/{part}.md"
                        for part in ("identity", "tools", "rules", "output")),
-    answer_files=tuple(f"agents/planner/{part}.md" for part in ("identity", "answer", "rules")),
+    answer_files=tuple(f"agents/planner/{part}.md" for part in ("identity", "answer")),
     tools=("delegate", "schedule", "get_recent_history", "get_history_by_time",
            "search_memory", "remember", "list_tasks", "cancel_task", "submit_result"),
     timeout_setting="planner_timeout", model_setting="planner_model", report="plan",
@@ -95,16 +98,20 @@ PLANNER = Role(
     turn_tools=("delegate", "schedule", "remember", "cancel_task", "list_tasks",
                 "search_memory", "get_recent_history", "get_history_by_time", "submit_result"),
     # first the request's own words for what only the user knows ("my favorite color"), then
-    # what kind of request it is: choosing among tool names, the 1.5B model asked for none of
-    # ten requests that needed the person's choice and kept 1 of 16 stated preferences; with
-    # these two fields first, it asked for 7 and kept 15 (bench/README.md).
-    turn_notes=("unknown",),
+    # what History or Memory says of what it asks or needs, then what kind of request it is:
+    # choosing among tool names, the 1.5B model asked for none of ten requests that needed the
+    # person's choice and kept 1 of 16 stated preferences; with "unknown" and "kind" first, it
+    # asked for 7 and kept 15, but asked for what Memory held ("which package manager do I
+    # use?": answered 3 of 16); with "given" too, and asking only with nothing given, 14 of
+    # 16 (bench/README.md).
+    turn_notes=("unknown", "given"),
     turn_kinds=(Kind("work now", "delegate"), Kind("work later", "schedule"),
                 Kind("keep a fact about the user", "remember"), Kind("cancel work", "cancel_task"),
                 *(Kind("look up", name) for name in ("list_tasks", "search_memory",
                                                      "get_recent_history", "get_history_by_time")),
                 Kind("answer", "submit_result", "done"),
-                Kind("ask the user", "submit_result", "needs_input"),
+                Kind("ask the user", "submit_result", "needs_input", filled=("unknown",),
+                     empty=("given",)),
                 Kind("fail", "submit_result", "failed")))
 WORKER = Role(
     name="worker", title="Worker", queue="worker", task_name="mimikit.worker",

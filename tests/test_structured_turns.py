@@ -6,14 +6,17 @@ and kept; a server that refuses the schema, or ignores it, is asked the native w
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import get_args
 
 from agent_helpers import history, post_input, wait_history
 from llm_server import error, streamed, text, tool_call, turn
 from processes import wait_for
 
+from mimikit.agents.inbox_view import FAILURE_HINT, REPORT_HINT
 from mimikit.conversation.question import answer_question
-from mimikit.models import TaskStatus
+from mimikit.lifecycle.submit import submit
+from mimikit.models import IntervalSchedule, RunAtSchedule, Task, TaskStatus
 
 MODELS = ("teller", "planner", "worker")
 
@@ -99,14 +102,19 @@ def test_a_preference_in_chinese_is_kept_in_the_persons_words(llamacpp, stack, l
 def test_a_planner_says_what_a_request_is_before_it_acts_and_asks_what_only_the_user_knows(
         llamacpp, stack, llm):
     llm.script("teller", turn(delegate=True, remember=False, reply="I'll make it."))
-    llm.script("planner", turn(unknown="my favorite color", kind="ask the user", submit_result={
-        "status": "needs_input", "question": "What is your favorite color?"}))
+    llm.script("planner", turn(unknown="my favorite color", given="", kind="ask the user",
+                               submit_result={"status": "needs_input",
+                                              "question": "What is your favorite color?"}))
     post_input(stack, "create an empty file named after my favorite color")
     wait_for(lambda: stack.conversation.question() is not None, message="the question")
     assert stack.conversation.question().question == "What is your favorite color?"
     branches = _schema(llm.requests_for("planner")[0])["anyOf"]
-    assert all(list(b["properties"])[:2] == ["unknown", "kind"] for b in branches)
+    assert all(list(b["properties"])[:3] == ["unknown", "given", "kind"] for b in branches)
     kinds = {b["properties"]["kind"]["enum"][0]: b["properties"] for b in branches}
+    # it asks only naming what is unknown, and with nothing History or Memory gave of it
+    assert kinds["ask the user"]["unknown"] == {"type": "string", "minLength": 1}
+    assert kinds["ask the user"]["given"] == {"enum": [""]}
+    assert kinds["answer"]["given"] == {"type": "string"}
     assert kinds["work now"]["submit_result"]["properties"]["status"] == {"enum": ["done"]}
     assert kinds["ask the user"]["submit_result"]["properties"]["status"] == {
         "enum": ["needs_input"]}  # the kind decides the status: no work beside a question
@@ -272,3 +280,39 @@ def test_tasks_doing_parts_of_a_request_do_not_carry_all_of_it(llamacpp, stack, 
                                             if t.role == "worker"]) == 2 and done,
                        message="both Worker tasks")
     assert sorted(t.prompt for t in workers) == ["Write a.txt.", "Write b.txt."]
+
+
+def test_a_plan_whose_schedule_is_refused_fails_saying_why_and_is_reported_as_not_done(
+        llamacpp, stack, llm):
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll set it."))
+    wrong = turn(unknown="", kind="work later", schedule={
+        "prompt": "Remind the user to drink water.", "type": "scheduled", "runAt": "9am"},
+        submit_result={"status": "done", "result": {"text": "Set."}})
+    llm.script("planner", wrong, wrong)  # the same again: it fails
+    llm.default("teller", turn(reply="It could not be set."))
+    post_input(stack, "every day at 9am remind me to drink water")
+    said = wait_history(stack, lambda h: ("assistant", "It could not be set.") in h,
+                        message="the report")
+    failed = next(t for _r, t in said if t.startswith("Task failed"))
+    assert "'9am' is not a duration" in failed  # the schedule's error, not the finisher's
+    assert "was not run" not in failed
+    report = llm.requests_for("teller")[-1]["messages"][1]["content"]
+    assert FAILURE_HINT in report and REPORT_HINT not in report
+
+
+def test_active_work_shows_each_task_with_when_it_runs(llamacpp, stack, llm):
+    stretch, water = submit(stack, [
+        Task(type="scheduled", prompt="Remind the user to stretch.",
+             schedule=RunAtSchedule(runAt=datetime(2030, 1, 2, 3, 4, tzinfo=UTC))),
+        Task(type="recurring", prompt="Remind the user to drink water.",
+             schedule=IntervalSchedule(cron="0 9 * * *"))])
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll cancel it."))
+    llm.script("planner", turn(submit_result={"status": "done", "result": {"text": "Kept."}}))
+    llm.default("teller", turn(reply="Done."))
+    post_input(stack, "cancel the water reminder")
+    asked = wait_for(lambda: llm.requests_for("planner"), message="the Planner's request")
+    prompt = asked[0]["messages"][1]["content"]
+    assert f"- {stretch.id}: scheduled at 2030-01-02 03:04 UTC: Remind the user to stretch." \
+        in prompt
+    assert f"- {water.id}: recurring cron 0 9 * * * UTC: Remind the user to drink water." \
+        in prompt

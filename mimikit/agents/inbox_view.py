@@ -18,6 +18,10 @@ CHINESE_HINT = "(The user writes in Chinese: reply in Chinese.)"
 # again, as if the work were still to come.
 REPORT_HINT = ("(Tell the user what these results say: what was done, with its facts and "
                "numbers, in the past tense.)")
+# Said instead when a result failed: a small model told to say "what was done" says that it
+# did it, or copies an earlier reply.
+FAILURE_HINT = ("(Tell the user what failed and why: that work was not done. Say what these "
+                "results say, in the past tense.)")
 # A reply held to a schema begins with a Chinese character (anchored at both ends, as
 # llama.cpp's grammar takes a pattern).
 CHINESE_START = "^[\u4e00-\u9fff].*$"
@@ -45,7 +49,8 @@ def render_inbox(runtime: Runtime, items: list[InboxItem]) -> str:
         if lines:
             blocks.append(f"## {title}\n" + "\n".join(lines))
     if results and not inputs:
-        blocks.append(REPORT_HINT)
+        failed = any(isinstance(item, ResultItem) and item.status == "failed" for item in items)
+        blocks.append(FAILURE_HINT if failed else REPORT_HINT)
     blocks += _language(items)
     return "\n\n".join(blocks) or "## Pending inputs\n(none)"
 

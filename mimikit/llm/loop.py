@@ -354,9 +354,9 @@ class _Loop:
                                           "message of its own, once your other calls' results "
                                           "are in")
             blocker = self._blocker(others)
-            if blocker:
-                return self._refuse(call, f"{call.name!r} was not run: {blocker}; send it "
-                                          "again once you have read the results above")
+            if blocker:  # not told as the run's last error: the failed call's says why
+                return self.calls.refuse(call, f"{call.name!r} was not run: {blocker}; send "
+                                               "it again once you have read the results above")
         return self._call(call)
 
     def _blocker(self, others: list[ToolCall]) -> str:

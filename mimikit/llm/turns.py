@@ -15,7 +15,8 @@ Three shapes (``roles.Role.turn``):
   the role names its kinds of answer (``Role.turn_kinds``), each object says first what it
   is, ``{"unknown": "", "kind": "work now", "delegate": ...}`` (its notes before that), and
   the kind decides what follows: the finisher beside a call reports it done, and each status
-  of the finisher alone is a kind of its own (``"ask the user"``: ``needs_input``).
+  of the finisher alone is a kind of its own (``"ask the user"``: ``needs_input``); a kind
+  may hold notes filled or empty (one asks only naming what is unknown, and nothing given).
 
 The schema keeps the arguments' own constraints (enums, required fields, small bounds): an
 answer that parses is a valid step. Lengths are left to the tools' own checks: a grammar
@@ -91,15 +92,20 @@ class TurnShape:
                     for name, value in values.items() if name not in finisher]
         for name, value in finisher.items():
             branches += [self._branch({name: _reporting(value, [kind.status])}, name,
-                                      [kind.words])
+                                      [kind.words], kind)
                          for kind in self.kinds if kind.tool == name and kind.status] or \
                 [self._branch({name: value}, name, self._words(name))]
         return branches
 
-    def _branch(self, properties: dict[str, Any], name: str, words: list[str]) -> dict[str, Any]:
-        """The object of one branch: the notes, its kind, then its call (``name``) and the
-        finisher that may come with it."""
+    def _branch(self, properties: dict[str, Any], name: str, words: list[str],
+                kind: Kind | None = None) -> dict[str, Any]:
+        """The object of one branch: the notes (those ``kind`` fills or leaves empty held to
+        that), its kind, then its call (``name``) and the finisher that may come with it."""
         lead: dict[str, Any] = {note: {"type": "string"} for note in self.notes}
+        for note in kind.filled if kind else ():
+            lead[note] = {"type": "string", "minLength": 1}
+        for note in kind.empty if kind else ():
+            lead[note] = {"enum": [""]}
         if words:
             lead["kind"] = {"enum": words}
         return {"type": "object", "properties": {**lead, **properties},
