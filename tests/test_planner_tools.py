@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mimikit.agents.common import registry
+from mimikit.agents.common import registry, shape_of
 from mimikit.models import Task, utcnow
 from mimikit.tools.context import ToolContext
 
@@ -207,3 +207,13 @@ def test_a_timing_of_another_type_of_schedule_is_refused_naming_both(runtime, pl
     once, ctx = planner("schedule", type="scheduled", prompt="Remind the user to stretch.",
                         runAt="10m")
     assert once.ok, once.content
+
+
+def test_a_schedule_held_to_a_schema_gives_one_timing_of_its_type():
+    later = next(b for b in shape_of("planner").schema()["anyOf"] if "schedule" in b["properties"])
+    ways = {tuple(way["required"][2:]): way for way in later["properties"]["schedule"]["anyOf"]}
+    assert set(ways) == {("at", "days"), ("interval",), ("cron",), ("runAt",), ("condition",)}
+    assert ways[("runAt",)]["properties"]["type"] == {"enum": ["scheduled"]}
+    assert ways[("at", "days")]["properties"]["type"] == {"enum": ["recurring"]}
+    assert not {"interval", "cron", "runAt"} & set(ways[("at", "days")]["properties"])
+    assert all(way["additionalProperties"] is False for way in ways.values())

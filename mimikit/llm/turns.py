@@ -181,7 +181,21 @@ def _value_schema(tool: Tool, defs: dict[str, Any]) -> dict[str, Any]:
     if tool.short:
         value: dict[str, Any] = arguments["properties"][tool.short]
         return value
-    return arguments
+    alternatives = getattr(tool.args, "alternatives", ())
+    return {"anyOf": [_alternative(arguments, fields, held, alternatives)
+                      for fields, held in alternatives]} if alternatives else arguments
+
+
+def _alternative(schema: dict[str, Any], fields: tuple[str, ...], held: dict[str, Any],
+                 alternatives: tuple[tuple[tuple[str, ...], dict[str, Any]], ...]
+                 ) -> dict[str, Any]:
+    """One way of giving arguments: ``fields`` required, the values ``held``, the fields of
+    the other ways left out."""
+    others = {name for way, _held in alternatives for name in way} - set(fields)
+    properties = {name: {"enum": [held[name]]} if name in held else value
+                  for name, value in schema["properties"].items() if name not in others}
+    return {**schema, "properties": properties,
+            "required": [*schema.get("required", []), *fields]}
 
 
 def _reporting(schema: dict[str, Any], statuses: list[str]) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic.fields import FieldInfo
@@ -26,6 +26,10 @@ class Args(BaseModel):
     sent as null, or as the text "null" or "None", takes its default."""
 
     model_config = ConfigDict(extra="forbid")
+    # Where answers are held to a schema, the ways the arguments may be given, each the fields
+    # it must give and the values it holds, the fields of the others left out (none: one
+    # object of every field).
+    alternatives: ClassVar[tuple[tuple[tuple[str, ...], dict[str, Any]], ...]] = ()
 
     @model_validator(mode="before")
     @classmethod
