@@ -5,9 +5,12 @@ Presentation only; the stores publish it with each change of a task (see ``store
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from mimikit.models import Task
+from mimikit.models import IntervalSchedule, RunAtSchedule, Task
+
+CONDITION_CHARS = 120  # of a condition shown as JSON
 
 
 def task_summary(task: Task) -> dict[str, Any]:
@@ -44,3 +47,18 @@ def _shown_status(task: Task) -> str:
     if task.status == "done" and task.outcome == "needs_input":
         return "needs_input"
     return task.status
+
+
+def timing_words(task: Task) -> str:
+    """When a task runs, in few words after a space: " at 2026-11-27 16:19 UTC", " cron
+    0 9 * * * UTC", " every 1800 s", a condition as JSON ('' for a task run now)."""
+    schedule = task.schedule
+    if isinstance(schedule, RunAtSchedule):
+        return f" at {schedule.runAt:%Y-%m-%d %H:%M %Z}"
+    if isinstance(schedule, IntervalSchedule):
+        if schedule.cron is not None:
+            return f" cron {schedule.cron} {schedule.timezone or 'UTC'}"
+        return f" every {schedule.interval:g} s"
+    if task.condition is not None:
+        return f" {json.dumps(task.condition.model_dump(mode='json'))[:CONDITION_CHARS]}"
+    return ""

@@ -316,3 +316,17 @@ def test_active_work_shows_each_task_with_when_it_runs(llamacpp, stack, llm):
         in prompt
     assert f"- {water.id}: recurring cron 0 9 * * * UTC: Remind the user to drink water." \
         in prompt
+
+
+def test_a_schedule_made_says_in_the_chat_when_it_runs(llamacpp, stack, llm):
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll set it."))
+    llm.script("planner", turn(unknown="", given="", kind="work later", schedule={
+        "prompt": "Remind the user to stretch.", "type": "recurring", "at": "09:00",
+        "days": "every day"}, submit_result={"status": "done", "result": {"text": "Set."}}))
+    llm.default("teller", turn(reply="Set."))
+    post_input(stack, "every day at 9 remind me to stretch")
+    said = wait_history(stack, lambda h: any(t.startswith("Task created") for _r, t in h),
+                        message="the schedule made")
+    zone = stack.settings.timezone
+    assert f"Task created (recurring cron 0 9 * * * {zone}): Remind the user to stretch." in \
+        [t for _r, t in said]

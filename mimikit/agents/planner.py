@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -12,9 +11,10 @@ from mimikit.agents.prompts import build_prompts, choose_mode
 from mimikit.agents.servers import planner_view
 from mimikit.lifecycle.execution import RunControl, execute
 from mimikit.llm.record import RunRecord
-from mimikit.models import IntervalSchedule, Result, RunAtSchedule, Task, utcnow
+from mimikit.models import Result, Task, utcnow
 from mimikit.store.journal import RunJournal
 from mimikit.store.runtime import Runtime
+from mimikit.summaries import timing_words
 from mimikit.tasks.listing import list_tasks
 from mimikit.tools.context import ToolContext
 from mimikit.tools.teller_tools import plain, request_parts
@@ -77,23 +77,8 @@ def active_work(runtime: Runtime, current: Task) -> str:
     lines = []
     for task in runtime.tasks.by_id([i for i in ids if i != current.id]):
         prompt = " ".join(task.prompt.split())[:ACTIVE_WORK_CHARS]
-        lines.append(f"- {task.id}: {task.type}{_timing(task)}: {prompt}")
+        lines.append(f"- {task.id}: {task.type}{timing_words(task)}: {prompt}")
     return "## Active work\n" + "\n".join(lines) + "\n\n" if lines else ""
-
-
-def _timing(task: Task) -> str:
-    """When a task runs, in few words: " at 2026-11-27 16:19 UTC", " cron 0 9 * * * UTC",
-    " every 1800 s", a condition as JSON ('' for a task run now)."""
-    schedule = task.schedule
-    if isinstance(schedule, RunAtSchedule):
-        return f" at {schedule.runAt:%Y-%m-%d %H:%M %Z}"
-    if isinstance(schedule, IntervalSchedule):
-        if schedule.cron is not None:
-            return f" cron {schedule.cron} {schedule.timezone or 'UTC'}"
-        return f" every {schedule.interval:g} s"
-    if task.condition is not None:
-        return f" {json.dumps(task.condition.model_dump(mode='json'))[:ACTIVE_WORK_CHARS]}"
-    return ""
 
 
 def planner_result(task: Task, record: RunRecord) -> Result:

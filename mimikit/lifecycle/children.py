@@ -8,6 +8,7 @@ from mimikit.lifecycle.event import Completion
 from mimikit.models import utcnow
 from mimikit.store.runtime import Runtime
 from mimikit.store.writepipe import WritePipe
+from mimikit.summaries import timing_words
 
 
 def within(runtime: Runtime, completion: Completion, pipe: WritePipe) -> None:
@@ -29,7 +30,8 @@ def after(runtime: Runtime, completion: Completion) -> None:
     staged = _committed(completion)
     submit.start(runtime, staged)
     for task in staged:
-        kind = "" if task.type == "oneshot" else f" ({task.type})"
+        # what was made, and when it runs: the person can see it is what they asked for
+        kind = "" if task.type == "oneshot" else f" ({task.type}{timing_words(task)})"
         runtime.conversation.system(f"Task created{kind}: {task.title or task.prompt[:80]}",
                                     taskId=task.id, traceId=task.traceId)
 
