@@ -102,7 +102,7 @@ PLANNER = Role(
     # choosing among tool names, the 1.5B model asked for none of ten requests that needed the
     # person's choice and kept 1 of 16 stated preferences; with "unknown" and "kind" first, it
     # asked for 7 and kept 15, but asked for what Memory held ("which package manager do I
-    # use?": answered 3 of 16); with "given" too, and asking only with nothing given, 14 of
+    # use?": answered 3 of 16); with "given" too, and asking only with nothing given, 15 of
     # 16 (bench/README.md).
     turn_notes=("unknown", "given"),
     turn_kinds=(Kind("work now", "delegate"), Kind("work later", "schedule"),
