@@ -34,7 +34,11 @@ def seconds(value: Any) -> Any:
                          "duration such as '90s', '5m', '2h', '1d' or 'PT1H'") from None
 
 
-Seconds = Annotated[float, BeforeValidator(seconds)]
+# A number of seconds or a duration in words: where answers are held to a schema, the model
+# may write "30m" for "every 30 minutes" instead of 30 (seconds).
+Seconds = Annotated[float, BeforeValidator(seconds), WithJsonSchema({
+    "anyOf": [{"type": "number"}, {"type": "string"}],
+    "description": "seconds, or a duration such as '90s', '30m', '2h' or '1d'"})]
 
 
 def moment(value: Any) -> Any:

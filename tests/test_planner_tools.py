@@ -10,6 +10,7 @@ import pytest
 from mimikit.agents.common import registry, shape_of
 from mimikit.models import Task, utcnow
 from mimikit.tools.context import ToolContext
+from mimikit.tools.planner_tools import ScheduleArgs
 
 
 @pytest.fixture
@@ -163,8 +164,8 @@ def test_a_retry_policy_out_of_range_is_refused_with_the_field(runtime, planner)
 @pytest.mark.parametrize(("timing", "cron"), [
     ({"at": "09:00", "days": "every day"}, "0 9 * * *"),
     ({"at": "7:30"}, "30 7 * * *"),
-    ({"at": "18:05", "days": "every weekday"}, "5 18 * * 1-5"),
-    ({"at": "10:00", "days": "every weekend"}, "0 10 * * 0,6"),
+    ({"at": "18:05", "days": "monday to friday"}, "5 18 * * 1-5"),
+    ({"at": "10:00", "days": "saturday and sunday"}, "0 10 * * 0,6"),
     ({"at": "08:30", "days": "monday"}, "30 8 * * 1"),
     ({"at": "09:00", "days": "every day", "cron": "0 9 * * *"}, "0 9 * * *"),  # the same twice
     ({"at": "23:59", "days": "sunday"}, "59 23 * * 0")])
@@ -211,9 +212,21 @@ def test_a_timing_of_another_type_of_schedule_is_refused_naming_both(runtime, pl
 
 def test_a_schedule_held_to_a_schema_gives_one_timing_of_its_type():
     later = next(b for b in shape_of("planner").schema()["anyOf"] if "schedule" in b["properties"])
-    ways = {tuple(way["required"][2:]): way for way in later["properties"]["schedule"]["anyOf"]}
+    ways = {tuple(way["required"][1:]): way for way in later["properties"]["schedule"]["anyOf"]}
     assert set(ways) == {("at", "days"), ("interval",), ("cron",), ("runAt",), ("condition",)}
-    assert ways[("runAt",)]["properties"]["type"] == {"enum": ["scheduled"]}
-    assert ways[("at", "days")]["properties"]["type"] == {"enum": ["recurring"]}
+    # the type is the timing's: asked first, "in 10 minutes" was made recurring
+    assert all("type" not in way["properties"] for way in ways.values())
+    assert list(ways[("runAt",)]["properties"])[:2] == ["prompt", "runAt"]
+    assert ScheduleArgs(prompt="Stretch.", runAt="10m").type == "scheduled"
+    assert ScheduleArgs(prompt="Drink water.", at="09:00", days="every day").type == "recurring"
     assert not {"interval", "cron", "runAt"} & set(ways[("at", "days")]["properties"])
     assert all(way["additionalProperties"] is False for way in ways.values())
+
+
+def test_an_interval_held_to_a_schema_may_be_written_as_a_duration():
+    """The prompt's "interval": "30m" can be written where the grammar holds the answer: held
+    to a number, "every 30 minutes" became 30 (seconds)."""
+    later = next(b for b in shape_of("planner").schema()["anyOf"] if "schedule" in b["properties"])
+    way = next(w for w in later["properties"]["schedule"]["anyOf"] if "interval" in w["required"])
+    assert {"type": "string"} in way["properties"]["interval"]["anyOf"]
+    assert ScheduleArgs(prompt="Stretch.", type="recurring", interval="30m").interval == 1800

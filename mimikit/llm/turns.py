@@ -182,20 +182,23 @@ def _value_schema(tool: Tool, defs: dict[str, Any]) -> dict[str, Any]:
         value: dict[str, Any] = arguments["properties"][tool.short]
         return value
     alternatives = getattr(tool.args, "alternatives", ())
-    return {"anyOf": [_alternative(arguments, fields, held, alternatives)
-                      for fields, held in alternatives]} if alternatives else arguments
+    held_out: frozenset[str] = getattr(tool.args, "held_out", frozenset())
+    if not alternatives:
+        return _alternative(arguments, (), (), held_out) if held_out else arguments
+    return {"anyOf": [_alternative(arguments, way, alternatives, held_out)
+                      for way in alternatives]}
 
 
-def _alternative(schema: dict[str, Any], fields: tuple[str, ...], held: dict[str, Any],
-                 alternatives: tuple[tuple[tuple[str, ...], dict[str, Any]], ...]
+def _alternative(schema: dict[str, Any], fields: tuple[str, ...],
+                 alternatives: tuple[tuple[str, ...], ...], held_out: frozenset[str]
                  ) -> dict[str, Any]:
-    """One way of giving arguments: ``fields`` required, the values ``held``, the fields of
-    the other ways left out."""
-    others = {name for way, _held in alternatives for name in way} - set(fields)
-    properties = {name: {"enum": [held[name]]} if name in held else value
-                  for name, value in schema["properties"].items() if name not in others}
-    return {**schema, "properties": properties,
-            "required": [*schema.get("required", []), *fields]}
+    """One way of giving arguments: ``fields`` required, the fields of the other ways and
+    those ``held_out`` left out (``fields`` (): the one way, of every field but those)."""
+    left_out = ({name for way in alternatives for name in way} - set(fields)) | held_out
+    properties = {name: value for name, value in schema["properties"].items()
+                  if name not in left_out}
+    required = [name for name in schema.get("required", []) if name not in left_out]
+    return {**schema, "properties": properties, "required": [*required, *fields]}
 
 
 def _reporting(schema: dict[str, Any], statuses: list[str]) -> dict[str, Any]:

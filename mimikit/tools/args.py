@@ -27,9 +27,11 @@ class Args(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     # Where answers are held to a schema, the ways the arguments may be given, each the fields
-    # it must give and the values it holds, the fields of the others left out (none: one
-    # object of every field).
-    alternatives: ClassVar[tuple[tuple[tuple[str, ...], dict[str, Any]], ...]] = ()
+    # it must give, the fields of the others left out (none: one object of every field) ...
+    alternatives: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    # ... and the fields left out of every way: one a validator derives from the others, or
+    # one seldom meant that a small model fills with what belongs elsewhere.
+    held_out: ClassVar[frozenset[str]] = frozenset()
 
     @model_validator(mode="before")
     @classmethod
