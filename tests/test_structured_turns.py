@@ -16,7 +16,7 @@ from processes import wait_for
 from mimikit.agents.inbox_view import FAILURE_HINT, REPORT_HINT
 from mimikit.conversation.question import answer_question
 from mimikit.lifecycle.submit import submit
-from mimikit.models import IntervalSchedule, RunAtSchedule, Task, TaskStatus
+from mimikit.models import IntervalSchedule, Message, RunAtSchedule, Task, TaskStatus
 
 MODELS = ("teller", "planner", "worker")
 
@@ -316,6 +316,25 @@ def test_active_work_shows_each_task_with_when_it_runs(llamacpp, stack, llm):
         in prompt
     assert f"- {water.id}: recurring cron 0 9 * * * UTC: Remind the user to drink water." \
         in prompt
+
+
+def test_a_planner_request_with_active_work_shows_less_history_and_not_the_request_twice(
+        llamacpp, stack, llm):
+    """Its first request stays near the budget of a slow server: the list of active work takes
+    the history's place, down to the last two messages."""
+    for n in range(6):
+        stack.conversation.append(Message(role="user", text=f"earlier request {n}: "
+                                                           + "and a few words more " * 8))
+    submit(stack, [Task(type="recurring", prompt=f"Remind the user to drink water {n}.",
+                        schedule=IntervalSchedule(cron=f"0 {n} * * *")) for n in range(4)])
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll cancel it."))
+    llm.script("planner", turn(submit_result={"status": "done", "result": {"text": "Kept."}}))
+    llm.default("teller", turn(reply="Done."))
+    post_input(stack, "cancel the water reminders")
+    asked = wait_for(lambda: llm.requests_for("planner"), message="the Planner's request")
+    history_block = asked[0]["messages"][1]["content"].split("## History\n")[1].split("\n\n")[0]
+    assert [line.split("] ", 1)[1][:25] for line in history_block.splitlines()] == \
+        ["user: earlier request 4: ", "user: earlier request 5: "]
 
 
 def test_a_schedule_made_says_in_the_chat_when_it_runs(llamacpp, stack, llm):

@@ -12,6 +12,7 @@ from mimikit.memory.service import index_for
 from mimikit.models import Message
 from mimikit.store.runtime import Runtime
 from mimikit.tokens import estimate_tokens
+from mimikit.tools.teller_tools import plain
 
 log = logging.getLogger("mimikit.agents")
 HISTORY_WINDOW = 60
@@ -26,7 +27,9 @@ FIRST_REQUEST_TOKENS = 1500
 ESTIMATE_SHARE = 0.95  # the estimate runs a little under a real tokenizer's count
 INPUTS_TOKENS = 100
 MEMORY_TOKENS = 120
-MIN_HISTORY_TOKENS = 100  # (and five messages at least: ``select_history``)
+MIN_HISTORY_TOKENS = 100
+MIN_MESSAGES = 5  # shown even over the budget
+FEWEST_MESSAGES = 2  # shown when the run's own inputs take the history's budget
 
 
 @cache
@@ -39,11 +42,14 @@ def history_tokens(role: str) -> int:
 
 def context_sections(runtime: Runtime, pending_texts: list[str],
                      exclude_ids: set[str] | None = None,
-                     roles: tuple[str, ...] | None = None, role: str = "teller") -> list[str]:
+                     roles: tuple[str, ...] | None = None, role: str = "teller",
+                     beside: str = "") -> list[str]:
     """``## History`` and ``## Memory`` blocks (either may be absent when empty), in that order
     (the history changes least from one run to the next, and goes first for a server's prompt
     cache), within the budget of ``role``'s first request; ``roles``: the messages of only
-    these roles in the history.
+    these roles in the history; ``beside``: the run's own inputs shown after them (the
+    request, a list of active work), whose lines the history does not repeat and whose tokens
+    beyond ``INPUTS_TOKENS`` it gives up, down to its last ``FEWEST_MESSAGES``.
 
     The history leaves out ``exclude_ids``, the messages held back after a failed pass or
     given up (``tries.held_back``), and the notes that say one gave up: words the model could
@@ -51,11 +57,15 @@ def context_sections(runtime: Runtime, pending_texts: list[str],
     """
     recent, total = runtime.conversation.recent_of_all(HISTORY_WINDOW)
     hidden = (exclude_ids or set()) | held_back(runtime)
+    said = {plain(line) for line in beside.splitlines()}
     shown = [m for m in recent if m.id not in hidden and m.failedItem is None
-             and (roles is None or m.role in roles)]
+             and (roles is None or m.role in roles) and plain(m.text) not in said]
     sections = []
-    history = _anchored(select_history(shown, budget_tokens=history_tokens(role)), recent,
-                        total)
+    room = history_tokens(role) - max(0, estimate_tokens(beside) - INPUTS_TOKENS)
+    chosen = select_history(shown, budget_tokens=max(0, room),
+                            min_count=MIN_MESSAGES if room >= MIN_HISTORY_TOKENS else
+                            FEWEST_MESSAGES)
+    history = _anchored(chosen, recent, total)
     if history:
         sections.append("## History\n" + format_history(history))
     keywords = extract_keywords(pending_texts, shown)

@@ -28,13 +28,14 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
     def body(control: RunControl) -> Result:
         task = control.task
         ctx = ToolContext(runtime=runtime, role="planner", trace_id=task.traceId, task=task)
-        # what the user said, not what the assistant answered: a small model copies replies
-        sections = context_sections(runtime, [task.prompt], roles=("user",), role="planner")
         now = utcnow().astimezone(runtime.settings.tz).isoformat(timespec="seconds")
-        system, user = build_prompts(
-            "planner", choose_mode("planner", bool(sections)), sections,
-            f"Current time: {now} (time zone {runtime.settings.timezone})\n\n"
-            + active_work(runtime, task) + f"## User request\n{task.prompt}")
+        inputs = (f"Current time: {now} (time zone {runtime.settings.timezone})\n\n"
+                  + active_work(runtime, task) + f"## User request\n{task.prompt}")
+        # what the user said, not what the assistant answered: a small model copies replies
+        sections = context_sections(runtime, [task.prompt], roles=("user",), role="planner",
+                                    beside=inputs)
+        system, user = build_prompts("planner", choose_mode("planner", bool(sections)),
+                                     sections, inputs)
         system, tools = planner_view(runtime, system)  # MCP servers, where configured
         record = run_role(runtime, ctx, system, user, control.remaining(),
                           on_step=control.step, owners=(task.id,),
