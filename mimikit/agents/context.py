@@ -27,17 +27,17 @@ FIRST_REQUEST_TOKENS = 1500
 ESTIMATE_SHARE = 0.95  # the estimate runs a little under a real tokenizer's count
 INPUTS_TOKENS = 100
 MEMORY_TOKENS = 120
+MIN_MESSAGES = 5  # shown even over the budget, where it is at least MIN_HISTORY_TOKENS
 MIN_HISTORY_TOKENS = 100
-MIN_MESSAGES = 5  # shown even over the budget
-FEWEST_MESSAGES = 2  # shown when the run's own inputs take the history's budget
+FEWEST_MESSAGES = 2  # shown where the system prompt and the run's inputs leave less
 
 
 @cache
 def history_tokens(role: str) -> int:
     """The history a role's first request holds beside its system prompt, inputs and memory."""
     static = estimate_tokens(role_text(role, "constrained"))
-    return max(MIN_HISTORY_TOKENS, int(FIRST_REQUEST_TOKENS * ESTIMATE_SHARE) - static
-               - INPUTS_TOKENS - MEMORY_TOKENS)
+    return max(0, int(FIRST_REQUEST_TOKENS * ESTIMATE_SHARE) - static - INPUTS_TOKENS
+               - MEMORY_TOKENS)
 
 
 def context_sections(runtime: Runtime, pending_texts: list[str],
