@@ -130,7 +130,11 @@ def test_a_planner_says_what_a_request_is_before_it_acts_and_asks_what_only_the_
     wait_for(lambda: len(llm.requests_for("planner")) == 2, message="the plan going on")
     answered = _schema(llm.requests_for("teller")[1])["properties"]
     assert answered["delegate"] == {"enum": [True]}  # an answer goes on to its task, always
-    assert "teal" in llm.requests_for("planner")[1]["messages"][1]["content"]
+    going_on = llm.requests_for("planner")[1]["messages"][1]["content"]
+    request = going_on.split("## User request\n", 1)[1]  # the request the answer is for,
+    assert request.startswith(  # then the question and its answer
+        "create an empty file named after my favorite color\n\n## Earlier attempt (task-")
+    assert "\nQuestion: What is your favorite color?\nAnswer (user): teal" in request
 
 
 def test_a_preference_handed_to_the_planner_is_kept_and_nothing_runs(llamacpp, stack, llm):

@@ -99,7 +99,7 @@ def _render_result(runtime: Runtime, task_id: str, task: Task | None, result: Re
         did = actions_of(runtime, task_id)
         if did:
             lines.append("what its run did: " + "; ".join(did))
-    if result.question and asked_again(task, result.question):
+    if result.question and asked_again(task.prompt, result.question):
         lines.append(f"it asked again what the user already answered ({result.question}): "
                      "the request was not done")
     elif result.question:

@@ -259,7 +259,7 @@ def _ask_for_the_planner(runtime: Runtime, ctx: ToolContext) -> bool:
     task = runtime.tasks.get(ctx.needs_input[0])
     if result is None or not result.question or task is None:
         return False
-    if asked_again(task, result.question):  # answered once: asking again would never end
+    if asked_again(task.prompt, result.question):  # answered once: asking again would never end
         runtime.conversation.system(
             f"The planner asked again what you already answered ({result.question[:300]}), "
             f"so this was not done: {first_request(task)[:300]}",

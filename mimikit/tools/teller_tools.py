@@ -128,7 +128,7 @@ def with_earlier_attempt(ctx: ToolContext, prompt: str) -> str:
     blocks = [prompt]
     for answer in ctx.answers:
         task = ctx.runtime.tasks.get(answer.taskId) if answer.taskId else None
-        if task is None or task.prompt in prompt:
+        if task is None or asked_again(prompt, answer.question):
             continue
         result = ctx.runtime.tasks.result(task.id)
         partial = json.dumps(result.result, ensure_ascii=False)[:4000] if result else "(none)"
@@ -211,10 +211,10 @@ def ask_again(ctx: ToolContext) -> None:
             taskId=answer.taskId))
 
 
-def asked_again(task: Task, question: str) -> bool:
-    """Whether ``task`` continues an earlier attempt whose ``question`` the person already
-    answered (``with_earlier_attempt`` wrote it into its prompt)."""
-    return f"{QUESTION}{question}{ANSWER}" in task.prompt
+def asked_again(prompt: str, question: str) -> bool:
+    """Whether a Planner task's ``prompt`` continues an earlier attempt whose ``question`` the
+    person already answered (``with_earlier_attempt`` wrote it into it)."""
+    return f"{QUESTION}{question}{ANSWER}" in prompt
 
 
 def first_request(task: Task) -> str:
@@ -226,10 +226,13 @@ def first_request(task: Task) -> str:
 
 def _handed_words(ctx: ToolContext) -> str:
     """What a delegation without a prompt hands over: the user's messages of this turn, or,
-    after an answer to a question, the request to go on with it."""
+    after an answer to a question, the request it answers (the question and the answer
+    follow it: ``with_earlier_attempt``). Told only to go on, a small model answered instead
+    of acting, with an example's words."""
     if ctx.heard:
         return "\n".join(ctx.heard)
-    return "Continue the earlier request with the user's answer." if ctx.answers else ""
+    tasks = ctx.runtime.tasks.by_id([answer.taskId for answer in ctx.answers if answer.taskId])
+    return "\n".join(dict.fromkeys(first_request(task).strip() for task in tasks))
 
 
 def delegated_request(prompt: str) -> str:
