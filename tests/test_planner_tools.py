@@ -230,3 +230,24 @@ def test_an_interval_held_to_a_schema_may_be_written_as_a_duration():
     way = next(w for w in later["properties"]["schedule"]["anyOf"] if "interval" in w["required"])
     assert {"type": "string"} in way["properties"]["interval"]["anyOf"]
     assert ScheduleArgs(prompt="Stretch.", type="recurring", interval="30m").interval == 1800
+
+
+def test_a_kind_withheld_from_a_plan_leaves_its_status_or_its_call_out():
+    def kinds(shape):
+        return [b["properties"]["kind"]["enum"][0] for b in shape.schema()["anyOf"]]
+
+    def calls(shape):
+        return {name for b in shape.schema()["anyOf"] for name in b["properties"]}
+
+    plan = shape_of("planner")
+    no_question = plan.withholding("ask the user")
+    assert "ask the user" in kinds(plan) and "ask the user" not in kinds(no_question)
+    assert len(kinds(no_question)) == len(kinds(plan)) - 1
+    statuses = [b["properties"]["submit_result"]["properties"]["status"]
+                for b in no_question.schema()["anyOf"] if list(b["properties"])[-1:] == [
+                    "submit_result"] and len(b["properties"]) == 4]
+    assert {"enum": ["needs_input"]} not in statuses and {"enum": ["done"]} in statuses
+    no_schedule = plan.withholding("work later")
+    assert "schedule" in calls(plan) and "schedule" not in calls(no_schedule)
+    assert plan.calls({"schedule": {"prompt": "x"}}) and \
+        no_schedule.calls({"schedule": {"prompt": "x"}}) is None

@@ -135,6 +135,10 @@ def test_a_planner_says_what_a_request_is_before_it_acts_and_asks_what_only_the_
     assert request.startswith(  # then the question and its answer
         "create an empty file named after my favorite color\n\n## Earlier attempt (task-")
     assert "\nQuestion: What is your favorite color?\nAnswer (user): teal" in request
+    going_on_kinds = {b["properties"]["kind"]["enum"][0]
+                      for b in _schema(llm.requests_for("planner")[1])["anyOf"]}
+    assert "ask the user" not in going_on_kinds  # what was answered is not asked again
+    assert {"work now", "answer", "fail"} <= going_on_kinds
 
 
 def test_a_preference_handed_to_the_planner_is_kept_and_nothing_runs(llamacpp, stack, llm):

@@ -225,6 +225,8 @@ def _shape(session: Session, tools: Registry) -> TurnShape:
         shape = shape.matching("reply", ctx.reply_pattern)
     for name in ctx.turn_set:
         shape = shape.setting(name)
+    for words in ctx.withheld_kinds:
+        shape = shape.withholding(words)
     return shape.only(ctx.turn_only) if ctx.turn_only else shape
 
 

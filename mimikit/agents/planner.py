@@ -17,7 +17,7 @@ from mimikit.store.runtime import Runtime
 from mimikit.summaries import timing_words
 from mimikit.tasks.listing import list_tasks
 from mimikit.tools.context import ToolContext
-from mimikit.tools.teller_tools import plain, request_parts
+from mimikit.tools.teller_tools import carries_answer, plain, request_parts
 
 log = logging.getLogger("mimikit.planner")
 
@@ -28,6 +28,8 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
     def body(control: RunControl) -> Result:
         task = control.task
         ctx = ToolContext(runtime=runtime, role="planner", trace_id=task.traceId, task=task)
+        if carries_answer(task.prompt):  # asked again, it would ask what was answered
+            ctx.withheld_kinds = ("ask the user",)
         now = utcnow().astimezone(runtime.settings.tz).isoformat(timespec="seconds")
         inputs = (f"Current time: {now} (time zone {runtime.settings.timezone})\n\n"
                   + active_work(runtime, task) + f"## User request\n{task.prompt}")

@@ -149,6 +149,15 @@ class TurnShape:
         """This shape with flag ``name`` held to true (a call the pass must make)."""
         return dataclasses.replace(self, set_flags=(*self.set_flags, name))
 
+    def withholding(self, words: str) -> TurnShape:
+        """This shape without the kind of answer ``words`` (and its call, where the kind is
+        a call's rather than a status of the finisher)."""
+        gone = [kind for kind in self.kinds if kind.words == words]
+        calls = {kind.tool for kind in gone if not kind.status}
+        return dataclasses.replace(
+            self, kinds=tuple(kind for kind in self.kinds if kind not in gone),
+            tools=tuple(tool for tool in self.tools if tool.name not in calls))
+
     def only(self, name: str) -> TurnShape:
         """The shape of an answer that must call ``name`` and nothing else (a forced call)."""
         tools = tuple(tool for tool in self.tools if tool.name == name) or self.tools

@@ -48,6 +48,9 @@ class ToolContext:
     turn_set: tuple[str, ...] = ()
     # A pattern a structured reply must match (it begins in the script the person writes in).
     reply_pattern: str | None = None
+    # Kinds of answer (``roles.Kind.words``) this run's answers held to a schema may not give
+    # (a Planner task that carries the person's answer: asking again would never end).
+    withheld_kinds: tuple[str, ...] = ()
     # The situational tools this run offers (``Tool.situational``), and the questions its
     # calls left open again (a Teller pass: an answer typed in the chat box that was not one).
     offered: frozenset[str] = frozenset()

@@ -217,6 +217,12 @@ def asked_again(prompt: str, question: str) -> bool:
     return f"{QUESTION}{question}{ANSWER}" in prompt
 
 
+def carries_answer(prompt: str) -> bool:
+    """Whether a Planner task's ``prompt`` carries an answered question of an earlier
+    attempt (``with_earlier_attempt``)."""
+    return QUESTION in prompt and ANSWER in prompt
+
+
 def first_request(task: Task) -> str:
     """The request a Planner task goes on with: the first of the earlier attempts its prompt
     carries (``with_earlier_attempt``), else its own."""
