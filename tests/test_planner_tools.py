@@ -251,3 +251,34 @@ def test_a_kind_withheld_from_a_plan_leaves_its_status_or_its_call_out():
     assert "schedule" in calls(plan) and "schedule" not in calls(no_schedule)
     assert plan.calls({"schedule": {"prompt": "x"}}) and \
         no_schedule.calls({"schedule": {"prompt": "x"}}) is None
+
+
+def test_a_time_of_day_today_or_tomorrow_runs_once_at_that_time_in_the_configured_zone(
+        runtime, planner):
+    berlin(runtime)
+    outcome, ctx = planner("schedule", prompt="Remind the user to call the bank.", at="09:00",
+                           days="tomorrow")  # no type: once, not every week on that day
+    assert outcome.ok, outcome.content
+    task = ctx.staged[0]
+    tomorrow = (utcnow().astimezone(runtime.settings.tz) + timedelta(days=1)).date()
+    assert task.type == "scheduled" and not hasattr(task.schedule, "cron")
+    assert task.schedule.runAt == datetime(tomorrow.year, tomorrow.month, tomorrow.day, 9, 0,
+                                           tzinfo=runtime.settings.tz)
+    later = (utcnow().astimezone(runtime.settings.tz) + timedelta(minutes=2)).strftime("%H:%M")
+    if later > "00:02":  # not across midnight: today at a time still to come
+        today, ctx = planner("schedule", prompt="Stretch.", at=later, days="today")
+        assert today.ok and ctx.staged[-1].schedule.runAt > utcnow()
+    past = (utcnow().astimezone(runtime.settings.tz) - timedelta(hours=1)).strftime("%H:%M")
+    gone, _ctx = planner("schedule", prompt="Stretch.", at=past, days="today")
+    assert not gone.ok and "in the past (now is" in gone.content
+
+
+@pytest.mark.parametrize(("timing", "said"), [
+    ({"type": "recurring", "at": "09:00", "days": "tomorrow"},
+     "'at' is for scheduled work, not recurring"),
+    ({"days": "tomorrow"}, "'days': 'tomorrow' runs once at 'at', the time of day as HH:MM"),
+    ({"at": "09:00", "days": "today", "runAt": "2h"}, "instead of 'runAt'")])
+def test_a_day_that_runs_once_is_refused_with_a_recurring_type_or_another_time(
+        runtime, planner, timing, said):
+    outcome, ctx = planner("schedule", prompt="Remind the user to call the bank.", **timing)
+    assert not outcome.ok and said in outcome.content and ctx.staged == []

@@ -10,7 +10,7 @@ Times without an offset are read in ``MIMIKIT_TIMEZONE``.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta, tzinfo
 from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
@@ -64,20 +64,38 @@ TIMING_KINDS = {"interval": "recurring", "cron": "recurring", "at": "recurring",
 
 TIME_OF_DAY = r"^([01]?[0-9]|2[0-3]):[0-5][0-9]$"
 Days = Literal["every day", "monday to friday", "saturday and sunday", "monday", "tuesday",
-               "wednesday", "thursday", "friday", "saturday", "sunday"]
-# The cron day-of-week field of each choice of ``days``, in their order: a choice among words
-# is one a small model gets right where it copies the day field of an example cron (and
-# "every weekday" beside "every day" was its choice for "every morning").
-DAY_FIELDS = dict(zip(get_args(Days), ("*", "1-5", "0,6", "1", "2", "3", "4", "5", "6", "0"),
-                      strict=True))
+               "wednesday", "thursday", "friday", "saturday", "sunday", "today", "tomorrow"]
+# The days at 'at' that are one time, not a repeating one: how many days from today. Without
+# them, "tomorrow at 9am" could only be a date the model works out, or a weekday, and a small
+# model chose the weekday (every week).
+ONCE_DAYS = {"today": 0, "tomorrow": 1}
+# The cron day-of-week field of each repeating choice of ``days``, in their order: a choice
+# among words is one a small model gets right where it copies the day field of an example
+# cron (and "every weekday" beside "every day" was its choice for "every morning").
+DAY_FIELDS = dict(zip([day for day in get_args(Days) if day not in ONCE_DAYS],
+                      ("*", "1-5", "0,6", "1", "2", "3", "4", "5", "6", "0"), strict=True))
+
+
+def timing_kind(field: str, days: Any) -> str:
+    """The kind of schedule a timing field belongs to ('at' and 'days' are a time once where
+    the days are ``ONCE_DAYS``)."""
+    return "scheduled" if field in ("at", "days") and days in ONCE_DAYS else TIMING_KINDS[field]
+
+
+def on_day(at: str, days_from_today: int, tz: tzinfo, now: datetime) -> datetime:
+    """The time of day ``at`` (HH:MM) ``days_from_today`` days after ``now``'s date in ``tz``."""
+    day = now.astimezone(tz).date() + timedelta(days=days_from_today)
+    hour, minute = at.split(":")
+    return datetime(day.year, day.month, day.day, int(hour), int(minute), tzinfo=tz)
 
 
 class ScheduleArgs(Args):
     prompt: str = Field(min_length=1, max_length=50_000)
     type: Literal["recurring", "scheduled", "conditional"]
-    at: str | None = Field(None, pattern=TIME_OF_DAY, description="time of day, HH:MM (recurring, "
-                                                                  "with days)")
-    days: Days | None = Field(None, description="the days it runs at 'at' (recurring)")
+    at: str | None = Field(None, pattern=TIME_OF_DAY, description="time of day, HH:MM (with "
+                                                                  "days)")
+    days: Days | None = Field(None, description="the days it runs at 'at' (recurring), or "
+                                               "'today' or 'tomorrow' (once: scheduled)")
     interval: Seconds | None = Field(None, gt=0, description="time between runs, in seconds "
                                      "or as '30m', '2h' (recurring)")
     cron: str | None = Field(None, description="five-field cron, e.g. '0 9 * * 1-5' (recurring; "
@@ -105,7 +123,8 @@ class ScheduleArgs(Args):
         """A call without ``type`` that names one kind of timing means that kind (models
         often leave it out when the timing says it)."""
         if isinstance(data, dict) and "type" not in data:
-            kinds = {kind for field, kind in TIMING_KINDS.items() if data.get(field) is not None}
+            kinds = {timing_kind(field, data.get("days")) for field in TIMING_KINDS
+                     if data.get(field) is not None}
             if len(kinds) == 1:
                 return {**data, "type": kinds.pop()}
         return data
@@ -123,6 +142,11 @@ class ScheduleArgs(Args):
         """``at`` and ``days`` say a daily or weekly time as words; the cron they mean."""
         if self.at is None and self.days is None:
             return self
+        if self.days in ONCE_DAYS:
+            if self.at is None or self.runAt is not None:
+                raise ValueError(f"'days': {self.days!r} runs once at 'at', the time of day as "
+                                 "HH:MM (e.g. \"09:00\"), instead of 'runAt'")
+            return self  # the time it means is read in the configured zone (``_timing``)
         if self.type != "recurring":
             raise ValueError("'at' and 'days' are for recurring work; once at a time is 'runAt' "
                              "(e.g. \"2026-01-31T15:00:00\", or \"2h\" from now)")
@@ -140,7 +164,8 @@ class ScheduleArgs(Args):
     def _timing_of_its_type(self) -> ScheduleArgs:
         """A timing field of another type of schedule is refused (``runAt`` on recurring
         work would be dropped, and the work would repeat instead of running once)."""
-        for name, kind in TIMING_KINDS.items():
+        for name in TIMING_KINDS:
+            kind = timing_kind(name, self.days)
             if getattr(self, name) is not None and kind != self.type:
                 raise ValueError(f"'{name}' is for {kind} work, not {self.type}: give type "
                                  f"'{kind}' with it, or leave it out")
@@ -197,9 +222,12 @@ def _checked(ctx: ToolContext, condition: Any) -> Any:
 
 def _timing(ctx: ToolContext, args: ScheduleArgs) -> tuple[dict[str, Any], dict[str, Any]]:
     """The ``schedule`` of a recurring or scheduled task, and what to tell the model of it."""
+    now, run_at = utcnow(), args.runAt
+    if args.days in ONCE_DAYS and args.at is not None:
+        run_at = on_day(args.at, ONCE_DAYS[args.days], ctx.runtime.settings.tz, now)
     try:
-        return checks.timed_schedule(ctx.runtime, args.type, utcnow(), interval=args.interval,
-                                     cron=args.cron, run_at=args.runAt)
+        return checks.timed_schedule(ctx.runtime, args.type, now, interval=args.interval,
+                                     cron=args.cron, run_at=run_at)
     except InvalidValue as error:
         raise ToolError(str(error)) from None
 
