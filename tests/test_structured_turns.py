@@ -357,3 +357,24 @@ def test_a_schedule_made_says_in_the_chat_when_it_runs(llamacpp, stack, llm):
     zone = stack.settings.timezone
     assert f"Task created (recurring cron 0 9 * * * {zone}): Remind the user to stretch." in \
         [t for _r, t in said]
+
+
+def test_a_report_that_only_says_an_earlier_report_again_is_told_in_the_results_words(
+        llamacpp, stack, llm):
+    earlier = "The water reminder is canceled. It ran every day at 9:00 in the morning."
+    stack.conversation.append(Message(role="assistant", text=earlier))
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll write date.txt."))
+    llm.script("planner", turn(delegate={"prompt": "Write date.txt; count its characters."},
+                               submit_result={"status": "done",
+                                              "result": {"text": "A worker will write it."}}))
+    llm.script("worker", turn(write_file={"path": "date.txt", "content": "2026-11-28"}),
+               turn(submit_result={"status": "done",
+                                   "result": {"text": "date.txt has 10 characters."}}))
+    # every report the model gives is the earlier one, its sentences shuffled
+    llm.default("teller", turn(
+        reply="It ran every day at 9:00 in the morning. The water reminder is canceled."))
+    post_input(stack, "put the date in date.txt and count its characters")
+    wait_history(stack, lambda h: ("assistant", "date.txt has 10 characters.") in h,
+                 message="the result told in its own words")
+    assert _replies(stack).count(earlier) == 1 and not any(
+        "It ran every day at 9:00 in the morning. The" in reply for reply in _replies(stack))

@@ -226,6 +226,8 @@ def _outcome(runtime: Runtime, ctx: ToolContext, record: RunRecord,
     said = without_echoes(record.finalText or "", ctx.told) if record.status == "done" else ""
     if said and not ctx.replies:
         post_reply(ctx, said)
+    if ctx.copied_report and not ctx.replies:
+        _report_plainly(runtime, ctx, items)
     if ctx.created and not (ctx.replies or ctx.asked) and record.status == "done" and \
             any(isinstance(item, InputItem | AnswerItem) for item in items):
         _say_handed_over(runtime, ctx)  # it delegated and had nothing to add
@@ -239,6 +241,23 @@ def _outcome(runtime: Runtime, ctx: ToolContext, record: RunRecord,
     if not any(isinstance(item, InputItem | AnswerItem) for item in items):
         return ANSWERED  # results and notices the Teller chose to keep quiet about
     return "the model answered nothing the user could read"
+
+
+def _report_plainly(runtime: Runtime, ctx: ToolContext, items: list[InboxItem]) -> None:
+    """The pass's results told in their own words, where the model's report only said
+    earlier replies again (a small model copies its last report from the history): what
+    they hold is true, a copy of another task's report is not."""
+    said = []
+    for item in items:
+        result = runtime.tasks.result(item.taskId) if isinstance(item, ResultItem) else None
+        if result is None or result.status not in ("done", "failed"):
+            continue
+        words = result.error if result.status == "failed" else \
+            result.result.get("text") or result.result.get("summary")
+        if words:
+            said.append(("Failed: " if result.status == "failed" else "") + str(words))
+    if said:
+        post_reply(ctx, "\n".join(said))
 
 
 def _say_handed_over(runtime: Runtime, ctx: ToolContext) -> None:

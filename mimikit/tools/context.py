@@ -55,6 +55,8 @@ class ToolContext:
     # calls left open again (a Teller pass: an answer typed in the chat box that was not one).
     offered: frozenset[str] = frozenset()
     reopened: list[Any] = field(default_factory=list)
+    # A report pass whose reply only said earlier replies again (``teller_tools.post_reply``).
+    copied_report: bool = False
     # A Worker run: the files its task names that the work directory did not hold when it
     # began (``workspace.named.NamedFiles``), looked for again when it says it is done.
     named: NamedFiles | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any, Literal
 
 from pydantic import Field
@@ -81,7 +82,8 @@ def post_reply(ctx: ToolContext, text: str) -> Message | None:
         return None
     if _copied_reply(ctx, text):
         if not ctx.heard:
-            return None  # a report that only says an earlier reply again: nothing to add
+            ctx.copied_report = True  # the results are told without the model's words
+            return None
         raise ToolError("this reply says again, word for word, what you said before; answer "
                         "the user's new message itself")
     message = Message(role="assistant", text=text, usage=ctx.usage.model_copy(),
@@ -94,18 +96,25 @@ def post_reply(ctx: ToolContext, text: str) -> Message | None:
     return message
 
 
-COPIED_REPLY_CHARS = 60  # a reply this long that equals an earlier one is a copy
+COPIED_REPLY_CHARS = 60  # a reply this long made of earlier replies' sentences is a copy
 EARLIER_REPLIES = 6  # the earlier replies a new one is compared with
+_SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s*")
 
 
 def _copied_reply(ctx: ToolContext, text: str) -> bool:
-    """Whether ``text`` is an earlier reply of the conversation said again word for word (a
-    small model copies its last reply from the history it is shown)."""
+    """Whether ``text`` only says again, sentence for sentence in any order, what earlier
+    replies of the conversation said (a small model copies its last reply from the history
+    it is shown, and sometimes shuffles its sentences)."""
     if len(text) < COPIED_REPLY_CHARS:
         return False
     said = [m.text for m in ctx.runtime.conversation.recent(EARLIER_REPLIES * 3)
             if m.role == "assistant"][-EARLIER_REPLIES:]
-    return plain(text) in {plain(earlier) for earlier in said}
+    earlier = {sentence for reply in said for sentence in _sentences(reply)}
+    return _sentences(text) <= earlier
+
+
+def _sentences(text: str) -> set[str]:
+    return {plain(part) for part in _SENTENCE_END.split(text) if part.strip()}
 
 
 def pose_question(ctx: ToolContext, question: PendingQuestion) -> PendingQuestion:
