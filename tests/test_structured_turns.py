@@ -378,3 +378,12 @@ def test_a_report_that_only_says_an_earlier_report_again_is_told_in_the_results_
                  message="the result told in its own words")
     assert _replies(stack).count(earlier) == 1 and not any(
         "It ran every day at 9:00 in the morning. The" in reply for reply in _replies(stack))
+
+
+def test_a_reminder_told_in_the_same_words_as_yesterday_is_still_told(llamacpp, stack, llm):
+    told = "Time to drink water! Remember to stay hydrated all day long."
+    stack.conversation.append(Message(role="assistant", text=told))  # yesterday's report
+    llm.script("worker", turn(submit_result={"status": "done", "result": {"text": told}}))
+    llm.default("teller", turn(reply=told))
+    submit(stack, [Task(role="worker", prompt="Remind the user to drink water.")])
+    wait_history(stack, lambda h: _replies(stack).count(told) == 2, message="today's reminder")

@@ -65,10 +65,11 @@ class BacklogArgs(Args):
                              description="the item (not with list)")
 
 
-def post_reply(ctx: ToolContext, text: str) -> Message | None:
+def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message | None:
     """Write an assistant message with the run's usage and elapsed time so far (once: a call
     run again after a crash finds its message there), without what the model copied from its
-    prompt; None when the pass said exactly that already.
+    prompt; None when the pass said exactly that already. Unless it ``may_repeat`` (words
+    that are not the model's), a reply that only says earlier replies again is not posted.
 
     Raises:
         ToolError: Nothing is left once the copied lines are taken out.
@@ -80,7 +81,7 @@ def post_reply(ctx: ToolContext, text: str) -> Message | None:
                         "the user itself")
     if text in ctx.replies:  # said already in this pass (a model repeating its reply)
         return None
-    if _copied_reply(ctx, text):
+    if not may_repeat and _copied_reply(ctx, text):
         if not ctx.heard:
             ctx.copied_report = True  # the results are told without the model's words
             return None
