@@ -117,10 +117,14 @@ def _fib(world: World) -> tuple[bool, str]:
 def _daily_water(world: World) -> tuple[bool, str]:
     for trigger in world.triggers():
         cron = (trigger.get("schedule") or {}).get("cron")
-        if cron and "water" in trigger["prompt"].lower():
+        if cron and _about_water(trigger["prompt"]):
             fields = [f.lstrip("0") or "0" for f in cron.split()]
             return fields == ["0", "9", "*", "*", "*"], f"cron {cron!r}"
     return False, "no recurring trigger about water"
+
+
+def _about_water(prompt: str) -> bool:
+    return "water" in prompt.lower() or "\u6c34" in prompt  # \u6c34: water, as in "喝水"
 
 
 def _in_ten_minutes(world: World) -> tuple[bool, str]:
@@ -149,7 +153,7 @@ def _listed(world: World) -> tuple[bool, str]:
 
 
 def _water_cancelled(world: World) -> tuple[bool, str]:
-    left = [t for t in world.triggers() if "water" in t["prompt"].lower()]
+    left = [t for t in world.triggers() if _about_water(t["prompt"])]
     return not left, f"{len(left)} water trigger(s) left" if left else "the water trigger is gone"
 
 
@@ -234,4 +238,23 @@ THIRD_WORDING: dict[str, str] = {
     "two-step": "Save the current date in YYYY-MM-DD form to date.txt. After that, tell me the "
                 "character count of date.txt.",
     "choice": "touch a file named after my favourite colour (empty is fine)",
+}
+
+
+# And a fourth, politer and partly in Chinese (``--wording fourth``).
+FOURTH_WORDING: dict[str, str] = {
+    "chat": "你好，你是谁？",
+    "arithmetic": "17 乘以 23 是多少？",
+    "file": "Please create notes.txt that contains hello and tell me its file size.",
+    "script": "make a script fib.py which outputs the first 10 fibonacci numbers; run it and "
+              "give me the output",
+    "daily": "每天早上9点提醒我喝水",
+    "relative": "can you remind me to stretch in 10 minutes?",
+    "preference": "请记住我用的包管理器是 pnpm",
+    "list": "list all the files in my work directory",
+    "recall": "我的包管理器是哪个？",
+    "cancel": "I don't need the water reminder anymore, please remove it",
+    "two-step": "Write the current date in YYYY-MM-DD format to date.txt, then tell me how many "
+                "characters that file contains.",
+    "choice": "please create an empty file and name it after my favorite color",
 }

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from checks import OTHER_WORDING, REQUESTS, THIRD_WORDING, Request, World
+from checks import FOURTH_WORDING, OTHER_WORDING, REQUESTS, THIRD_WORDING, Request, World
 from recorder import ROLES, Recorder
 from stack import Client
 
@@ -280,12 +280,13 @@ def main() -> int:
     parser.add_argument("--only", help="comma-separated names of the requests to run")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per request")
     parser.add_argument("--json", help="also write the rows to this file")
-    parser.add_argument("--wording", choices=("first", "other", "third"), default="first",
-                        help="the requests as first worded, or worded one of two other ways (a "
-                             "real model only: the scripted server knows the first wording)")
+    parser.add_argument("--wording", choices=("first", "other", "third", "fourth"),
+                        default="first",
+                        help="the requests as first worded, or worded one of three other ways "
+                             "(a real model only: the scripted server knows the first wording)")
     args = parser.parse_args()
     chosen = [r for r in REQUESTS if not args.only or r.name in args.only.split(",")]
-    wordings = {"other": OTHER_WORDING, "third": THIRD_WORDING}
+    wordings = {"other": OTHER_WORDING, "third": THIRD_WORDING, "fourth": FOURTH_WORDING}
     if args.wording in wordings:
         if args.scripted:
             parser.error(f"--wording {args.wording} needs a real model (--url and --model)")

@@ -326,6 +326,31 @@ def test_active_work_shows_each_task_with_when_it_runs(llamacpp, stack, llm):
         in prompt
 
 
+def test_a_long_list_of_active_work_shows_the_task_a_request_names_within_its_budget(
+        llamacpp, stack, llm):
+    from mimikit.agents.planner import ACTIVE_WORK_TOKENS
+    from mimikit.tokens import estimate_tokens
+
+    water, *_others = submit(stack, [
+        Task(type="recurring", prompt="Remind the user to drink water.",
+             schedule=IntervalSchedule(cron="0 9 * * *")),
+        *(Task(type="recurring", prompt=f"Remind the user of stretching exercise number {n}.",
+               schedule=IntervalSchedule(cron=f"{n} 10 * * *")) for n in range(15))])
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll cancel it."))
+    llm.script("planner", turn(submit_result={"status": "done", "result": {"text": "Kept."}}))
+    llm.default("teller", turn(reply="Done."))
+    post_input(stack, "cancel the water reminder")
+    asked = wait_for(lambda: llm.requests_for("planner"), message="the Planner's request")
+    listed = asked[0]["messages"][1]["content"].split("## Active work\n")[1].split("\n\n")[0]
+    lines = listed.splitlines()
+    assert f"- {water.id}: recurring cron 0 9 * * * UTC: Remind the user to drink water." \
+        in lines  # the oldest, and the one the request names
+    shown = [line for line in lines if line.startswith("- task-")]
+    assert 4 <= len(shown) < 16 and lines[-1] == \
+        f"- and {16 - len(shown)} more (list_tasks lists them all)"
+    assert estimate_tokens("\n".join(shown)) <= ACTIVE_WORK_TOKENS
+
+
 def test_a_planner_request_with_active_work_shows_less_history_and_not_the_request_twice(
         llamacpp, stack, llm):
     """Its first request stays near the budget of a slow server: the list of active work takes

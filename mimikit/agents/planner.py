@@ -11,11 +11,13 @@ from mimikit.agents.prompts import build_prompts, choose_mode
 from mimikit.agents.servers import planner_view
 from mimikit.lifecycle.execution import RunControl, execute
 from mimikit.llm.record import RunRecord
+from mimikit.memory.tokenize import tokenize
 from mimikit.models import Result, Task, utcnow
 from mimikit.store.journal import RunJournal
 from mimikit.store.runtime import Runtime
 from mimikit.summaries import timing_words
 from mimikit.tasks.listing import list_tasks
+from mimikit.tokens import estimate_tokens
 from mimikit.tools.context import ToolContext
 from mimikit.tools.teller_tools import carries_answer, plain, request_parts
 
@@ -69,8 +71,11 @@ def with_the_request(plan: Task, staged: list[Task]) -> list[Task]:
                                     "title": title})]
 
 
-ACTIVE_WORK_SHOWN = 20  # tasks and schedules listed, newest first
+ACTIVE_WORK_SHOWN = 20  # tasks and schedules looked at, newest first
 ACTIVE_WORK_CHARS = 120  # of each one's prompt
+# The lines of active work a first request holds: those that share most words with the request
+# (the one to cancel or change), then the newest; the others are counted, for ``list_tasks``.
+ACTIVE_WORK_TOKENS = 240
 
 
 def active_work(runtime: Runtime, current: Task) -> str:
@@ -81,7 +86,24 @@ def active_work(runtime: Runtime, current: Task) -> str:
     for task in runtime.tasks.by_id([i for i in ids if i != current.id]):
         prompt = " ".join(task.prompt.split())[:ACTIVE_WORK_CHARS]
         lines.append(f"- {task.id}: {task.type}{timing_words(task)}: {prompt}")
-    return "## Active work\n" + "\n".join(lines) + "\n\n" if lines else ""
+    shown = within_budget(lines, current.prompt)
+    if len(shown) < len(lines):
+        shown.append(f"- and {len(lines) - len(shown)} more (list_tasks lists them all)")
+    return "## Active work\n" + "\n".join(shown) + "\n\n" if lines else ""
+
+
+def within_budget(lines: list[str], request: str) -> list[str]:
+    """Of ``lines`` (newest first), those that fit ``ACTIVE_WORK_TOKENS``, the ones sharing
+    most words with ``request`` chosen first; in their order."""
+    asked = set(tokenize(request))
+    shared = {line: len(asked & set(tokenize(line))) for line in lines}
+    chosen, spent = set(), 0
+    for line in sorted(lines, key=lambda line: -shared[line]):  # stable: newest first
+        cost = estimate_tokens(line)
+        if spent + cost <= ACTIVE_WORK_TOKENS:
+            chosen.add(line)
+            spent += cost
+    return [line for line in lines if line in chosen]
 
 
 def planner_result(task: Task, record: RunRecord) -> Result:
