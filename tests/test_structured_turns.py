@@ -412,3 +412,33 @@ def test_a_reminder_told_in_the_same_words_as_yesterday_is_still_told(llamacpp, 
     llm.default("teller", turn(reply=told))
     submit(stack, [Task(role="worker", prompt="Remind the user to drink water.")])
     wait_history(stack, lambda h: _replies(stack).count(told) == 2, message="today's reminder")
+
+
+def test_a_failed_worker_that_wrote_a_file_is_told_with_what_its_run_did_and_no_hint_copied(
+        llamacpp, stack, llm):
+    llm.script("worker", turn(write_file={"path": "notes.txt", "content": "hello\n"}),
+               turn(submit_result={"status": "failed",  # as a small model may, after writing
+                                   "error": "Failed to write to file 'notes.txt'"}))
+    # the report copies the end of the prompt's line for failures
+    llm.default("teller", turn(reply="That failed: it was not done. "
+                                     + FAILURE_HINT[FAILURE_HINT.index("Say"):-1]))
+    submit(stack, [Task(role="worker", prompt="Create notes.txt containing hello.")])
+    said = wait_history(stack, lambda h: ("assistant", "That failed: it was not done.") in h,
+                        message="the report without the copied words")
+    failed = next(t for _r, t in said if t.startswith("Task failed"))
+    assert failed.endswith("Failed to write to file 'notes.txt'. What its run did: wrote "
+                           "notes.txt (6 bytes)")  # the file is there, whatever it said
+    assert (stack.settings.work_dir / "notes.txt").read_text() == "hello\n"
+    assert not any("past tense" in reply for reply in _replies(stack))
+
+
+def test_a_report_made_only_of_its_prompts_words_is_told_in_the_results_words(
+        llamacpp, stack, llm):
+    llm.script("worker", turn(submit_result={"status": "done",
+                                             "result": {"text": "The backup holds 3 files."}}))
+    llm.default("teller", turn(reply=REPORT_HINT[1:-1]))
+    submit(stack, [Task(role="worker", prompt="Count the files of the backup.")])
+    wait_history(stack, lambda h: ("assistant", "The backup holds 3 files.") in h,
+                 message="the result in its own words")
+    assert len(llm.requests_for("teller")) == 1  # no correction round
+    assert not any("past tense" in reply for reply in _replies(stack))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from mimikit.agents.actions import actions_of
+from mimikit.lifecycle.actions import actions_of
 from mimikit.memory.tokenize import has_chinese
 from mimikit.models import Result, Task
 from mimikit.store.inbox import TYPED, AnswerItem, InboxItem, InputItem, ResultItem
@@ -48,11 +48,22 @@ def render_inbox(runtime: Runtime, items: list[InboxItem]) -> str:
                          ("Notices", notices)):
         if lines:
             blocks.append(f"## {title}\n" + "\n".join(lines))
-    if results and not inputs:
-        failed = any(isinstance(item, ResultItem) and item.status == "failed" for item in items)
-        blocks.append(FAILURE_HINT if failed else REPORT_HINT)
+    hint = report_hint(items)
+    if hint:
+        blocks.append(hint)
     blocks += _language(items)
     return "\n\n".join(blocks) or "## Pending inputs\n(none)"
+
+
+def report_hint(items: list[InboxItem]) -> str | None:
+    """The line a pass of results, with nothing from the person, ends with (None: another
+    pass)."""
+    if any(isinstance(item, InputItem | AnswerItem) for item in items):
+        return None
+    results = [item for item in items if isinstance(item, ResultItem)]
+    if not results:
+        return None
+    return FAILURE_HINT if any(item.status == "failed" for item in results) else REPORT_HINT
 
 
 def _language(items: list[InboxItem]) -> list[str]:

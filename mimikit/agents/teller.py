@@ -20,7 +20,7 @@ from redis.exceptions import RedisError
 
 from mimikit.agents.common import answer_path, run_role
 from mimikit.agents.context import context_sections
-from mimikit.agents.inbox_view import CHINESE_START, render_inbox, writes_chinese
+from mimikit.agents.inbox_view import CHINESE_START, render_inbox, report_hint, writes_chinese
 from mimikit.agents.prompts import build_prompts, choose_mode
 from mimikit.conversation import gate as teller_gate
 from mimikit.conversation import outage, tries
@@ -210,6 +210,9 @@ def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None)
                        if isinstance(item, ResultItem) and item.status == "needs_input"]
     ctx.answers = [item for item in items if isinstance(item, AnswerItem) and item.taskId]
     ctx.heard = _heard(items)
+    hint = report_hint(items)
+    if hint:  # a small model copies it into its report
+        ctx.told.append(hint)
     if any(isinstance(item, AnswerItem) and item.source == TYPED for item in items):
         ctx.offered = frozenset({"new_request"})  # it may be a new request: the model says
     elif ctx.answers:
@@ -245,7 +248,8 @@ def _outcome(runtime: Runtime, ctx: ToolContext, record: RunRecord,
 
 def _report_plainly(runtime: Runtime, ctx: ToolContext, items: list[InboxItem]) -> None:
     """The pass's results told in their own words, where the model's report only said
-    earlier replies again (a small model copies its last report from the history): what
+    earlier replies again (a small model copies its last report from the history) or its
+    prompt's words: what
     they hold is true, a copy of another task's report is not, and a reminder that fires
     every day may say what it said yesterday."""
     said = []

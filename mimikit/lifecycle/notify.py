@@ -18,6 +18,7 @@ import hashlib
 import json
 
 from mimikit.conversation.gate import wake
+from mimikit.lifecycle.actions import NO_CALL, actions_of
 from mimikit.lifecycle.event import REPORTED_CANCELS, Completion
 from mimikit.models import Result, Task, utcnow
 from mimikit.roles import role
@@ -51,7 +52,7 @@ def after(runtime: Runtime, completion: Completion) -> None:
         _note_batch(runtime, completion)
     if not completion.tell:
         return
-    line = _chat_line(completion)
+    line = _chat_line(runtime, completion)
     if line:
         runtime.conversation.system(line, taskId=completion.task.id,
                                     traceId=completion.task.traceId)
@@ -106,15 +107,19 @@ def _changed(runtime: Runtime, trigger_id: str, result: Result) -> bool:
     return previous is None or previous.decode() != digest
 
 
-def _chat_line(completion: Completion) -> str | None:
+def _chat_line(runtime: Runtime, completion: Completion) -> str | None:
     """The system message of a finished task (a Planner's results reach the chat through the
-    Teller, but for its failures)."""
+    Teller, but for its failures); a failed Worker's says what its run did (a small model
+    reports failing at what it did)."""
     task, status = completion.task, completion.status
     if status == "canceled":
         return f"Task canceled: {completion.label} ({task.id})"
     if status == "failed":
         assert completion.result is not None
         text = f"Task failed: {completion.label} — {completion.result.error}"
+        did = actions_of(runtime, task.id) if task.role == "worker" else []
+        if did and did != [NO_CALL]:
+            text += ". What its run did: " + "; ".join(did)
     elif role(task.role).report == "policy":
         text = f"Task completed: {completion.label}"
     else:

@@ -69,12 +69,18 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
     """Write an assistant message with the run's usage and elapsed time so far (once: a call
     run again after a crash finds its message there), without what the model copied from its
     prompt; None when the pass said exactly that already. Unless it ``may_repeat`` (words
-    that are not the model's), a reply that only says earlier replies again is not posted.
+    that are not the model's), a reply that only says earlier replies again is not posted;
+    nor, in a pass without the person's words, one with nothing left once the copied lines
+    are out: the pass's results are then told in their own words (``copied_report``).
 
     Raises:
-        ToolError: Nothing is left once the copied lines are taken out.
+        ToolError: Nothing is left once the copied lines are taken out, in a pass with the
+            person's words.
     """
     text = without_echoes(text, ctx.told)
+    if not text and not ctx.heard:  # a report that only copied its prompt: the results' words
+        ctx.copied_report = True
+        return None
     if not text:
         raise ToolError("the reply held only lines copied from the conversation, the "
                         "prompt's markup or the errors you were told; write your answer to "

@@ -14,6 +14,7 @@ from mimikit.store.runtime import Runtime
 
 OUTPUT_CHARS = 300  # of a command's output shown
 ACTIONS_SHOWN = 12  # the last calls that changed something, shown
+NO_CALL = "it made no call"
 
 
 def actions_of(runtime: Runtime, task_id: str) -> list[str]:
@@ -26,7 +27,7 @@ def actions_of(runtime: Runtime, task_id: str) -> list[str]:
     calls = runs[-1].get("toolCalls") or []
     lines = [line for call in calls if (line := _line(call))]
     if not calls:
-        return ["it made no call"]
+        return [NO_CALL]
     return lines[-ACTIONS_SHOWN:]
 
 
