@@ -308,18 +308,23 @@ def test_a_plan_whose_schedule_is_refused_fails_saying_why_and_is_reported_as_no
     assert FAILURE_HINT in report and REPORT_HINT not in report
 
 
+def _planner_prompt(stack, llm, words: str) -> str:
+    """The Planner's first request for ``words`` handed over (its user message)."""
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll cancel it."))
+    llm.script("planner", turn(submit_result={"status": "done", "result": {"text": "Kept."}}))
+    llm.default("teller", turn(reply="Done."))
+    post_input(stack, words)
+    asked = wait_for(lambda: llm.requests_for("planner"), message="the Planner's request")
+    return asked[0]["messages"][1]["content"]
+
+
 def test_active_work_shows_each_task_with_when_it_runs(llamacpp, stack, llm):
     stretch, water = submit(stack, [
         Task(type="scheduled", prompt="Remind the user to stretch.",
              schedule=RunAtSchedule(runAt=datetime(2030, 1, 2, 3, 4, tzinfo=UTC))),
         Task(type="recurring", prompt="Remind the user to drink water.",
              schedule=IntervalSchedule(cron="0 9 * * *"))])
-    llm.script("teller", turn(delegate=True, remember=False, reply="I'll cancel it."))
-    llm.script("planner", turn(submit_result={"status": "done", "result": {"text": "Kept."}}))
-    llm.default("teller", turn(reply="Done."))
-    post_input(stack, "cancel the water reminder")
-    asked = wait_for(lambda: llm.requests_for("planner"), message="the Planner's request")
-    prompt = asked[0]["messages"][1]["content"]
+    prompt = _planner_prompt(stack, llm, "cancel the water reminder")
     assert f"- {stretch.id}: scheduled at 2030-01-02 03:04 UTC: Remind the user to stretch." \
         in prompt
     assert f"- {water.id}: recurring cron 0 9 * * * UTC: Remind the user to drink water." \
@@ -336,12 +341,8 @@ def test_a_long_list_of_active_work_shows_the_task_a_request_names_within_its_bu
              schedule=IntervalSchedule(cron="0 9 * * *")),
         *(Task(type="recurring", prompt=f"Remind the user of stretching exercise number {n}.",
                schedule=IntervalSchedule(cron=f"{n} 10 * * *")) for n in range(15))])
-    llm.script("teller", turn(delegate=True, remember=False, reply="I'll cancel it."))
-    llm.script("planner", turn(submit_result={"status": "done", "result": {"text": "Kept."}}))
-    llm.default("teller", turn(reply="Done."))
-    post_input(stack, "cancel the water reminder")
-    asked = wait_for(lambda: llm.requests_for("planner"), message="the Planner's request")
-    listed = asked[0]["messages"][1]["content"].split("## Active work\n")[1].split("\n\n")[0]
+    prompt = _planner_prompt(stack, llm, "cancel the water reminder")
+    listed = prompt.split("## Active work\n")[1].split("\n\n")[0]
     lines = listed.splitlines()
     assert f"- {water.id}: recurring cron 0 9 * * * UTC: Remind the user to drink water." \
         in lines  # the oldest, and the one the request names
@@ -360,12 +361,8 @@ def test_a_planner_request_with_active_work_shows_less_history_and_not_the_reque
                                                            + "and a few words more " * 8))
     submit(stack, [Task(type="recurring", prompt=f"Remind the user to drink water {n}.",
                         schedule=IntervalSchedule(cron=f"0 {n} * * *")) for n in range(4)])
-    llm.script("teller", turn(delegate=True, remember=False, reply="I'll cancel it."))
-    llm.script("planner", turn(submit_result={"status": "done", "result": {"text": "Kept."}}))
-    llm.default("teller", turn(reply="Done."))
-    post_input(stack, "cancel the water reminders")
-    asked = wait_for(lambda: llm.requests_for("planner"), message="the Planner's request")
-    history_block = asked[0]["messages"][1]["content"].split("## History\n")[1].split("\n\n")[0]
+    prompt = _planner_prompt(stack, llm, "cancel the water reminders")
+    history_block = prompt.split("## History\n")[1].split("\n\n")[0]
     assert [line.split("] ", 1)[1][:25] for line in history_block.splitlines()] == \
         ["user: earlier request 4: ", "user: earlier request 5: "]
 
