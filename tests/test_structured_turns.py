@@ -453,3 +453,28 @@ def test_a_chinese_reply_that_copies_the_last_one_is_refused_and_answered_again(
     corrected = llm.requests_for("teller")[1]["messages"]
     assert "says again, word for word, what you said before" in json.dumps(
         corrected, ensure_ascii=False)
+
+
+def test_a_task_that_lost_the_persons_answer_is_given_their_request_and_answer_instead(
+        llamacpp, stack, llm):
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll make it."),
+               turn(delegate=True, remember=False, reply="Making it."))
+    llm.script("planner", turn(unknown="my favorite color", given="", kind="ask the user",
+                               submit_result={"status": "needs_input",
+                                              "question": "What is your favorite color?"}),
+               turn(unknown="my favorite color", given="", kind="work now", delegate={
+                   "prompt": "Create an empty file named 'my favorite color'."},  # as a 1.5B
+                   submit_result={"status": "done", "result": {"text": "A worker will."}}))
+    llm.script("worker", turn(write_file={"path": "teal", "content": ""}),
+               turn(submit_result={"status": "done", "result": {"text": "teal is made."}}))
+    llm.default("teller", turn(reply="Done."))
+    post_input(stack, "create an empty file named after my favorite color")
+    wait_for(lambda: stack.conversation.question() is not None, message="the question")
+    assert answer_question(stack, "teal")
+    wait_for(lambda: llm.requests_for("worker"), message="the Worker's request")
+    task = llm.requests_for("worker")[0]["messages"][1]["content"].split("## Task ", 1)[1]
+    assert task.split(": ", 1)[1].startswith("create an empty file named after my favorite "
+                                             "color\n\ncreate an empty file named after my")
+    assert "Question: What is your favorite color?\nAnswer (user): teal" in task
+    assert "named 'my favorite color'" not in task
+    wait_for(lambda: (stack.settings.work_dir / "teal").exists(), message="the file teal")

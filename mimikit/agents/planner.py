@@ -19,7 +19,13 @@ from mimikit.summaries import timing_words
 from mimikit.tasks.listing import list_tasks
 from mimikit.tokens import estimate_tokens
 from mimikit.tools.context import ToolContext
-from mimikit.tools.teller_tools import carries_answer, plain, request_parts
+from mimikit.tools.teller_tools import (
+    carries_answer,
+    first_request,
+    last_answer,
+    plain,
+    request_parts,
+)
 
 log = logging.getLogger("mimikit.planner")
 
@@ -58,10 +64,17 @@ REQUEST_HEADING = "\n\n## The request, in the user's words\n"
 def with_the_request(plan: Task, staged: list[Task]) -> list[Task]:
     """The plan's tasks, a lone Worker task run now given the request it carries out in the
     person's words (a small Planner's task tends to drop a part of it: "run it and tell me
-    the output"); several tasks each do a part, and get none."""
+    the output"), or, where it lost the person's answer to the plan's question, made of
+    those words; several tasks each do a part, and get none."""
     task = staged[0] if len(staged) == 1 else None
     if task is None or task.role != "worker" or task.type != "oneshot":
         return staged
+    answer = last_answer(plan.prompt)
+    if answer and plain(answer) not in plain(task.prompt):
+        # the plan's task lost the person's answer to its question ("an empty file named 'my
+        # favorite color'"): the Worker gets the request, the question and the answer instead
+        title = " ".join(first_request(plan).split())[:120]
+        return [task.model_copy(update={"prompt": plan.prompt, "title": title})]
     parts = request_parts(plan.prompt)
     said = "\n".join(parts[1:]) or parts[0]
     if plain(said) in plain(task.prompt):

@@ -242,6 +242,13 @@ def carries_answer(prompt: str) -> bool:
     return QUESTION in prompt and ANSWER in prompt
 
 
+def last_answer(prompt: str) -> str:
+    """The person's answer the last earlier attempt of a Planner task's ``prompt`` carries
+    (``with_earlier_attempt``; '' when none)."""
+    _before, found, rest = prompt.rpartition(ANSWER)
+    return rest.partition("): ")[2].split("\n\n## ")[0].strip() if found else ""
+
+
 def first_request(task: Task) -> str:
     """The request a Planner task goes on with: the first of the earlier attempts its prompt
     carries (``with_earlier_attempt``), else its own."""
