@@ -224,7 +224,7 @@ def test_a_schedule_held_to_a_schema_gives_one_timing_of_its_type():
 
 
 def test_an_interval_held_to_a_schema_may_be_written_as_a_duration():
-    """The prompt's "interval": "30m" can be written where the grammar holds the answer: held
+    """The prompt's "interval": "45m" can be written where the grammar holds the answer: held
     to a number, "every 30 minutes" became 30 (seconds)."""
     later = next(b for b in shape_of("planner").schema()["anyOf"] if "schedule" in b["properties"])
     way = next(w for w in later["properties"]["schedule"]["anyOf"] if "interval" in w["required"])
