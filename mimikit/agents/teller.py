@@ -249,9 +249,8 @@ def _outcome(runtime: Runtime, ctx: ToolContext, record: RunRecord,
 def _report_plainly(runtime: Runtime, ctx: ToolContext, items: list[InboxItem]) -> None:
     """The pass's results told in their own words, where the model's report only said
     earlier replies again (a small model copies its last report from the history) or its
-    prompt's words: what
-    they hold is true, a copy of another task's report is not, and a reminder that fires
-    every day may say what it said yesterday."""
+    prompt's words: what they hold is true, a copy of another task's report is not, and a
+    reminder that fires every day may say what it said yesterday."""
     said = []
     for item in items:
         result = runtime.tasks.result(item.taskId) if isinstance(item, ResultItem) else None
