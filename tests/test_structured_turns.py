@@ -441,20 +441,6 @@ def test_a_report_made_only_of_its_prompts_words_is_told_in_the_results_words(
     assert not any("past tense" in reply for reply in _replies(stack))
 
 
-def test_a_chinese_reply_that_copies_the_last_one_is_refused_and_answered_again(
-        llamacpp, stack, llm):
-    earlier = "你好，我是Mimikit，一个由你的电脑运行的AI助手。"  # 29 characters, in Chinese
-    stack.conversation.append(Message(role="assistant", text=earlier))
-    llm.script("teller", turn(delegate=False, remember=False, reply=earlier),
-               turn(delegate=False, remember=False, reply="17 乘以 23 等于 391。"))
-    post_input(stack, "17 乘以 23 是多少？")
-    wait_history(stack, lambda h: ("assistant", "17 乘以 23 等于 391。") in h, message="the answer")
-    assert _replies(stack) == [earlier, "17 乘以 23 等于 391。"]
-    corrected = llm.requests_for("teller")[1]["messages"]
-    assert "says again, word for word, what you said before" in json.dumps(
-        corrected, ensure_ascii=False)
-
-
 def test_a_task_that_lost_the_persons_answer_is_given_their_request_and_answer_instead(
         llamacpp, stack, llm):
     llm.script("teller", turn(delegate=True, remember=False, reply="I'll make it."),

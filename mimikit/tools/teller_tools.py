@@ -19,7 +19,6 @@ from mimikit.memory.files import remember as write_memory
 from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, Message, PendingQuestion, Task
 from mimikit.store import fingerprints as fingerprint
 from mimikit.store.inbox import TYPED
-from mimikit.tokens import estimate_tokens
 from mimikit.tools.args import Args, Seconds
 from mimikit.tools.context import ToolContext
 
@@ -104,9 +103,7 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
     return message
 
 
-# A reply this long (about 60 characters of English, 15 of Chinese) made of earlier replies'
-# sentences is a copy; a shorter one ("OK.", "Hi! What can I do for you?") may well repeat.
-COPIED_REPLY_TOKENS = 15
+COPIED_REPLY_CHARS = 60  # a reply this long made of earlier replies' sentences is a copy
 EARLIER_REPLIES = 6  # the earlier replies a new one is compared with
 _SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s*")
 
@@ -115,7 +112,7 @@ def _copied_reply(ctx: ToolContext, text: str) -> bool:
     """Whether ``text`` only says again, sentence for sentence in any order, what earlier
     replies of the conversation said (a small model copies its last reply from the history
     it is shown, and sometimes shuffles its sentences)."""
-    if estimate_tokens(text) < COPIED_REPLY_TOKENS:
+    if len(text) < COPIED_REPLY_CHARS:
         return False
     said = [m.text for m in ctx.runtime.conversation.recent(EARLIER_REPLIES * 3)
             if m.role == "assistant"][-EARLIER_REPLIES:]
