@@ -464,3 +464,17 @@ def test_a_task_that_lost_the_persons_answer_is_given_their_request_and_answer_i
     assert "Question: What is your favorite color?\nAnswer (user): teal" in task
     assert "named 'my favorite color'" not in task
     wait_for(lambda: (stack.settings.work_dir / "teal").exists(), message="the file teal")
+
+
+def test_a_turn_answered_again_after_a_refused_reply_keeps_the_persons_words_once(
+        llamacpp, stack, llm):
+    earlier = "I have noted it. You will find it in memory whenever you ask me about it again."
+    stack.conversation.append(Message(role="assistant", text=earlier))
+    llm.script("teller", turn(delegate=False, remember=True, reply=earlier),  # a copy: refused
+               turn(delegate=False, remember=True, reply="Noted: you use vim."))
+    post_input(stack, "remember that I use vim")
+    wait_history(stack, lambda h: ("assistant", "Noted: you use vim.") in h, message="reply")
+    kept = [f for f in (stack.settings.state_dir / "memory").glob("*.md")
+            if not f.name.endswith("-chat.md")]
+    assert len(llm.requests_for("teller")) == 2
+    assert [f.read_text(encoding="utf-8").count("remember that I use vim") for f in kept] == [1]

@@ -310,7 +310,11 @@ def register(registry: Registry) -> None:
         content = args.content.strip() or "\n".join(ctx.heard)
         if not content:
             return {"skipped": "nothing the user said in this turn to keep"}
-        return keep(ctx, content, args.longTerm)
+        if content in ctx.kept:  # a turn answered again after a refused reply keeps it once
+            return {"skipped": "kept already in this turn"}
+        kept = keep(ctx, content, args.longTerm)
+        ctx.kept.append(content)
+        return kept
 
     @registry.tool("new_request", roles=teller, flag=True, situational=True, idempotent=True)
     def new_request(ctx: ToolContext, args: NewRequestArgs) -> dict[str, Any]:
