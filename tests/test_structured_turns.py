@@ -415,7 +415,7 @@ def test_a_failed_worker_that_wrote_a_file_is_told_with_what_its_run_did_and_no_
         llamacpp, stack, llm):
     llm.script("worker", turn(write_file={"path": "notes.txt", "content": "hello\n"}),
                turn(submit_result={"status": "failed",  # as a small model may, after writing
-                                   "error": "Failed to write to file 'notes.txt'"}))
+                                   "error": "Failed to write to file 'notes.txt'."}))
     # the report copies the end of the prompt's line for failures
     llm.default("teller", turn(reply="That failed: it was not done. "
                                      + FAILURE_HINT[FAILURE_HINT.index("Say"):-1]))

@@ -119,7 +119,7 @@ def _chat_line(runtime: Runtime, completion: Completion) -> str | None:
         text = f"Task failed: {completion.label} — {completion.result.error}"
         did = actions_of(runtime, task.id) if task.role == "worker" else []
         if did and did != [NO_CALL]:
-            text += ". What its run did: " + "; ".join(did)
+            text = text.rstrip(". ") + ". What its run did: " + "; ".join(did)
     elif role(task.role).report == "policy":
         text = f"Task completed: {completion.label}"
     else:
