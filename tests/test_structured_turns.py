@@ -85,6 +85,46 @@ def test_the_report_of_a_cancel_names_the_task_it_canceled(llamacpp, stack, llm)
     assert "The drink water reminder is canceled." in report
 
 
+def _cancel_values(schema: dict) -> list[dict]:
+    """What the ``cancel_task`` of each branch of a Planner's schema may hold."""
+    return [branch["properties"]["cancel_task"] for branch in schema["anyOf"]
+            if "cancel_task" in branch["properties"]]
+
+
+def test_a_planner_cancels_a_task_it_chose_by_what_it_does(llamacpp, stack, llm):
+    """The ids of active tasks are alike to a small model, which copies the nearest one: the
+    schema lets it write what the task does (its id follows), and that task is canceled."""
+    from scheduling_helpers import add_trigger
+
+    water = add_trigger(stack, type="recurring", schedule=IntervalSchedule(cron="0 9 * * *"),
+                        prompt="Remind the user to drink water.")
+    stretch = add_trigger(stack, type="recurring", schedule=IntervalSchedule(interval=600),
+                          prompt="Remind the user to stretch.")
+    label = f"Remind the user to drink water. (recurring cron 0 9 * * * UTC) {water.id}"
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll remove it."))
+    llm.script("planner", turn(unknown="", given="", kind="cancel work", cancel_task=label,
+                               submit_result={"status": "done", "result": {
+                                   "text": "The water reminder is canceled."}}))
+    llm.default("teller", turn(reply="Removed."))
+    post_input(stack, "I don't need the water reminder anymore")
+    wait_history(stack, lambda h: ("assistant", "Removed.") in h, message="the report")
+    assert stack.tasks.require(water.id).status == "canceled"
+    assert stack.tasks.require(stretch.id).status != "canceled"
+    [allowed] = _cancel_values(_schema(llm.requests_for("planner")[0]))
+    assert sorted(allowed["enum"]) == sorted([
+        label, f"Remind the user to stretch. (recurring every 600 s) {stretch.id}"])
+    report = llm.requests_for("teller")[1]["messages"][1]["content"]
+    assert f"canceled {water.id}: Remind the user to drink water." in report
+
+
+def test_a_planner_with_no_active_work_is_offered_no_cancel(llamacpp, stack, llm):
+    prompt = _planner_prompt(stack, llm, "cancel the water reminder")
+    schema = _schema(llm.requests_for("planner")[0])
+    assert "## Active work" not in prompt and _cancel_values(schema) == []
+    kinds = [kind for branch in schema["anyOf"] for kind in branch["properties"]["kind"]["enum"]]
+    assert "cancel work" not in kinds and "work now" in kinds
+
+
 def test_a_preference_in_chinese_is_kept_in_the_persons_words(llamacpp, stack, llm):
     llm.script("teller", turn(delegate=False, remember=True, reply="记住了：你喜欢用 pnpm。"))
     post_input(stack, "帮我记住：我喜欢用 pnpm")

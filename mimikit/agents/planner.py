@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from mimikit.agents.common import run_role
@@ -38,9 +39,11 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         ctx = ToolContext(runtime=runtime, role="planner", trace_id=task.traceId, task=task)
         if carries_answer(task.prompt):  # asked again, it would ask what was answered
             ctx.withheld_kinds = ("ask the user",)
+        work = active_work(runtime, task)
+        ctx.choices["cancel_task"] = work.labels  # chosen by what a task does, not its id
         now = utcnow().astimezone(runtime.settings.tz).isoformat(timespec="seconds")
         inputs = (f"Current time: {now} (time zone {runtime.settings.timezone})\n\n"
-                  + active_work(runtime, task) + f"## User request\n{task.prompt}")
+                  + work.section + f"## User request\n{task.prompt}")
         # what the user said, not what the assistant answered: a small model copies replies
         sections = context_sections(runtime, [task.prompt], roles=("user",), role="planner",
                                     beside=inputs)
@@ -89,20 +92,35 @@ ACTIVE_WORK_CHARS = 120  # of each one's prompt
 # The lines of active work a first request holds: those that share most words with the request
 # (the one to cancel or change), then the newest; the others are counted, for ``list_tasks``.
 ACTIVE_WORK_TOKENS = 240
+CANCEL_CHOICES = 200  # active tasks a Planner may cancel by name (the newest)
 
 
-def active_work(runtime: Runtime, current: Task) -> str:
-    """``## Active work``: the schedules and the queued or running tasks, a line each, so
-    that a request to cancel or change one names its id without a look-up ('' when none)."""
-    ids = [summary["id"] for summary in list_tasks(runtime, "all")[:ACTIVE_WORK_SHOWN]]
-    lines = []
-    for task in runtime.tasks.by_id([i for i in ids if i != current.id]):
+@dataclass(frozen=True)
+class ActiveWork:
+    """The schedules and the queued or running tasks, as a Planner's first request shows them
+    (``section``: '' when none), and each named by what it does (``labels``: label -> id)."""
+
+    section: str
+    labels: dict[str, str]
+
+
+def active_work(runtime: Runtime, current: Task) -> ActiveWork:
+    """``## Active work``, a line each, so that a request to cancel or change one names it
+    without a look-up; and the labels a cancel chooses among (what it does, then its id: a
+    small model copies the id nearest to hand, but writes what the person named)."""
+    ids = [summary["id"] for summary in list_tasks(runtime, "all")[:CANCEL_CHOICES]]
+    tasks = runtime.tasks.by_id([i for i in ids if i != current.id])
+    labels, lines = {}, []
+    for task in tasks:
         prompt = " ".join(task.prompt.split())[:ACTIVE_WORK_CHARS]
+        labels[f"{prompt} ({task.type}{timing_words(task)}) {task.id}"] = task.id
         lines.append(f"- {task.id}: {task.type}{timing_words(task)}: {prompt}")
+    lines = lines[:ACTIVE_WORK_SHOWN]
     shown = within_budget(lines, current.prompt)
-    if len(shown) < len(lines):
-        shown.append(f"- and {len(lines) - len(shown)} more (list_tasks lists them all)")
-    return "## Active work\n" + "\n".join(shown) + "\n\n" if lines else ""
+    if len(shown) < len(tasks):
+        shown.append(f"- and {len(tasks) - len(shown)} more (list_tasks lists them all)")
+    section = "## Active work\n" + "\n".join(shown) + "\n\n" if lines else ""
+    return ActiveWork(section, labels)
 
 
 def within_budget(lines: list[str], request: str) -> list[str]:

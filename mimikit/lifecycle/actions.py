@@ -53,7 +53,8 @@ def _line(call: dict[str, Any]) -> str | None:
         written = f"{content['bytes']} bytes" if "bytes" in content else "failed"
         return f"wrote {arguments.get('path')} ({written})"
     if call.get("name") == "cancel_task" and call.get("ok"):
-        return f"canceled {arguments.get('taskId')}: {content.get('canceled', '?')}"
+        canceled = content.get("taskId") or arguments.get("taskId")  # a label names one
+        return f"canceled {canceled}: {content.get('canceled', '?')}"
     if call.get("name") == "shell":
         if not call.get("ok"):
             return f"ran `{arguments.get('command')}`: refused"

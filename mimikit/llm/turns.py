@@ -53,6 +53,7 @@ class TurnShape:
     kinds: tuple[Kind, ...] = ()  # a plan's kinds of answer, each named first in its object
     notes: tuple[str, ...] = ()  # text fields filled before all others, not read
     set_flags: tuple[str, ...] = ()  # flags of a turn that must be true
+    choices: tuple[tuple[str, tuple[str, ...]], ...] = ()  # a one-field call, its only values
 
     def schema(self) -> dict[str, Any]:
         """The JSON schema every answer of the role is held to (the definitions the tools'
@@ -69,6 +70,9 @@ class TurnShape:
         for name, pattern in self.patterns:
             if values.get(name, {}).get("type") == "string":
                 values[name] = {**values[name], "pattern": pattern}
+        for name, allowed in self.choices:
+            if name in values:
+                values[name] = {"enum": list(allowed)}
         if self.shape in ("step", "plan"):
             branches = self._branches(values)
             schema: dict[str, Any] = branches[0] if len(branches) == 1 else {"anyOf": branches}
@@ -149,6 +153,15 @@ class TurnShape:
         """This shape with flag ``name`` held to true (a call the pass must make)."""
         return dataclasses.replace(self, set_flags=(*self.set_flags, name))
 
+    def choosing(self, name: str, allowed: Sequence[str]) -> TurnShape:
+        """This shape with the value of one-field call ``name`` one of ``allowed`` (a task of
+        those active, named by what it does); without that call where none is allowed."""
+        if allowed:
+            return dataclasses.replace(self, choices=(*self.choices, (name, tuple(allowed))))
+        return dataclasses.replace(
+            self, kinds=tuple(kind for kind in self.kinds if kind.tool != name or kind.status),
+            tools=tuple(tool for tool in self.tools if tool.name != name))
+
     def withholding(self, words: str) -> TurnShape:
         """This shape without the kind of answer ``words`` (and its call, where the kind is
         a call's rather than a status of the finisher)."""
@@ -161,7 +174,7 @@ class TurnShape:
     def only(self, name: str) -> TurnShape:
         """The shape of an answer that must call ``name`` and nothing else (a forced call)."""
         tools = tuple(tool for tool in self.tools if tool.name == name) or self.tools
-        return TurnShape("step", tools, patterns=self.patterns)
+        return TurnShape("step", tools, patterns=self.patterns, choices=self.choices)
 
     def text_field(self) -> str | None:
         """The field whose text a person reads as it streams (the Teller's ``reply``)."""

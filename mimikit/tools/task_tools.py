@@ -35,12 +35,12 @@ def register(registry: Registry) -> None:
     @registry.tool("cancel_task", roles=roles, short="taskId")
     def cancel_task(ctx: ToolContext, args: CancelTaskArgs) -> dict[str, Any]:
         """Cancel a queued task or remove a trigger (running tasks are not affected)."""
-        task = ctx.runtime.tasks.get(args.taskId)
-        success, message = cancel(ctx.runtime, args.taskId, stop_running=False,
-                                                source=ctx.role)
+        task_id = ctx.chosen("cancel_task", args.taskId)
+        task = ctx.runtime.tasks.get(task_id)
+        success, message = cancel(ctx.runtime, task_id, stop_running=False, source=ctx.role)
         if not success:
             raise ToolError(message)
         if task is None:
-            return {"success": True}
+            return {"success": True, "taskId": task_id}
         # what was canceled, in its words: what the person is told can be checked against it
-        return {"success": True, "canceled": task.title or task.prompt[:120]}
+        return {"success": True, "taskId": task_id, "canceled": task.title or task.prompt[:120]}
