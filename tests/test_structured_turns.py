@@ -117,12 +117,28 @@ def test_a_planner_cancels_a_task_it_chose_by_what_it_does(llamacpp, stack, llm)
     assert f"canceled {water.id}: Remind the user to drink water." in report
 
 
-def test_a_planner_with_no_active_work_is_offered_no_cancel(llamacpp, stack, llm):
-    prompt = _planner_prompt(stack, llm, "cancel the water reminder")
-    schema = _schema(llm.requests_for("planner")[0])
-    assert "## Active work" not in prompt and _cancel_values(schema) == []
-    kinds = [kind for branch in schema["anyOf"] for kind in branch["properties"]["kind"]["enum"]]
-    assert "cancel work" not in kinds and "work now" in kinds
+def test_a_cancel_with_no_active_work_says_nothing_was_canceled(llamacpp, stack, llm):
+    """With nothing active, its one choice is "nothing": the plan ends saying so, in one
+    request (told that a cancel failed, a small model schedules "Cancel the water reminder"
+    and reports it canceled)."""
+    from mimikit.tools.task_tools import NOTHING_ACTIVE, NOTHING_CANCELED
+
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll cancel it."))
+    llm.script("planner", turn(unknown="", given="", kind="cancel work",
+                               cancel_task=NOTHING_ACTIVE, submit_result={
+                                   "status": "done", "result": {"text": "It is canceled."}}))
+    llm.default("teller", turn(reply="There was no reminder to cancel."))
+    post_input(stack, "cancel the water reminder")
+    wait_history(stack, lambda h: ("assistant", "There was no reminder to cancel.") in h,
+                 message="the report")
+    [asked] = llm.requests_for("planner")
+    assert "## Active work" not in asked["messages"][1]["content"]
+    assert [value["enum"] for value in _cancel_values(_schema(asked))] == [[NOTHING_ACTIVE]]
+    plan = next(t for t in stack.tasks.with_status("done") if t.role == "planner")
+    assert stack.tasks.result(plan.id).result == {"text": NOTHING_CANCELED}
+    report = llm.requests_for("teller")[1]["messages"][1]["content"]
+    assert NOTHING_CANCELED in report and "It is canceled." not in report
+    assert "canceled task-" not in report and f"canceled {NOTHING_ACTIVE}" not in report
 
 
 def test_a_preference_in_chinese_is_kept_in_the_persons_words(llamacpp, stack, llm):

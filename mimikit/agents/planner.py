@@ -20,6 +20,7 @@ from mimikit.summaries import timing_words
 from mimikit.tasks.listing import list_tasks
 from mimikit.tokens import estimate_tokens
 from mimikit.tools.context import ToolContext
+from mimikit.tools.task_tools import NOTHING_ACTIVE
 from mimikit.tools.teller_tools import (
     carries_answer,
     first_request,
@@ -98,7 +99,8 @@ CANCEL_CHOICES = 200  # active tasks a Planner may cancel by name (the newest)
 @dataclass(frozen=True)
 class ActiveWork:
     """The schedules and the queued or running tasks, as a Planner's first request shows them
-    (``section``: '' when none), and each named by what it does (``labels``: label -> id)."""
+    (``section``: '' when none), and each named by what it does (``labels``: label -> id; when
+    none, the one label of nothing, which stands for no id)."""
 
     section: str
     labels: dict[str, str]
@@ -120,7 +122,7 @@ def active_work(runtime: Runtime, current: Task) -> ActiveWork:
     if len(shown) < len(tasks):
         shown.append(f"- and {len(tasks) - len(shown)} more (list_tasks lists them all)")
     section = "## Active work\n" + "\n".join(shown) + "\n\n" if lines else ""
-    return ActiveWork(section, labels)
+    return ActiveWork(section, labels or {NOTHING_ACTIVE: ""})
 
 
 def within_budget(lines: list[str], request: str) -> list[str]:

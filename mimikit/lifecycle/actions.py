@@ -52,9 +52,9 @@ def _line(call: dict[str, Any]) -> str | None:
     if call.get("name") == "write_file":
         written = f"{content['bytes']} bytes" if "bytes" in content else "failed"
         return f"wrote {arguments.get('path')} ({written})"
-    if call.get("name") == "cancel_task" and call.get("ok"):
+    if call.get("name") == "cancel_task" and call.get("ok") and "canceled" in content:
         canceled = content.get("taskId") or arguments.get("taskId")  # a label names one
-        return f"canceled {canceled}: {content.get('canceled', '?')}"
+        return f"canceled {canceled}: {content['canceled']}"
     if call.get("name") == "shell":
         if not call.get("ok"):
             return f"ran `{arguments.get('command')}`: refused"

@@ -155,12 +155,10 @@ class TurnShape:
 
     def choosing(self, name: str, allowed: Sequence[str]) -> TurnShape:
         """This shape with the value of one-field call ``name`` one of ``allowed`` (a task of
-        those active, named by what it does); without that call where none is allowed."""
-        if allowed:
-            return dataclasses.replace(self, choices=(*self.choices, (name, tuple(allowed))))
-        return dataclasses.replace(
-            self, kinds=tuple(kind for kind in self.kinds if kind.tool != name or kind.status),
-            tools=tuple(tool for tool in self.tools if tool.name != name))
+        those active, named by what it does); unchanged where nothing is allowed."""
+        if not allowed:
+            return self
+        return dataclasses.replace(self, choices=(*self.choices, (name, tuple(allowed))))
 
     def withholding(self, words: str) -> TurnShape:
         """This shape without the kind of answer ``words`` (and its call, where the kind is

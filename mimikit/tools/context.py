@@ -55,7 +55,7 @@ class ToolContext:
     # The values a one-field call may take in this run, where answers are held to a schema:
     # each a label the model chooses by what it says, and the value the tool is given (a
     # Planner's ``cancel_task``: "Remind the user to drink water. (recurring …) task-…" is
-    # that task's id). No labels: the call is not offered.
+    # that task's id; where none is active, its one label stands for none: "").
     choices: dict[str, dict[str, str]] = field(default_factory=dict)
     # The situational tools this run offers (``Tool.situational``), and the questions its
     # calls left open again (a Teller pass: an answer typed in the chat box that was not one).

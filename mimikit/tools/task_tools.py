@@ -8,10 +8,16 @@ from pydantic import Field
 
 from mimikit.exceptions import ToolError
 from mimikit.lifecycle.cancel import cancel_task as cancel
-from mimikit.llm.registry import Registry
+from mimikit.llm.registry import Registry, StopRun
 from mimikit.tasks.listing import list_tasks as listing
 from mimikit.tools.args import Args
 from mimikit.tools.context import ToolContext
+
+# The one choice of a Planner's cancel where no task or schedule is active (``ToolContext.
+# choices``: it stands for no id), and what the plan then says: a small model told of a
+# failed cancel schedules or delegates "Cancel the water reminder" and reports it canceled.
+NOTHING_ACTIVE = "nothing (no task or schedule is active)"
+NOTHING_CANCELED = "Nothing was canceled: no task or schedule is active."
 
 
 class ListTasksArgs(Args):
@@ -33,9 +39,12 @@ def register(registry: Registry) -> None:
         return {"tasks": listing(ctx.runtime, args.scope, args.role)}
 
     @registry.tool("cancel_task", roles=roles, short="taskId")
-    def cancel_task(ctx: ToolContext, args: CancelTaskArgs) -> dict[str, Any]:
+    def cancel_task(ctx: ToolContext, args: CancelTaskArgs) -> dict[str, Any] | StopRun:
         """Cancel a queued task or remove a trigger (running tasks are not affected)."""
         task_id = ctx.chosen("cancel_task", args.taskId)
+        if not task_id:  # it chose "nothing": the plan ends saying so
+            return StopRun({"status": "done", "resultType": "text",
+                            "result": {"text": NOTHING_CANCELED}})
         task = ctx.runtime.tasks.get(task_id)
         success, message = cancel(ctx.runtime, task_id, stop_running=False, source=ctx.role)
         if not success:
