@@ -179,6 +179,7 @@ class ScriptedLLM:
         self._requests: list[dict[str, Any]] = []
         self._headers: list[dict[str, str]] = []
         self._arrivals: list[float] = []
+        self._peers: list[int] = []
         self._httpd = _Server((host, port), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.block_on_close = False
@@ -217,6 +218,13 @@ class ScriptedLLM:
         """The ``time.monotonic()`` at which each request arrived, parallel to ``requests``."""
         with self._lock:
             return list(self._arrivals)
+
+    @property
+    def peers(self) -> list[int]:
+        """The client port each request came from, parallel to ``requests``: one port for
+        several requests is one connection kept open for them."""
+        with self._lock:
+            return list(self._peers)
 
     def arrivals_for(self, model: str) -> list[float]:
         """When each request for one model arrived (``time.monotonic()``)."""
@@ -264,6 +272,7 @@ class ScriptedLLM:
             self._requests.clear()
             self._headers.clear()
             self._arrivals.clear()
+            self._peers.clear()
 
     def shutdown(self) -> None:
         """Stop serving and close the socket."""
@@ -279,9 +288,10 @@ class ScriptedLLM:
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
 
-    def _next(self, body: dict[str, Any], headers: dict[str, str]) -> Response:
+    def _next(self, body: dict[str, Any], headers: dict[str, str], peer: int = 0) -> Response:
         model = str(body.get("model"))
         with self._lock:
+            self._peers.append(peer)
             self._requests.append(body)
             self._headers.append(headers)
             self._arrivals.append(time.monotonic())
@@ -419,7 +429,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(400, {"error": {"message": f"request body is not JSON: {exc}"}})
         scripted: ScriptedLLM = self.server.scripted  # type: ignore[attr-defined]
         headers = {key.lower(): value for key, value in self.headers.items()}
-        response = resolve(scripted._next(body, headers), body)
+        response = resolve(scripted._next(body, headers, self.client_address[1]), body)
         if response.get("disconnect"):
             self.close_connection = True
             return None

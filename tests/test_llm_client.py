@@ -214,6 +214,22 @@ def test_a_streamed_reply_arrives_piece_by_piece_and_whole(llm):
     assert llm.requests[0]["stream"] is True
 
 
+def test_streamed_requests_keep_one_connection(llm):
+    """The body of a streamed answer is read to its end, so its connection serves the next
+    request (the SDK's stream closed it unread at ``[DONE]``: a new connection, and to a
+    remote server a new TLS handshake, for every request)."""
+    from llm_server import streamed, text
+
+    llm.default("m", streamed(with_usage(text("Some plain words."), 9, 4), 0.0, 5))
+    client = LLMClient(llm.url, None, timeout=5, max_retries=0)
+    for _ in range(5):
+        pieces: list[str] = []
+        completion = client.chat("m", [{"role": "user", "content": "hi"}], on_text=pieces.append)
+        assert "".join(pieces) == completion.content == "Some plain words."
+        assert completion.usage.promptTokens == 9
+    assert all(body["stream"] for body in llm.requests) and len(set(llm.peers)) == 1
+
+
 def test_plain_content_streams_too(llm):
     from llm_server import streamed, text
 

@@ -21,6 +21,7 @@ from mimikit.llm.profile import CONSTRAINTS, ServerProfile
 from mimikit.llm.profiles import Profiles
 from mimikit.llm.responses import NotACompletion, cause, completion_of, detail
 from mimikit.llm.slots import wait_for_slot
+from mimikit.llm.sse import events
 from mimikit.llm.streaming import PastDeadline, Reading, read_stream
 
 logger = logging.getLogger("mimikit.llm")
@@ -163,7 +164,7 @@ class Transport:
             self.streams = False
             raw.http_response.read()
             return self._parse(ChatCompletion.model_validate(raw.http_response.json()))
-        stream = raw.parse(to=openai.Stream[object])  # each chunk as decoded JSON
+        stream = events(raw.http_response)  # each chunk as decoded JSON, read to the end
         try:
             found = read_stream(stream, on_text, deadline, reading.names, reading.text_field,
                                 reading.schema)
