@@ -41,7 +41,7 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         if carries_answer(task.prompt):  # asked again, it would ask what was answered
             ctx.withheld_kinds = ("ask the user",)
         work = active_work(runtime, task)
-        ctx.choices["cancel_task"] = work.labels  # chosen by what a task does, not its id
+        ctx.choices["cancel_task"] = work.choices  # an active task's id, or nothing
         now = utcnow().astimezone(runtime.settings.tz).isoformat(timespec="seconds")
         inputs = (f"Current time: {now} (time zone {runtime.settings.timezone})\n\n"
                   + work.section + f"## User request\n{task.prompt}")
@@ -93,36 +93,35 @@ ACTIVE_WORK_CHARS = 120  # of each one's prompt
 # The lines of active work a first request holds: those that share most words with the request
 # (the one to cancel or change), then the newest; the others are counted, for ``list_tasks``.
 ACTIVE_WORK_TOKENS = 240
-CANCEL_CHOICES = 200  # active tasks a Planner may cancel by name (the newest)
+CANCEL_CHOICES = 200  # active tasks a Planner's cancel may name (the newest)
 
 
 @dataclass(frozen=True)
 class ActiveWork:
     """The schedules and the queued or running tasks, as a Planner's first request shows them
-    (``section``: '' when none), and each named by what it does (``labels``: label -> id; when
-    none, the one label of nothing, which stands for no id)."""
+    (``section``: '' when none), and what its cancel may name (``choices``: each active
+    task's id; when none is active, the one choice of nothing, which stands for no id)."""
 
     section: str
-    labels: dict[str, str]
+    choices: dict[str, str]
 
 
 def active_work(runtime: Runtime, current: Task) -> ActiveWork:
-    """``## Active work``, a line each, so that a request to cancel or change one names it
-    without a look-up; and the labels a cancel chooses among (what it does, then its id: a
-    small model copies the id nearest to hand, but writes what the person named)."""
+    """``## Active work``, a line each beginning with its id, so that a request to cancel or
+    change one names it without a look-up; a cancel is held to those ids (a small model copies
+    an id from elsewhere, or one digit short). Held to labels that begin with what a task does,
+    it began with the words most tasks begin with ("Remind the user to") and was then held to
+    the wrong task."""
     ids = [summary["id"] for summary in list_tasks(runtime, "all")[:CANCEL_CHOICES]]
     tasks = runtime.tasks.by_id([i for i in ids if i != current.id])
-    labels, lines = {}, []
-    for task in tasks:
-        prompt = " ".join(task.prompt.split())[:ACTIVE_WORK_CHARS]
-        labels[f"{prompt} ({task.type}{timing_words(task)}) {task.id}"] = task.id
-        lines.append(f"- {task.id}: {task.type}{timing_words(task)}: {prompt}")
-    lines = lines[:ACTIVE_WORK_SHOWN]
+    lines = [f"- {task.id}: {task.type}{timing_words(task)}: "
+             f"{' '.join(task.prompt.split())[:ACTIVE_WORK_CHARS]}"
+             for task in tasks[:ACTIVE_WORK_SHOWN]]
     shown = within_budget(lines, current.prompt)
     if len(shown) < len(tasks):
         shown.append(f"- and {len(tasks) - len(shown)} more (list_tasks lists them all)")
     section = "## Active work\n" + "\n".join(shown) + "\n\n" if lines else ""
-    return ActiveWork(section, labels or {NOTHING_ACTIVE: ""})
+    return ActiveWork(section, {task.id: task.id for task in tasks} or {NOTHING_ACTIVE: ""})
 
 
 def within_budget(lines: list[str], request: str) -> list[str]:

@@ -154,8 +154,8 @@ class TurnShape:
         return dataclasses.replace(self, set_flags=(*self.set_flags, name))
 
     def choosing(self, name: str, allowed: Sequence[str]) -> TurnShape:
-        """This shape with the value of one-field call ``name`` one of ``allowed`` (a task of
-        those active, named by what it does); unchanged where nothing is allowed."""
+        """This shape with the value of one-field call ``name`` one of ``allowed`` (the id of
+        an active task); unchanged where nothing is allowed."""
         if not allowed:
             return self
         return dataclasses.replace(self, choices=(*self.choices, (name, tuple(allowed))))

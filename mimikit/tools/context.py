@@ -53,9 +53,9 @@ class ToolContext:
     # (a Planner task that carries the person's answer: asking again would never end).
     withheld_kinds: tuple[str, ...] = ()
     # The values a one-field call may take in this run, where answers are held to a schema:
-    # each a label the model chooses by what it says, and the value the tool is given (a
-    # Planner's ``cancel_task``: "Remind the user to drink water. (recurring …) task-…" is
-    # that task's id; where none is active, its one label stands for none: "").
+    # each what the model may write, and the value the tool is given (a Planner's
+    # ``cancel_task``: the id of an active task, itself; where none is active, the one choice
+    # "nothing (...)", which stands for no id: "").
     choices: dict[str, dict[str, str]] = field(default_factory=dict)
     # The situational tools this run offers (``Tool.situational``), and the questions its
     # calls left open again (a Teller pass: an answer typed in the chat box that was not one).
@@ -68,7 +68,7 @@ class ToolContext:
     named: NamedFiles | None = None
 
     def chosen(self, name: str, value: str) -> str:
-        """The value a call of ``name`` stands for: a label's, or ``value`` as given."""
+        """The value a call of ``name`` stands for: its choice's, or ``value`` as given."""
         return self.choices.get(name, {}).get(value, value)
 
     def elapsed_ms(self) -> int:
