@@ -61,14 +61,21 @@ def test_a_teller_turn_is_one_object_that_hands_over_the_persons_words(llamacpp,
     assert after[1]["content"].startswith(shown.split("\n\n")[0])  # a server's cache holds
 
 
-def test_the_report_of_a_cancel_names_the_task_it_canceled(llamacpp, stack, llm):
+def _cancel_values(schema: dict) -> list[dict]:
+    """What the ``cancel_task`` of each branch of a Planner's schema may hold."""
+    return [branch["properties"]["cancel_task"] for branch in schema["anyOf"]
+            if "cancel_task" in branch["properties"]]
+
+
+def test_a_cancel_is_held_to_active_tasks_and_its_report_names_the_one_canceled(
+        llamacpp, stack, llm):
+    """A small model copies an id from elsewhere in its prompt, or one digit short: its cancel
+    may only name an active task. It may still name the wrong one: the report says which."""
     from scheduling_helpers import add_trigger
 
-    from mimikit.models import IntervalSchedule
-
     every_day = IntervalSchedule(interval=86_400)
-    add_trigger(stack, type="recurring", schedule=every_day,
-                prompt="Remind the user to drink water.")
+    water = add_trigger(stack, type="recurring", schedule=every_day,
+                        prompt="Remind the user to drink water.")
     wrong = add_trigger(stack, type="recurring", schedule=every_day,
                         prompt="Remind the user to use pnpm.")
     llm.script("teller", turn(delegate=True, remember=False, reply="I'll delete it."))
@@ -79,40 +86,13 @@ def test_the_report_of_a_cancel_names_the_task_it_canceled(llamacpp, stack, llm)
     post_input(stack, "delete my drink water reminder")
     wait_history(stack, lambda h: ("assistant", "Canceled.") in h, message="the report")
     assert stack.tasks.require(wrong.id).status == "canceled"
+    assert stack.tasks.require(water.id).status != "canceled"
+    [allowed] = _cancel_values(_schema(llm.requests_for("planner")[0]))
+    assert sorted(allowed["enum"]) == sorted([water.id, wrong.id])
     report = llm.requests_for("teller")[1]["messages"][1]["content"]
     # what the Planner's run did, beside what it said it did
     assert f"what its run did: canceled {wrong.id}: Remind the user to use pnpm." in report
     assert "The drink water reminder is canceled." in report
-
-
-def _cancel_values(schema: dict) -> list[dict]:
-    """What the ``cancel_task`` of each branch of a Planner's schema may hold."""
-    return [branch["properties"]["cancel_task"] for branch in schema["anyOf"]
-            if "cancel_task" in branch["properties"]]
-
-
-def test_a_planners_cancel_is_held_to_the_ids_of_active_tasks(llamacpp, stack, llm):
-    """A small model copies an id from elsewhere in its prompt, or one digit short: its
-    cancel may only name a task that is active (and the one it names is canceled)."""
-    from scheduling_helpers import add_trigger
-
-    water = add_trigger(stack, type="recurring", schedule=IntervalSchedule(cron="0 9 * * *"),
-                        prompt="Remind the user to drink water.")
-    stretch = add_trigger(stack, type="recurring", schedule=IntervalSchedule(interval=600),
-                          prompt="Remind the user to stretch.")
-    llm.script("teller", turn(delegate=True, remember=False, reply="I'll remove it."))
-    llm.script("planner", turn(unknown="", given="", kind="cancel work", cancel_task=water.id,
-                               submit_result={"status": "done", "result": {
-                                   "text": "The water reminder is canceled."}}))
-    llm.default("teller", turn(reply="Removed."))
-    post_input(stack, "I don't need the water reminder anymore")
-    wait_history(stack, lambda h: ("assistant", "Removed.") in h, message="the report")
-    assert stack.tasks.require(water.id).status == "canceled"
-    assert stack.tasks.require(stretch.id).status != "canceled"
-    [allowed] = _cancel_values(_schema(llm.requests_for("planner")[0]))
-    assert sorted(allowed["enum"]) == sorted([water.id, stretch.id])
-    report = llm.requests_for("teller")[1]["messages"][1]["content"]
-    assert f"canceled {water.id}: Remind the user to drink water." in report
 
 
 def test_a_cancel_with_no_active_work_says_nothing_was_canceled(llamacpp, stack, llm):
