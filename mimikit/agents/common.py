@@ -227,8 +227,8 @@ def _shape(session: Session, tools: Registry) -> TurnShape:
         shape = shape.setting(name)
     for words in ctx.withheld_kinds:
         shape = shape.withholding(words)
-    for name, labels in ctx.choices.items():
-        shape = shape.choosing(name, list(labels))
+    for name, allowed in ctx.choices.items():
+        shape = shape.choosing(name, allowed)
     return shape.only(ctx.turn_only) if ctx.turn_only else shape
 
 

@@ -100,10 +100,10 @@ CANCEL_CHOICES = 200  # active tasks a Planner's cancel may name (the newest)
 class ActiveWork:
     """The schedules and the queued or running tasks, as a Planner's first request shows them
     (``section``: '' when none), and what its cancel may name (``choices``: each active
-    task's id; when none is active, the one choice of nothing, which stands for no id)."""
+    task's id; when none is active, the one choice of nothing)."""
 
     section: str
-    choices: dict[str, str]
+    choices: tuple[str, ...]
 
 
 def active_work(runtime: Runtime, current: Task) -> ActiveWork:
@@ -121,7 +121,7 @@ def active_work(runtime: Runtime, current: Task) -> ActiveWork:
     if len(shown) < len(tasks):
         shown.append(f"- and {len(tasks) - len(shown)} more (list_tasks lists them all)")
     section = "## Active work\n" + "\n".join(shown) + "\n\n" if lines else ""
-    return ActiveWork(section, {task.id: task.id for task in tasks} or {NOTHING_ACTIVE: ""})
+    return ActiveWork(section, tuple(task.id for task in tasks) or (NOTHING_ACTIVE,))
 
 
 def within_budget(lines: list[str], request: str) -> list[str]:

@@ -53,8 +53,7 @@ def _line(call: dict[str, Any]) -> str | None:
         written = f"{content['bytes']} bytes" if "bytes" in content else "failed"
         return f"wrote {arguments.get('path')} ({written})"
     if call.get("name") == "cancel_task" and call.get("ok") and "canceled" in content:
-        canceled = content.get("taskId") or arguments.get("taskId")
-        return f"canceled {canceled}: {content['canceled']}"
+        return f"canceled {arguments.get('taskId')}: {content['canceled']}"
     if call.get("name") == "shell":
         if not call.get("ok"):
             return f"ran `{arguments.get('command')}`: refused"

@@ -52,11 +52,9 @@ class ToolContext:
     # Kinds of answer (``roles.Kind.words``) this run's answers held to a schema may not give
     # (a Planner task that carries the person's answer: asking again would never end).
     withheld_kinds: tuple[str, ...] = ()
-    # The values a one-field call may take in this run, where answers are held to a schema:
-    # each what the model may write, and the value the tool is given (a Planner's
-    # ``cancel_task``: the id of an active task, itself; where none is active, the one choice
-    # "nothing (...)", which stands for no id: "").
-    choices: dict[str, dict[str, str]] = field(default_factory=dict)
+    # The values a one-field call may take in this run, where answers are held to a schema (a
+    # Planner's ``cancel_task``: the ids of the active tasks, or "nothing (...)" when none is).
+    choices: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # The situational tools this run offers (``Tool.situational``), and the questions its
     # calls left open again (a Teller pass: an answer typed in the chat box that was not one).
     offered: frozenset[str] = frozenset()
@@ -66,10 +64,6 @@ class ToolContext:
     # A Worker run: the files its task names that the work directory did not hold when it
     # began (``workspace.named.NamedFiles``), looked for again when it says it is done.
     named: NamedFiles | None = None
-
-    def chosen(self, name: str, value: str) -> str:
-        """The value a call of ``name`` stands for: its choice's, or ``value`` as given."""
-        return self.choices.get(name, {}).get(value, value)
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)

@@ -14,7 +14,7 @@ from mimikit.tools.args import Args
 from mimikit.tools.context import ToolContext
 
 # The one choice of a Planner's cancel where no task or schedule is active (``ToolContext.
-# choices``: it stands for no id), and what the plan then says: a small model told of a
+# choices``), and what the plan then says: a small model told of a
 # failed cancel schedules or delegates "Cancel the water reminder" and reports it canceled.
 NOTHING_ACTIVE = "nothing (no task or schedule is active)"
 NOTHING_CANCELED = "Nothing was canceled: no task or schedule is active."
@@ -41,15 +41,15 @@ def register(registry: Registry) -> None:
     @registry.tool("cancel_task", roles=roles, short="taskId")
     def cancel_task(ctx: ToolContext, args: CancelTaskArgs) -> dict[str, Any] | StopRun:
         """Cancel a queued task or remove a trigger (running tasks are not affected)."""
-        task_id = ctx.chosen("cancel_task", args.taskId)
-        if not task_id:  # it chose "nothing": the plan ends saying so
+        if args.taskId == NOTHING_ACTIVE:  # its one choice: the plan ends saying so
             return StopRun({"status": "done", "resultType": "text",
                             "result": {"text": NOTHING_CANCELED}})
-        task = ctx.runtime.tasks.get(task_id)
-        success, message = cancel(ctx.runtime, task_id, stop_running=False, source=ctx.role)
+        task = ctx.runtime.tasks.get(args.taskId)
+        success, message = cancel(ctx.runtime, args.taskId, stop_running=False,
+                                  source=ctx.role)
         if not success:
             raise ToolError(message)
         if task is None:
-            return {"success": True, "taskId": task_id}
+            return {"success": True}
         # what was canceled, in its words: what the person is told can be checked against it
-        return {"success": True, "taskId": task_id, "canceled": task.title or task.prompt[:120]}
+        return {"success": True, "canceled": task.title or task.prompt[:120]}
