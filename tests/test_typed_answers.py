@@ -59,9 +59,11 @@ def test_a_new_request_typed_while_a_question_is_pending_is_handed_over_as_itsel
     assert (again.question, again.taskId) == ("Staging or production?", asking.id)
 
 
-def test_an_answer_typed_in_the_chat_box_continues_the_planners_task(llamacpp, stack, llm):
+@pytest.mark.parametrize("delegate", [True, False], ids=["delegated", "kept_as_a_fact"])
+def test_an_answer_typed_in_the_chat_box_continues_the_planners_task(llamacpp, stack, llm,
+                                                                     delegate):
     asking = _planner_asks(stack, llm)
-    llm.script("teller", turn(new_request=False, delegate=True, remember=False,
+    llm.script("teller", turn(new_request=False, delegate=delegate, remember=not delegate,
                               reply="Deploying to staging."))
     llm.script("planner", turn(submit_result={"status": "done",
                                               "result": {"text": "Deployed to staging."}}))

@@ -38,6 +38,7 @@ from mimikit.store.outage import when_back
 from mimikit.store.runtime import Runtime
 from mimikit.tools.context import ToolContext
 from mimikit.tools.teller_tools import (
+    answers_go_on,
     ask_again,
     asked_again,
     first_request,
@@ -227,6 +228,8 @@ def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None)
 def _outcome(runtime: Runtime, ctx: ToolContext, record: RunRecord,
              items: list[InboxItem]) -> str:
     said = without_echoes(record.finalText or "", ctx.told) if record.status == "done" else ""
+    if record.status == "done":
+        answers_go_on(ctx)
     if said and not ctx.replies:
         post_reply(ctx, said)
     if ctx.copied_report and not ctx.replies:

@@ -217,6 +217,14 @@ def not_an_answer(ctx: ToolContext) -> dict[str, Any]:
     return {**hand_over(ctx, ""), "stillAsked": [answer.question for answer in typed]}
 
 
+def answers_go_on(ctx: ToolContext) -> None:
+    """The pass's answers to a Planner task's question go on to that task, though the model
+    handed nothing over: a small model took an answer typed in the chat box ("teal") for a
+    fact to keep, and its task would have waited for it forever."""
+    if not ctx.created and any(answer.taskId for answer in ctx.answers):
+        hand_over(ctx, "")
+
+
 def ask_again(ctx: ToolContext) -> None:
     """Make the questions whose typed answers were new requests pending again (the page
     shows their card; the history has them already)."""
