@@ -210,10 +210,26 @@ def test_a_timing_of_another_type_of_schedule_is_refused_naming_both(runtime, pl
     assert once.ok, once.content
 
 
+def test_a_delay_is_its_own_key_and_runs_once_when_it_ends(runtime, planner):
+    """"in" beside "interval": held to the schema a token at a time, a small model that began
+    "in" for "remind me to stretch in 10 minutes" could only end it as "interval"."""
+    before = utcnow()
+    outcome, ctx = planner("schedule", prompt="Remind the user to stretch.", **{"in": "10m"})
+    assert outcome.ok, outcome.content
+    staged = ctx.staged[0]
+    assert staged.type == "scheduled"
+    assert timedelta(minutes=10) <= staged.schedule.runAt - before < timedelta(minutes=10, seconds=5)
+    both, ctx = planner("schedule", prompt="Stretch.", runAt="2099-01-01T09:00", **{"in": "5m"})
+    assert not both.ok and "give 'in' (a delay from now" in both.content
+    vague, ctx = planner("schedule", prompt="Stretch.", **{"in": "soon"})
+    assert not vague.ok and "'in': 'soon' is not a duration" in vague.content
+
+
 def test_a_schedule_held_to_a_schema_gives_one_timing_of_its_type():
     later = next(b for b in shape_of("planner").schema()["anyOf"] if "schedule" in b["properties"])
     ways = {tuple(way["required"][1:]): way for way in later["properties"]["schedule"]["anyOf"]}
-    assert set(ways) == {("at", "days"), ("interval",), ("cron",), ("runAt",), ("condition",)}
+    assert set(ways) == {("at", "days"), ("interval",), ("cron",), ("in",), ("runAt",),
+                         ("condition",)}
     # the type is the timing's: asked first, "in 10 minutes" was made recurring
     assert all("type" not in way["properties"] for way in ways.values())
     assert list(ways[("runAt",)]["properties"])[:2] == ["prompt", "runAt"]

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal, get_args
 from pydantic import Field, field_validator, model_validator
 
 from mimikit.atoms.tree import ConditionArg
-from mimikit.durations import Moment
+from mimikit.durations import Moment, seconds
 from mimikit.exceptions import InvalidValue, ToolError
 from mimikit.llm.echoes import repeats
 from mimikit.llm.registry import Registry, StopRun
@@ -101,6 +101,11 @@ class ScheduleArgs(Args):
     cron: str | None = Field(None, description="five-field cron, e.g. '0 9 * * 1-5' (recurring; "
                                                "read in the configured time zone)")
     runAt: Moment | None = None
+    # Once after a delay, read as the ``runAt`` it means. A key of its own: the grammar holds
+    # a key to the schema a token at a time, and the 1.5B model, beginning "in" for "remind
+    # me to stretch in 10 minutes", could only finish it as "interval" (every 10 minutes).
+    in_: str | None = Field(None, alias="in", description="once after this delay from now, "
+                                                          "e.g. '10m' or '2h' (scheduled)")
     condition: ConditionArg | None = None
     cooldown: Seconds = Field(0, ge=0, description="seconds between firings (conditional)")
     timeout: Seconds | None = Field(None, gt=0, le=MAX_TASK_TIMEOUT_SECONDS)
@@ -113,7 +118,7 @@ class ScheduleArgs(Args):
     # one timing each: held to no more, the 1.5B model gave "at", "days", "interval" and
     # "cron" at once for "in 10 minutes"; its type follows from it (``_type_from_timing``):
     # asked for the type first, the model chose "recurring" for "in 10 minutes" (bench/README.md)
-    alternatives: ClassVar = (("at", "days"), ("interval",), ("cron",), ("runAt",),
+    alternatives: ClassVar = (("at", "days"), ("interval",), ("cron",), ("in",), ("runAt",),
                               ("condition",))
     held_out: ClassVar = frozenset({"type"})
 
@@ -121,7 +126,14 @@ class ScheduleArgs(Args):
     @classmethod
     def _type_from_timing(cls, data: Any) -> Any:
         """A call without ``type`` that names one kind of timing means that kind (models
-        often leave it out when the timing says it)."""
+        often leave it out when the timing says it); a delay (``in``) is the time it ends."""
+        if isinstance(data, dict) and data.get("in") is not None and data.get("runAt") is None:
+            try:
+                delay = seconds(data["in"])
+            except InvalidValue as error:
+                raise ValueError(f"'in': {error}") from None
+            data = {**{key: value for key, value in data.items() if key != "in"},
+                    "runAt": delay}
         if isinstance(data, dict) and "type" not in data:
             kinds = {timing_kind(field, data.get("days")) for field in TIMING_KINDS
                      if data.get(field) is not None}
@@ -158,6 +170,13 @@ class ScheduleArgs(Args):
             raise ValueError(f"'at' with 'days' means the cron {meant!r}, not {self.cron!r}: "
                              "give either 'cron' or 'at' with 'days', not both")
         self.cron = meant  # a cron that says the same is no second timing
+        return self
+
+    @model_validator(mode="after")
+    def _one_time_once(self) -> ScheduleArgs:
+        if self.in_ is not None:
+            raise ValueError("give 'in' (a delay from now, e.g. \"10m\") or 'runAt' (a time), "
+                             "not both")
         return self
 
     @model_validator(mode="after")
