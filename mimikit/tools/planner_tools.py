@@ -173,7 +173,8 @@ class ScheduleArgs(Args):
         return self
 
     @model_validator(mode="after")
-    def _one_time_once(self) -> ScheduleArgs:
+    def _a_delay_or_a_time(self) -> ScheduleArgs:
+        """``in`` is read as ``runAt`` (``_type_from_timing``): left here, both were given."""
         if self.in_ is not None:
             raise ValueError("give 'in' (a delay from now, e.g. \"10m\") or 'runAt' (a time), "
                              "not both")
