@@ -123,7 +123,7 @@ class ProcessPool:
         process.wait(timeout=15)
 
     def stop_all(self) -> None:
-        stop_processes(self.processes, 5, first_signal=signal.SIGQUIT)
+        stop_processes(self.processes, 5, first_signal=signal.SIGKILL)
 
     def log_text(self) -> str:
         return "\n".join(p.read_text(errors="replace") for p in sorted(self.log_dir.glob("*.log")))
