@@ -101,7 +101,8 @@ class ScheduleArgs(Args):
     cron: str | None = Field(None, description="five-field cron, e.g. '0 9 * * 1-5' (recurring; "
                                                "read in the configured time zone)")
     runAt: Moment | None = None
-    # Once after a delay, read as the ``runAt`` it means. A key of its own: the grammar holds
+    # Once after a delay, read as the ``runAt`` it means (``_type_from_timing``: the field
+    # itself stays empty, it is the schema's). A key of its own: the grammar holds
     # a key to the schema a token at a time, and the 1.5B model, beginning "in" for "remind
     # me to stretch in 10 minutes", could only finish it as "interval" (every 10 minutes).
     in_: str | None = Field(None, alias="in", description="once after this delay from now, "
@@ -127,7 +128,10 @@ class ScheduleArgs(Args):
     def _type_from_timing(cls, data: Any) -> Any:
         """A call without ``type`` that names one kind of timing means that kind (models
         often leave it out when the timing says it); a delay (``in``) is the time it ends."""
-        if isinstance(data, dict) and data.get("in") is not None and data.get("runAt") is None:
+        if isinstance(data, dict) and data.get("in") is not None:
+            if data.get("runAt") is not None:
+                raise ValueError("give 'in' (a delay from now, e.g. \"10m\") or 'runAt' (a "
+                                 "time), not both")
             try:
                 delay = seconds(data["in"])
             except InvalidValue as error:
@@ -170,14 +174,6 @@ class ScheduleArgs(Args):
             raise ValueError(f"'at' with 'days' means the cron {meant!r}, not {self.cron!r}: "
                              "give either 'cron' or 'at' with 'days', not both")
         self.cron = meant  # a cron that says the same is no second timing
-        return self
-
-    @model_validator(mode="after")
-    def _a_delay_or_a_time(self) -> ScheduleArgs:
-        """``in`` is read as ``runAt`` (``_type_from_timing``): left here, both were given."""
-        if self.in_ is not None:
-            raise ValueError("give 'in' (a delay from now, e.g. \"10m\") or 'runAt' (a time), "
-                             "not both")
         return self
 
     @model_validator(mode="after")

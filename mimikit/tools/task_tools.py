@@ -13,9 +13,9 @@ from mimikit.tasks.listing import list_tasks as listing
 from mimikit.tools.args import Args
 from mimikit.tools.context import ToolContext
 
-# The one choice of a Planner's cancel where no task or schedule is active (``ToolContext.
-# choices``), and what the plan then says: a small model told of a
-# failed cancel schedules or delegates "Cancel the water reminder" and reports it canceled.
+# The one choice of a Planner's cancel where no task or schedule is active
+# (``ToolContext.choices``), and what the plan then says: a small model told of a failed
+# cancel schedules or delegates "Cancel the water reminder" and reports it canceled.
 NOTHING_ACTIVE = "nothing (no task or schedule is active)"
 NOTHING_CANCELED = "Nothing was canceled: no task or schedule is active."
 
