@@ -15,6 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from mimikit.llm.probe import PROBE_TOKENS
+
 ROLES = ("teller", "planner", "worker")
 
 
@@ -118,9 +120,15 @@ def _note(server: Recorder, role: str | None, request: dict[str, Any], raw: byte
     with server.lock:
         server.calls.append({"role": role, "model": request.get("model"), "prompt": prompt,
                              "constrained": "response_format" in request,
+                             "first": _opens_a_run(request),
                              "cached": cached, "began": began,
                              "firstToken": (first_text or first or began) - began,
                              "seconds": time.monotonic() - began,
                              "system": (request.get("messages") or [{}])[0].get("content")})
 
 
+def _opens_a_run(request: dict[str, Any]) -> bool:
+    """Whether a request is a run's first: no answer of the model in it yet, and not one of
+    the questions that learn what the server can do."""
+    return request.get("max_tokens") != PROBE_TOKENS and not any(
+        m.get("role") in ("assistant", "tool") for m in request.get("messages") or [])

@@ -247,6 +247,15 @@ def answers_table(runs_file: Path) -> None:
               f"{len(answers) - parsed:>11} {corrections:>12}")
 
 
+def first_requests(calls: list[dict[str, Any]]) -> None:
+    """Per role, the prompt tokens of its runs' first requests, by the server's count."""
+    print("\nfirst requests, prompt tokens by the server's count: fewest-most (runs)")
+    for role in ROLES:
+        sizes = [c["prompt"] for c in calls if c["role"] == role and c.get("first")]
+        if sizes:
+            print(f"{role:<8} {min(sizes)}-{max(sizes)} ({len(sizes)})")
+
+
 def _an_object(content: Any) -> bool:
     try:
         return isinstance(json.loads(content or ""), dict)
@@ -318,6 +327,7 @@ def main() -> int:
         if oracle is not None:
             oracle.shutdown()
     print_table(rows, f"{model} at {url} ({root})")
+    first_requests(recorder.calls)
     answers_table(root / "runs.json")
     if args.json:
         Path(args.json).write_text(json.dumps([row.__dict__ for row in rows], indent=1))
