@@ -195,3 +195,32 @@ def test_history_over_a_day_boundary_keeps_to_its_budget():
         chosen = select_history(history, budget_tokens=budget)
         assert len(chosen) > 5 and chosen[0].createdAt.date() != chosen[-1].createdAt.date()
         assert estimate_tokens(format_history(chosen)) <= budget
+
+
+def test_memory_leaves_out_the_days_copy_of_the_message_being_answered(runtime):
+    from mimikit.agents.context import context_sections
+
+    said = "create a file notes.txt containing the word hello"
+    memory = runtime.settings.state_dir / "memory"
+    memory.mkdir(parents=True, exist_ok=True)
+    (memory / "2026-11-28-chat.md").write_text(f"# Chat 2026-11-28\n\n### 15:51 user\n{said}\n")
+    (memory / "2026-11-27-notes.md").write_text("The user keeps notes.txt files in plain text.\n")
+    shown = "\n".join(context_sections(runtime, [said]))
+    assert "notes.txt files in plain text" in shown
+    assert "-chat.md" not in shown  # found by its own words, it tells nothing new
+
+
+def test_memory_leaves_out_the_chat_the_history_shows_in_any_script_but_not_a_kept_fact(
+        runtime):
+    from mimikit.agents.context import context_sections
+    from mimikit.models import Message
+
+    runtime.conversation.append(Message(role="user", text="你好，你是谁？"))
+    runtime.conversation.append(Message(role="assistant", text="我是 Mimikit。"))
+    memory = runtime.settings.state_dir / "memory"
+    memory.mkdir(parents=True, exist_ok=True)
+    (memory / "2026-11-28-chat.md").write_text("# Chat 2026-11-28\n\n### 15:59 user\n你好，你是谁？\n")
+    (memory / "2026-11-27-notes.md").write_text("你是谁 Mimikit 的说明：一个助手。\n")
+    (runtime.settings.state_dir / "memory.md").write_text("你好，你是谁？\n")  # kept: stays
+    shown = "\n".join(context_sections(runtime, ["17 乘以 23 是多少？你是谁"]))
+    assert "的说明" in shown and "[memory.md]" in shown and "-chat.md" not in shown

@@ -7,7 +7,9 @@ from functools import cache
 
 from mimikit.agents.prompts import role_text
 from mimikit.conversation.tries import held_back
+from mimikit.memory.archive import copies_chat
 from mimikit.memory.inject import extract_keywords, format_history, format_memory, select_history
+from mimikit.memory.search import MemoryHit
 from mimikit.memory.service import index_for
 from mimikit.models import Message
 from mimikit.store.runtime import Runtime
@@ -27,6 +29,10 @@ FIRST_REQUEST_TOKENS = 1500
 ESTIMATE_SHARE = 0.95  # the estimate runs a little under a real tokenizer's count
 INPUTS_TOKENS = 100
 MEMORY_TOKENS = 120
+# A passage of a chat copy holding a line this long (its first SAID_CHARS) of the run's input or
+# History is a copy of it; shorter lines ("ok", "pnpm") are found in passages that say more.
+SAID_MIN_TOKENS = 4
+SAID_CHARS = 80
 MIN_MESSAGES = 5  # shown even over the budget, where it is at least MIN_HISTORY_TOKENS
 MIN_HISTORY_TOKENS = 100
 FEWEST_MESSAGES = 2  # shown where the system prompt and the run's inputs leave less
@@ -71,10 +77,22 @@ def context_sections(runtime: Runtime, pending_texts: list[str],
     keywords = extract_keywords(pending_texts, shown)
     if keywords:
         hits = index_for(runtime.settings).search(" ".join(keywords), limit=5)
-        memory = format_memory(hits, budget_tokens=MEMORY_TOKENS)
+        shown_now = [*pending_texts, *(message.text for message in history)]
+        memory = format_memory(_beyond(hits, shown_now), budget_tokens=MEMORY_TOKENS)
         if memory:
             sections.append(memory)
     return sections
+
+
+def _beyond(hits: list[MemoryHit], shown: list[str]) -> list[MemoryHit]:
+    """``hits`` that hold more than the words the run is shown already (its input, the
+    History): the copy of the day's chat holds them too, and their own words find it first (a
+    small model then takes the message it answers for what Memory knows, or copies a reply).
+    A fact kept stays, whatever words it shares: it is what was asked to be kept."""
+    lines = (" ".join(line.split()) for text in shown for line in text.splitlines())
+    said = [line[:SAID_CHARS] for line in lines if estimate_tokens(line) >= SAID_MIN_TOKENS]
+    return [hit for hit in hits if not copies_chat(hit.source)
+            or not any(line in " ".join(hit.content.split()) for line in said)]
 
 
 def _anchored(chosen: list[Message], recent: list[Message], total: int) -> list[Message]:

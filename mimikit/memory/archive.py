@@ -23,6 +23,9 @@ FLUSH_INTERVAL = timedelta(hours=1)
 
 SummaryKind = Literal["daily", "monthly"]
 _MARKER = re.compile(r"<!-- at:(\S+) id:(\S+) -->")
+# The files that copy the conversation as it was said (a day's chat, a flush), by the path
+# memory search names them with: not facts kept, but the words History shows while it can.
+_CHAT_COPY = re.compile(rf"{re.escape(RECENT_DIR)}/\d{{4}}-\d\d-\d\d(?:-chat)?\.md")
 
 
 @dataclass
@@ -47,6 +50,11 @@ def summary_path(state_dir: Path, kind: SummaryKind, period: str) -> Path:
         wanted = "YYYY-MM-DD" if kind == "daily" else "YYYY-MM"
         raise InvalidValue(f"{kind} summary period {period!r} is malformed; use {wanted}")
     return Path(state_dir) / SUMMARY_DIR / f"{period}.md"
+
+
+def copies_chat(source: str) -> bool:
+    """Whether the memory file ``source`` (as search names it) is a copy of the chat."""
+    return _CHAT_COPY.fullmatch(source) is not None
 
 
 def message_markdown(message: Message) -> str:
