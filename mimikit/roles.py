@@ -120,7 +120,10 @@ WORKER = Role(
     answer_files=tuple(f"agents/worker/{part}.md" for part in ("identity", "answer", "rules")),
     tools=("shell", "read_file", "write_file", "list_files", "submit_result"),
     timeout_setting="worker_timeout", model_setting="worker_model", report="policy",
-    text_is_result=True)
+    text_is_result=True,
+    # each step first holds the last result against the task: the 1.5B model's fib.py printed
+    # fib(10) alone ("55") in 5 of 9 benchmark runs without it, 4 of 11 with it (bench/README.md)
+    turn_notes=("check",))
 LLM_EVAL = Role(
     name="llm_eval", title="llm_eval", queue="worker", task_name="mimikit.llm_eval_batch",
     prompt_files=("llm-eval-batch.md",), answer_files=("llm-eval-batch.md",), tools=("submit_verdicts", "read_file", "list_files"),

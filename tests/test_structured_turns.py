@@ -512,3 +512,24 @@ def test_a_turn_answered_again_after_a_refused_reply_keeps_the_persons_words_onc
             if not f.name.endswith("-chat.md")]
     assert len(llm.requests_for("teller")) == 2
     assert [f.read_text(encoding="utf-8").count("remember that I use vim") for f in kept] == [1]
+
+
+def test_a_worker_holds_each_result_against_its_task_before_its_next_step(llamacpp, stack, llm):
+    llm.script("worker", turn(check="", write_file={"path": "count.py", "content": "print(1)\n"}),
+               turn(check="count.py is written.", shell={"command": "python3 count.py"}),
+               turn(check="It printed 1, but the task asks for 1 to 3.",
+                    write_file={"path": "count.py",
+                                "content": "for n in range(1, 4):\n    print(n)\n"}),
+               turn(check="It printed 1, 2 and 3, as the task asks.",
+                    submit_result={"status": "done", "result": {"text": "It printed 1 to 3."}}))
+    llm.default("teller", turn(reply="count.py printed 1 to 3."))
+    submit(stack, [Task(role="worker", prompt="Write count.py printing 1 to 3 and run it.")])
+    wait_history(stack, lambda h: ("assistant", "count.py printed 1 to 3.") in h,
+                 message="the report")
+    first = _schema(llm.requests_for("worker")[0])
+    assert all(list(branch["properties"])[0] == "check" and "check" in branch["required"]
+               for branch in first["anyOf"])
+    assert (stack.settings.work_dir / "count.py").read_text().startswith("for n in")
+    done = next(t for t in stack.tasks.with_status("done") if t.role == "worker")
+    assert stack.tasks.result(done.id).result == {"text": "It printed 1 to 3."}
+    assert len(llm.requests_for("worker")) == 4  # the check is read as no call of its own

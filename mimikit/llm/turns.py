@@ -9,7 +9,8 @@ Three shapes (``roles.Role.turn``):
   any other takes its arguments object; ``null`` is "not this time". The role's
   ``turn_required`` fields are required, in order, so that a small model decides each; the
   others may be left out.
-- ``step``: exactly one call, ``{"write_file": {"path": ..., "content": ...}}``.
+- ``step``: exactly one call, ``{"write_file": {"path": ..., "content": ...}}``, after the
+  role's notes where it has any (a Worker's ``check``).
 - ``plan``: one call, and the role's finisher may come with it (it runs after the call
   succeeded): ``{"delegate": {...}, "submit_result": {...}}``, or the finisher alone. Where
   the role names its kinds of answer (``Role.turn_kinds``), each object says first what it
@@ -132,7 +133,8 @@ class TurnShape:
             return None
         known = [key for key in answer if key in {tool.name for tool in self.tools}]
         finishers = [key for key in known if any(t.name == key and t.alone for t in self.tools)]
-        if not known or (self.shape == "step" and len(answer) != 1) or \
+        read = [key for key in answer if key not in self.notes]  # notes are not read
+        if not known or (self.shape == "step" and len(read) != 1) or \
                 (self.shape == "plan" and len(known) - len(finishers) > 1):
             return None
         calls = []
@@ -183,7 +185,7 @@ def turn_shape(shape: Shape, tools: Sequence[Tool], required: Sequence[str] = ()
                filled: Sequence[str] = (), kinds: Sequence[Kind] = (),
                notes: Sequence[str] = ()) -> TurnShape:
     """The shape of a role's answers over ``tools`` (``required`` first, in their order;
-    ``filled`` never null; a plan's ``kinds`` and ``notes`` first in each of its objects)."""
+    ``filled`` never null; the ``notes``, and a plan's ``kinds``, first in each object)."""
     first = [tool for name in required for tool in tools if tool.name == name]
     rest = [tool for tool in tools if tool not in first]
     finishers = [tool for tool in rest if tool.alone]
