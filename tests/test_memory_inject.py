@@ -224,3 +224,16 @@ def test_memory_leaves_out_the_chat_the_history_shows_in_any_script_but_not_a_ke
     (runtime.settings.state_dir / "memory.md").write_text("你好，你是谁？\n")  # kept: stays
     shown = "\n".join(context_sections(runtime, ["17 乘以 23 是多少？你是谁"]))
     assert "的说明" in shown and "[memory.md]" in shown and "-chat.md" not in shown
+
+
+def test_the_history_does_not_repeat_an_answer_the_runs_inputs_hold(runtime):
+    from mimikit.agents.context import context_sections
+    from mimikit.models import Message
+
+    for text in ("which files are in the work dir?", "cancel the water reminder"):
+        runtime.conversation.append(Message(role="user", text=text))
+    beside = ("## User request\nwhich package manager do I use?\n\nQuestion: Which one?\n"
+              "Answer (chat): cancel the water reminder")
+    history = context_sections(runtime, [], roles=("user",), role="planner", beside=beside)[0]
+    assert "which files are in the work dir?" in history
+    assert "cancel the water reminder" not in history  # the inputs say it once

@@ -54,8 +54,9 @@ def context_sections(runtime: Runtime, pending_texts: list[str],
     (the history changes least from one run to the next, and goes first for a server's prompt
     cache), within the budget of ``role``'s first request; ``roles``: the messages of only
     these roles in the history; ``beside``: the run's own inputs shown after them (the
-    request, a list of active work), whose lines the history does not repeat and whose tokens
-    beyond ``INPUTS_TOKENS`` it gives up, down to its last ``FEWEST_MESSAGES``.
+    request, a list of active work), whose lines (a labeled line's value too) the history does
+    not repeat and whose tokens beyond ``INPUTS_TOKENS`` it gives up, down to its last
+    ``FEWEST_MESSAGES``.
 
     The history leaves out ``exclude_ids``, the messages held back after a failed pass or
     given up (``tries.held_back``), and the notes that say one gave up: words the model could
@@ -63,7 +64,7 @@ def context_sections(runtime: Runtime, pending_texts: list[str],
     """
     recent, total = runtime.conversation.recent_of_all(HISTORY_WINDOW)
     hidden = (exclude_ids or set()) | held_back(runtime)
-    said = {plain(line) for line in beside.splitlines()}
+    said = {plain(part) for line in beside.splitlines() for part in _said(line)}
     shown = [m for m in recent if m.id not in hidden and m.failedItem is None
              and (roles is None or m.role in roles) and plain(m.text) not in said]
     sections = []
@@ -82,6 +83,13 @@ def context_sections(runtime: Runtime, pending_texts: list[str],
         if memory:
             sections.append(memory)
     return sections
+
+
+def _said(line: str) -> tuple[str, ...]:
+    """What a line of a run's inputs says: the line, and the value of a labeled one
+    ("Answer (chat): ..."), which a message of the history may be word for word."""
+    label, colon, value = line.partition(": ")
+    return (line, value) if colon and label else (line,)
 
 
 def _beyond(hits: list[MemoryHit], shown: list[str]) -> list[MemoryHit]:
