@@ -430,8 +430,9 @@ def test_a_report_that_only_says_an_earlier_report_again_is_told_in_the_results_
     llm.default("teller", turn(
         reply="It ran every day at 9:00 in the morning. The water reminder is canceled."))
     post_input(stack, "put the date in date.txt and count its characters")
-    wait_history(stack, lambda h: ("assistant", "date.txt has 10 characters.") in h,
-                 message="the result told in its own words")
+    told = "date.txt has 10 characters. What its run did: wrote date.txt (10 bytes)"
+    wait_history(stack, lambda h: ("assistant", told) in h,
+                 message="the result told in its own words, with what its run did")
     assert _replies(stack).count(earlier) == 1 and not any(
         "It ran every day at 9:00 in the morning. The" in reply for reply in _replies(stack))
 
@@ -454,11 +455,12 @@ def test_a_failed_worker_that_wrote_a_file_is_told_with_what_its_run_did_and_no_
     llm.default("teller", turn(reply="That failed: it was not done. "
                                      + FAILURE_HINT[FAILURE_HINT.index("Say"):-1]))
     submit(stack, [Task(role="worker", prompt="Create notes.txt containing hello.")])
-    said = wait_history(stack, lambda h: ("assistant", "That failed: it was not done.") in h,
-                        message="the report without the copied words")
+    # the example's words and the copied hint are out: the result's, with what its run did
+    did = "Failed to write to file 'notes.txt'. What its run did: wrote notes.txt (6 bytes)"
+    said = wait_history(stack, lambda h: ("assistant", "Failed: " + did) in h,
+                        message="the report in the result's words")
     failed = next(t for _r, t in said if t.startswith("Task failed"))
-    assert failed.endswith("Failed to write to file 'notes.txt'. What its run did: wrote "
-                           "notes.txt (6 bytes)")  # the file is there, whatever it said
+    assert failed.endswith(did)  # the file is there, whatever it said
     assert (stack.settings.work_dir / "notes.txt").read_text() == "hello\n"
     assert not any("past tense" in reply for reply in _replies(stack))
 
@@ -533,3 +535,16 @@ def test_a_worker_holds_each_result_against_its_task_before_its_next_step(llamac
     done = next(t for t in stack.tasks.with_status("done") if t.role == "worker")
     assert stack.tasks.result(done.id).result == {"text": "It printed 1 to 3."}
     assert len(llm.requests_for("worker")) == 4  # the check is read as no call of its own
+
+
+def test_a_report_copied_from_the_prompts_example_is_told_in_the_results_words(
+        llamacpp, stack, llm):
+    llm.script("worker", turn(write_file={"path": "notes.txt", "content": "hello\n"}),
+               turn(submit_result={"status": "done",
+                                   "result": {"text": "notes.txt holds hello: 6 bytes."}}))
+    llm.default("teller", turn(reply="That failed: it was not done."))  # an example's words
+    submit(stack, [Task(role="worker", prompt="Create notes.txt containing hello.")])
+    wait_history(stack, lambda h: any(r == "assistant" and "notes.txt holds hello: 6 bytes."
+                                      in t for r, t in h), message="the report")
+    assert "That failed: it was not done." not in _replies(stack)
+    assert len(llm.requests_for("teller")) == 1  # no correction: the results say it

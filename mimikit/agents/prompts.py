@@ -13,6 +13,8 @@ message, before the inputs or the request (``build_prompts``).
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from functools import cache
 from importlib.resources import files
@@ -27,6 +29,7 @@ SystemPrompt = Callable[[Path], str]  # the system prompt for the path requests 
 # so a prompts/ folder in the current directory never replaces it.
 PROMPTS_PACKAGE = "mimikit.prompts"
 TELLER_FIRST_LINE = "You are the Mimikit runtime teller."
+_EXAMPLE_REPLY = re.compile(r'"(?:reply|text)": ("(?:[^"\\]|\\.)*")')
 
 
 @cache
@@ -44,6 +47,14 @@ def role_text(role: str, path: Path = "native") -> str:
     if role == "teller":
         parts.insert(0, TELLER_FIRST_LINE)
     return "\n\n".join(parts)
+
+
+@cache
+def example_replies(role: str) -> tuple[str, ...]:
+    """What the examples of ``role``'s prompts say to the person (a ``reply``, or a reply
+    call's ``text``): a small model copies one whatever its results say."""
+    texts = role_text(role, "constrained") + role_text(role, "native")
+    return tuple(dict.fromkeys(json.loads(found) for found in _EXAMPLE_REPLY.findall(texts)))
 
 
 def choose_mode(role: str, has_context: bool) -> PromptMode:

@@ -21,12 +21,13 @@ from redis.exceptions import RedisError
 from mimikit.agents.common import answer_path, run_role
 from mimikit.agents.context import context_sections
 from mimikit.agents.inbox_view import CHINESE_START, render_inbox, report_hint, writes_chinese
-from mimikit.agents.prompts import build_prompts, choose_mode
+from mimikit.agents.prompts import build_prompts, choose_mode, example_replies
 from mimikit.conversation import gate as teller_gate
 from mimikit.conversation import outage, tries
 from mimikit.conversation.failed import INTERNAL_ERROR
 from mimikit.delivery.dispatch import TELLER_DELIVERY_PASSES
 from mimikit.exceptions import LLMUnavailable
+from mimikit.lifecycle.actions import NO_CALL, actions_of
 from mimikit.llm.echoes import without_echoes
 from mimikit.llm.record import RunRecord
 from mimikit.memory import backlog
@@ -220,6 +221,7 @@ def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None)
         ctx.turn_set = ("delegate",)  # an answer to a task's question goes on to its task
     if not any(isinstance(item, InputItem | AnswerItem) for item in items):
         ctx.turn_only = "reply"  # results and notices: to report, nothing to hand over
+        ctx.told += example_replies("teller")  # a report copied from one: the results' words
     if writes_chinese(items):
         ctx.reply_pattern = CHINESE_START  # a small model answers an English prompt in English
     return ctx
@@ -252,17 +254,25 @@ def _outcome(runtime: Runtime, ctx: ToolContext, record: RunRecord,
 def _report_plainly(runtime: Runtime, ctx: ToolContext, items: list[InboxItem]) -> None:
     """The pass's results told in their own words, where the model's report only said
     earlier replies again (a small model copies its last report from the history) or its
-    prompt's words: what they hold is true, a copy of another task's report is not, and a
-    reminder that fires every day may say what it said yesterday."""
+    prompt's words (an example's too): what they hold is true, with what each run did, a copy
+    of another task's report is not, and a reminder that fires every day may say what it said
+    yesterday."""
     said = []
     for item in items:
-        result = runtime.tasks.result(item.taskId) if isinstance(item, ResultItem) else None
+        if not isinstance(item, ResultItem):
+            continue
+        result = runtime.tasks.result(item.taskId)
         if result is None or result.status not in ("done", "failed"):
             continue
         words = result.error if result.status == "failed" else \
             result.result.get("text") or result.result.get("summary")
-        if words:
-            said.append(("Failed: " if result.status == "failed" else "") + str(words))
+        if not words:
+            continue
+        told = ("Failed: " if result.status == "failed" else "") + str(words)
+        did = actions_of(runtime, item.taskId)
+        if did and did != [NO_CALL]:  # what happened, whatever the words say
+            told = told.rstrip(". ") + ". What its run did: " + "; ".join(did)
+        said.append(told)
     if said:
         post_reply(ctx, "\n".join(said), may_repeat=True)
 
