@@ -153,13 +153,14 @@ def test_mcp_tools_are_branches_of_the_workers_step_schema(runtime):
         view = run_registry("worker", servers.start())
     shape = shape_in(view, "worker")
     schema = shape.schema()
-    jsonschema.validate({"secrets__secret_word": {"seed": 6}}, schema)
-    jsonschema.validate({"shell": {"command": "ls"}}, schema)
-    jsonschema.validate({"secrets__add_note": {"note": {"title": "milk"}}}, schema)
+    jsonschema.validate({"check": "", "secrets__secret_word": {"seed": 6}}, schema)
+    jsonschema.validate({"check": "", "shell": {"command": "ls"}}, schema)
+    jsonschema.validate({"check": "", "secrets__add_note": {"note": {"title": "milk"}}},
+                        schema)
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({"secrets__secret_word": {"seed": "six"}}, schema)
+        jsonschema.validate({"check": "", "secrets__secret_word": {"seed": "six"}}, schema)
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({"secrets__add_note": {"note": {"tags": []}}}, schema)
+        jsonschema.validate({"check": "", "secrets__add_note": {"note": {"tags": []}}}, schema)
     assert "secrets__add_note.Note" in schema["$defs"]  # its definitions, under its name
     assert shape.calls({"secrets__secret_word": {"seed": 6}}) == \
         [("secrets__secret_word", '{"seed": 6}')]
