@@ -99,8 +99,12 @@ def _beyond(hits: list[MemoryHit], shown: list[str]) -> list[MemoryHit]:
     A fact kept stays, whatever words it shares: it is what was asked to be kept."""
     lines = (" ".join(line.split()) for text in shown for line in text.splitlines())
     said = [line[:SAID_CHARS] for line in lines if estimate_tokens(line) >= SAID_MIN_TOKENS]
-    return [hit for hit in hits if not copies_chat(hit.source)
-            or not any(line in " ".join(hit.content.split()) for line in said)]
+    return [hit for hit in hits if not copies_chat(hit.source) or not _holds_any(hit, said)]
+
+
+def _holds_any(hit: MemoryHit, lines: list[str]) -> bool:
+    content = " ".join(hit.content.split())  # once per hit, not once per line
+    return any(line in content for line in lines)
 
 
 def _anchored(chosen: list[Message], recent: list[Message], total: int) -> list[Message]:

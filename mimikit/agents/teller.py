@@ -27,7 +27,7 @@ from mimikit.conversation import outage, tries
 from mimikit.conversation.failed import INTERNAL_ERROR
 from mimikit.delivery.dispatch import TELLER_DELIVERY_PASSES
 from mimikit.exceptions import LLMUnavailable
-from mimikit.lifecycle.actions import NO_CALL, actions_of
+from mimikit.lifecycle.actions import with_actions
 from mimikit.llm.echoes import without_echoes
 from mimikit.llm.record import RunRecord
 from mimikit.memory import backlog
@@ -269,10 +269,7 @@ def _report_plainly(runtime: Runtime, ctx: ToolContext, items: list[InboxItem]) 
         if not words:
             continue
         told = ("Failed: " if result.status == "failed" else "") + str(words)
-        did = actions_of(runtime, item.taskId)
-        if did and did != [NO_CALL]:  # what happened, whatever the words say
-            told = told.rstrip(". ") + ". What its run did: " + "; ".join(did)
-        said.append(told)
+        said.append(with_actions(runtime, item.taskId, told))
     if said:
         post_reply(ctx, "\n".join(said), may_repeat=True)
 

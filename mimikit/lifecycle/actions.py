@@ -31,6 +31,15 @@ def actions_of(runtime: Runtime, task_id: str) -> list[str]:
     return lines[-ACTIONS_SHOWN:]
 
 
+def with_actions(runtime: Runtime, task_id: str, text: str) -> str:
+    """``text`` (a task's result or error) followed by what the task's last run did, where it
+    made a call: what happened, whatever the words say."""
+    did = actions_of(runtime, task_id)
+    if not did or did == [NO_CALL]:
+        return text
+    return text.rstrip(". ") + ". What its run did: " + "; ".join(did)
+
+
 def _object(text: str | None) -> dict[str, Any]:
     """``text`` read as a JSON object ({} when it is none: a file's text, an error)."""
     try:

@@ -18,7 +18,7 @@ import hashlib
 import json
 
 from mimikit.conversation.gate import wake
-from mimikit.lifecycle.actions import NO_CALL, actions_of
+from mimikit.lifecycle.actions import with_actions
 from mimikit.lifecycle.event import REPORTED_CANCELS, Completion
 from mimikit.models import Result, Task, utcnow
 from mimikit.roles import role
@@ -117,9 +117,8 @@ def _chat_line(runtime: Runtime, completion: Completion) -> str | None:
     if status == "failed":
         assert completion.result is not None
         text = f"Task failed: {completion.label} — {completion.result.error}"
-        did = actions_of(runtime, task.id) if task.role == "worker" else []
-        if did and did != [NO_CALL]:
-            text = text.rstrip(". ") + ". What its run did: " + "; ".join(did)
+        if task.role == "worker":
+            text = with_actions(runtime, task.id, text)
     elif role(task.role).report == "policy":
         text = f"Task completed: {completion.label}"
     else:
