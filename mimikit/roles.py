@@ -78,14 +78,13 @@ TELLER = Role(
     answer_files=tuple(f"agents/teller/{part}.md"
                        for part in ("identity", "voice", "answer", "rules", "output")),
     tools=("reply", "delegate", "remember", "ask_user", "list_tasks", "cancel_task",
-           "update_backlog", "manage_trigger", "new_request"),
+           "update_backlog", "manage_trigger"),
     timeout_setting="teller_timeout", model_setting="teller_model", report="none",
     text_ends_run=True, is_task=False, turn="turn",
     # where answers are held to a schema, a turn decides three things, in this order (the
-    # work first, so that what it says follows from it); the Planner does the rest. With an
-    # answer typed in the chat box in the pass, it first decides whether that is one.
-    turn_tools=("new_request", "delegate", "remember", "reply"),
-    turn_required=("new_request", "delegate", "remember", "reply"), turn_filled=("reply",))
+    # work first, so that what it says follows from it); the Planner does the rest.
+    turn_tools=("delegate", "remember", "reply"),
+    turn_required=("delegate", "remember", "reply"), turn_filled=("reply",))
 PLANNER = Role(
     name="planner", title="Planner", queue="planner", task_name="mimikit.planner",
     prompt_files=tuple(f"agents/planner/{part}.md"

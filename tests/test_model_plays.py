@@ -184,13 +184,17 @@ def test_an_answer_typed_in_the_chat_box_answers_the_pending_question(stack, llm
 
     stack.conversation.ask(PendingQuestion(question="Staging or production?",
                                            options=["staging", "production"], traceId="t1"))
+    llm.script("teller", tool_call("answer", answer="yes"))  # asked alone, with one call
     llm.default("teller", tool_call("reply", text="Deploying to staging."))
     post_input(stack, "staging please")
     wait_history(stack, lambda h: ("assistant", "Deploying to staging.") in h, message="reply")
     assert stack.conversation.question() is None
-    prompt = user_prompt(llm.requests_for("teller")[0])
-    assert "- user: staging please\n  (typed while your question 'Staging or production?' " \
-        "was pending" in prompt
+    judging, passing = llm.requests_for("teller")[:2]
+    assert judging["tool_choice"] == {"type": "function", "function": {"name": "answer"}}
+    assert [tool["function"]["name"] for tool in judging["tools"]] == ["answer"]
+    prompt = user_prompt(passing)
+    assert "- Answer to your question 'Staging or production?', from the user: staging " \
+        "please" in prompt
     assert "Pending inputs" in prompt
 
 

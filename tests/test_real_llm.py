@@ -134,3 +134,19 @@ def test_a_chinese_remember_is_kept(real, figures):
 def test_a_question_is_answered(real, figures):
     replies = _turn(real, "What is the capital of France?", figures, "question")
     assert replies[0][1].strip()
+
+
+def test_a_new_request_typed_while_a_question_is_pending_is_not_its_answer(real, figures):
+    from mimikit.models import PendingQuestion
+
+    real.conversation.ask(PendingQuestion(question="What is your favorite color?"))
+    _turn(real, "create a file notes.txt containing the word hello", figures, "typed request")
+    wait_for(lambda: _planner_started(real), timeout=TURN_SECONDS, interval=1,
+             message="the request handed to the Planner")
+    planner = next(t for t in real.tasks.with_status("queued", "running", "done", "failed")
+                   if t.role == "planner")
+    again = real.conversation.question()
+    figures.record("typed request", planner=planner.prompt[:120],
+                   asked_again=again.question if again else None)
+    assert "notes.txt" in planner.prompt and "Answer" not in planner.prompt
+    assert again is not None and again.question == "What is your favorite color?"

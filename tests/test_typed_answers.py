@@ -1,13 +1,14 @@
 """Answers typed in the chat box while a question is pending, on the real stack with the
-scripted server named as llama.cpp's (answers held to a schema): the Teller decides whether
-the message answers the question or is a new request (``new_request``), and a Planner that
-asks again what was already answered ends instead of asking forever."""
+scripted server named as llama.cpp's (answers held to a schema): the model is asked alone
+whether the message answers the question (``agents.typed_answers``), one that does not is the
+message it is, and a Planner that asks again what was already answered ends instead of asking
+forever."""
 
 from __future__ import annotations
 
 import pytest
 from agent_helpers import history, post_input, user_prompt, wait_history
-from llm_server import turn
+from llm_server import tool_call, turn
 from processes import wait_for
 
 
@@ -34,23 +35,30 @@ def test_a_planner_question_alone_is_asked_without_a_teller_call(llamacpp, stack
     assert said == ["I'll deploy it.", "Staging or production?"]
 
 
-@pytest.mark.parametrize("delegate", [False, True], ids=["new_request_alone", "and_delegate"])
-def test_a_new_request_typed_while_a_question_is_pending_is_handed_over_as_itself(
-        llamacpp, stack, llm, delegate):
+def _judgment(body: dict) -> tuple[str, list]:
+    """The words of a request asking whether a typed message answers the question, and the
+    verdicts its schema allows."""
+    verdicts = _schema(body)["properties"]["answer"]["enum"]
+    return body["messages"][-1]["content"], verdicts
+
+
+def test_a_new_request_typed_while_a_question_is_pending_is_taken_as_the_message_it_is(
+        llamacpp, stack, llm):
     asking = _planner_asks(stack, llm)
-    first = llm.requests_for("teller")[0]
-    assert "new_request" not in _schema(first)["properties"]  # only with a typed answer
-    llm.script("teller", turn(new_request=True, delegate=delegate, remember=False,
-                              reply="I'll write fib.py."))  # handed over once either way
+    llm.script("teller", turn(answer="no"),  # the model judges it no answer to the question
+               turn(delegate=True, remember=False, reply="I'll write fib.py."))
     llm.script("planner", turn(submit_result={"status": "done",
                                               "result": {"text": "A worker will write it."}}))
     post_input(stack, "write a python script fib.py")
     wait_history(stack, lambda h: ("assistant", "I'll write fib.py.") in h, message="reply")
-    judged = next(body for body in llm.requests_for("teller")
-                  if "write a python script fib.py" in user_prompt(body))
-    assert list(_schema(judged)["properties"])[0] == "new_request"
-    assert "- user: write a python script fib.py\n  (typed while your question 'Staging or " \
-        "production?' was pending" in user_prompt(judged)
+    asked, verdicts = _judgment(llm.requests_for("teller")[1])
+    assert asked == ('You asked: "Staging or production?"\nThe user then wrote: "write a '
+                     'python script fib.py"\nIs what the user wrote an answer to your question?')
+    assert verdicts == ["yes", "no"]
+    passed = llm.requests_for("teller")[2]
+    assert "] user: write a python script fib.py" in user_prompt(passed)  # a message
+    assert "Staging or production?" not in user_prompt(passed).partition("## Pending inputs")[2]
+    assert list(_schema(passed)["properties"]) == ["delegate", "remember", "reply"]
     planners = wait_for(lambda: [t for t in stack.tasks.with_status("done")
                                  if t.role == "planner" and t.id != asking.id],
                         message="the new request's Planner task")
@@ -59,12 +67,24 @@ def test_a_new_request_typed_while_a_question_is_pending_is_handed_over_as_itsel
     assert (again.question, again.taskId) == ("Staging or production?", asking.id)
 
 
+def test_a_greeting_typed_while_a_question_is_pending_is_answered_and_the_question_stays(
+        llamacpp, stack, llm):
+    asking = _planner_asks(stack, llm)
+    llm.script("teller", turn(answer="no"),
+               turn(delegate=False, remember=False, reply="Yes, I'm here."))
+    post_input(stack, "hi, are you still there")
+    wait_history(stack, lambda h: ("assistant", "Yes, I'm here.") in h, message="reply")
+    again = wait_for(stack.conversation.question, message="the question, asked again")
+    assert (again.question, again.taskId) == ("Staging or production?", asking.id)
+    assert [t.id for t in stack.tasks.with_status("done") if t.role == "planner"] == [asking.id]
+
+
 @pytest.mark.parametrize("delegate", [True, False], ids=["delegated", "kept_as_a_fact"])
 def test_an_answer_typed_in_the_chat_box_continues_the_planners_task(llamacpp, stack, llm,
                                                                      delegate):
     asking = _planner_asks(stack, llm)
-    llm.script("teller", turn(new_request=False, delegate=delegate, remember=not delegate,
-                              reply="Deploying to staging."))
+    llm.script("teller", turn(answer="yes"),
+               turn(delegate=delegate, remember=not delegate, reply="Deploying to staging."))
     llm.script("planner", turn(submit_result={"status": "done",
                                               "result": {"text": "Deployed to staging."}}))
     post_input(stack, "staging")
@@ -74,6 +94,20 @@ def test_an_answer_typed_in_the_chat_box_continues_the_planners_task(llamacpp, s
                         message="the continued Planner task")
     assert "Question: Staging or production?\nAnswer (chat): staging" in going_on[0].prompt
     assert stack.conversation.question() is None
+
+
+def test_an_option_typed_in_the_chat_box_answers_without_asking_the_model(stack, llm):
+    from mimikit.models import PendingQuestion
+
+    stack.conversation.ask(PendingQuestion(question="Staging or production?",
+                                           options=["staging", "production"], traceId="t1"))
+    llm.default("teller", tool_call("reply", text="Deploying to staging."))
+    post_input(stack, "Staging")
+    wait_history(stack, lambda h: ("assistant", "Deploying to staging.") in h, message="reply")
+    assert not any("You asked:" in body["messages"][-1]["content"]  # the pass alone
+                   for body in llm.requests_for("teller"))
+    assert "- Answer to your question 'Staging or production?', from the user: Staging" in \
+        user_prompt(llm.requests_for("teller")[0])
 
 
 def test_a_planner_asking_again_what_was_answered_ends_and_the_person_is_told(
@@ -97,8 +131,8 @@ def test_a_planner_asking_again_what_was_answered_ends_and_the_person_is_told(
 def test_a_newer_planner_question_closes_the_older_one_and_says_what_was_not_done(
         llamacpp, stack, llm):
     asking = _planner_asks(stack, llm)
-    llm.script("teller", turn(new_request=True, delegate=False, remember=False,
-                              reply="I'll write the file."))
+    llm.script("teller", turn(answer="no"),
+               turn(delegate=True, remember=False, reply="I'll write the file."))
     llm.script("planner", turn(submit_result={"status": "needs_input",
                                               "question": "Which name should the file have?"}))
     post_input(stack, "write a file for me")

@@ -203,7 +203,7 @@ def agent_loop(session: Session) -> None:
     """The engine of every role: the agent loop over the OpenAI-compatible API."""
     ctx, record, settings = session.ctx, session.record, session.runtime.settings
     spec = role(ctx.role)
-    tools = run_registry(ctx.role, session.tools, ctx.offered)
+    tools = run_registry(ctx.role, session.tools)
     options = RunOptions(
         max_steps=settings.max_steps_for(ctx.role), deadline=session.deadline,
         text_ends_run=spec.text_ends_run, max_tokens=settings.max_tokens_for(ctx.role),
@@ -218,9 +218,9 @@ def agent_loop(session: Session) -> None:
 
 def _shape(session: Session, tools: Registry) -> TurnShape:
     """The shape of this run's answers: the role's, over the run's tools (with an MCP
-    server's, or a situational one), narrowed to one tool where the run allows only that one."""
+    server's), narrowed to one tool where the run allows only that one."""
     ctx = session.ctx
-    shape = shape_of(ctx.role, ctx.offered) if not session.tools else shape_in(tools, ctx.role)
+    shape = shape_of(ctx.role) if not session.tools else shape_in(tools, ctx.role)
     if ctx.reply_pattern:
         shape = shape.matching("reply", ctx.reply_pattern)
     for name in ctx.turn_set:
@@ -233,10 +233,9 @@ def _shape(session: Session, tools: Registry) -> TurnShape:
 
 
 @cache
-def shape_of(role_name: str, offered: frozenset[str] = frozenset()) -> TurnShape:
-    """The shape of the role's answers where the server holds them to a schema (with the
-    situational tools ``offered``)."""
-    return shape_in(run_registry(role_name, (), offered), role_name)
+def shape_of(role_name: str) -> TurnShape:
+    """The shape of the role's answers where the server holds them to a schema."""
+    return shape_in(registry(), role_name)
 
 
 def shape_in(tools: Registry, role_name: str) -> TurnShape:
@@ -247,28 +246,16 @@ def shape_in(tools: Registry, role_name: str) -> TurnShape:
                       spec.turn_notes)
 
 
-def run_registry(role_name: str, extra: Sequence[Tool] = (),
-                 offered: frozenset[str] = frozenset()) -> Registry:
-    """The tools one run of the role sees: the role's, without the situational ones it was
-    not ``offered``, with ``extra`` beside them (one of the same name replaces the role's);
-    the process-wide registry stays as it is."""
-    base = registry()
-    withheld = frozenset(tool.name for tool in base.tools_for(role_name)
-                         if tool.situational and tool.name not in offered)
-    if not extra:
-        return base if not withheld else _without(role_name, withheld)
-    return _view(role_name, extra, withheld)
+def run_registry(role_name: str, extra: Sequence[Tool] = ()) -> Registry:
+    """The tools one run of the role sees: the role's, with ``extra`` beside them (one of the
+    same name replaces the role's); the process-wide registry stays as it is."""
+    return _view(role_name, extra) if extra else registry()
 
 
-@cache
-def _without(role_name: str, withheld: frozenset[str]) -> Registry:
-    return _view(role_name, (), withheld)
-
-
-def _view(role_name: str, extra: Sequence[Tool], withheld: frozenset[str]) -> Registry:
+def _view(role_name: str, extra: Sequence[Tool]) -> Registry:
     base = registry()
     view = Registry(propagate=base.propagate)
-    replaced = {tool.name for tool in extra} | withheld
+    replaced = {tool.name for tool in extra}
     for tool in base.tools_for(role_name):
         if tool.name not in replaced:
             view.register(dataclasses.replace(tool, roles=frozenset({role_name})))

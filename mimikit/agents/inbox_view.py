@@ -8,7 +8,7 @@ import json
 from mimikit.lifecycle.actions import actions_of
 from mimikit.memory.tokenize import has_chinese
 from mimikit.models import Result, Task
-from mimikit.store.inbox import TYPED, AnswerItem, InboxItem, InputItem, ResultItem
+from mimikit.store.inbox import AnswerItem, InboxItem, InputItem, ResultItem
 from mimikit.store.runtime import Runtime
 from mimikit.tools.teller_tools import asked_again, delegated_request
 
@@ -88,10 +88,6 @@ def _render_answer(item: AnswerItem) -> str:
         return f"{asked}: none in time, so its default applies: {item.answer}"
     if item.source == "timeout" or not item.answer:
         return f"{asked}: none; it timed out unanswered"
-    if item.source == TYPED:  # a message first: it may be a new request, the Teller decides
-        return (f"- user: {item.answer}\n  (typed while your question {item.question!r} was "
-                "pending: new_request false if it answers that question, true if it is a new "
-                "request, which is then handed to the planner)")
     return f"{asked}, from the user: {item.answer}"
 
 

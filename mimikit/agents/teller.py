@@ -22,6 +22,7 @@ from mimikit.agents.common import answer_path, run_role
 from mimikit.agents.context import context_sections
 from mimikit.agents.inbox_view import CHINESE_START, render_inbox, report_hint, writes_chinese
 from mimikit.agents.prompts import build_prompts, choose_mode, example_replies
+from mimikit.agents.typed_answers import judged
 from mimikit.conversation import gate as teller_gate
 from mimikit.conversation import outage, tries
 from mimikit.conversation.failed import INTERNAL_ERROR
@@ -33,7 +34,7 @@ from mimikit.llm.record import RunRecord
 from mimikit.memory import backlog
 from mimikit.models import PendingQuestion
 from mimikit.store.identity import owner_alive
-from mimikit.store.inbox import TYPED, AnswerItem, InboxItem, InputItem, ResultItem
+from mimikit.store.inbox import AnswerItem, InboxItem, InputItem, ResultItem
 from mimikit.store.journal import RunJournal
 from mimikit.store.outage import when_back
 from mimikit.store.runtime import Runtime
@@ -177,8 +178,10 @@ def teller_pass(runtime: Runtime, items: list[InboxItem], pass_journal: RunJourn
     Raises:
         LLMAwayDuringPass: The LLM could not be reached (the person is told, once).
     """
+    items, reopened = judged(runtime, items, answered_trace(items))
     trace_id = answered_trace(items)
     ctx = pass_context(runtime, items, trace_id)
+    ctx.reopened += reopened  # typed while their question was pending, but no answers to it
     question_alone = len(items) == 1 and bool(ctx.needs_input)
     if question_alone and answer_path(runtime, "teller") == "constrained" and \
             _ask_for_the_planner(runtime, ctx):
@@ -215,9 +218,7 @@ def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None)
     hint = report_hint(items)
     if hint:  # a small model copies it into its report
         ctx.told.append(hint)
-    if any(isinstance(item, AnswerItem) and item.source == TYPED for item in items):
-        ctx.offered = frozenset({"new_request"})  # it may be a new request: the model says
-    elif ctx.answers:
+    if ctx.answers:
         ctx.turn_set = ("delegate",)  # an answer to a task's question goes on to its task
     if not any(isinstance(item, InputItem | AnswerItem) for item in items):
         ctx.turn_only = "reply"  # results and notices: to report, nothing to hand over

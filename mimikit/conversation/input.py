@@ -25,12 +25,13 @@ def post_input(runtime: Runtime, text: str) -> Message:
 
     Its id is also its trace id, which follows it through every run and task it causes. While a
     question is pending, a message that may answer it (``question.is_answer``) is its answer,
-    typed: the Teller may still find it a new request (``new_request``).
+    typed: the Teller's pass may still find it a new request (``agents.typed_answers``).
     """
     pending = runtime.conversation.question()
     if pending is not None and is_answer(pending, text):
         answered = Message(role="user", text=text, traceId=pending.traceId)
-        if runtime.conversation.resolve(text, source=TYPED, question_id=pending.id):
+        if runtime.conversation.resolve(text, source=TYPED, question_id=pending.id,
+                                         message=answered):
             runtime.conversation.append(answered)
             runtime.events.log("question_answered_in_chat", messageId=answered.id,
                                traceId=pending.traceId)

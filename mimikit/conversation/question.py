@@ -3,9 +3,9 @@ or expired with its default or a timeout.
 
 A message typed in the chat box while a question is pending is taken as its answer unless the
 person marks it as something else (``is_answer``): a question of its own (ending in "?"), or
-an aside ("btw", "also", "new request", "另外", "顺便" ...). The Teller, shown it as a message
-with the question beside it, still decides whether it is one: a new request (its
-``new_request`` choice) is handed to the Planner as it is, and the question is asked again.
+an aside ("btw", "also", "new request", "另外", "顺便" ...). The Teller's pass still asks the
+model whether it answers the question (``agents.typed_answers``): one that does not is taken as
+the message it is, and the question is asked again.
 """
 
 from __future__ import annotations

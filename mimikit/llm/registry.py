@@ -64,10 +64,6 @@ class Tool:
     # Its result is something the model asked to read (a listing, a search, a file): a
     # finisher written beside it, before that result was read, is not taken.
     reads: bool = False
-    # Offered only to a run that names it (``ToolContext.offered``): a choice that exists in
-    # some passes alone (the Teller's ``new_request``, while an answer typed in the chat box
-    # is in the pass).
-    situational: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,7 +117,7 @@ class Registry:
     def tool(
         self, name: str, *, roles: Iterable[str], description: str | None = None,
         alone: bool = False, idempotent: bool = False, short: str | None = None,
-        reads: bool = False, flag: bool = False, situational: bool = False,
+        reads: bool = False, flag: bool = False,
     ) -> Callable[[Handler], Handler]:
         """Decorator: register ``handler(ctx, args)``; the args model is its annotation.
 
@@ -143,7 +139,6 @@ class Registry:
                     short=short,
                     reads=reads,
                     flag=flag,
-                    situational=situational,
                 )
             )
             return handler

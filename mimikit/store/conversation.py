@@ -171,8 +171,10 @@ class Conversation:
 
         self.events.transaction(write)
 
-    def resolve(self, answer: str, source: str, question_id: str | None = None) -> bool:
-        """Clear the pending question and queue the answer for the Teller, atomically.
+    def resolve(self, answer: str, source: str, question_id: str | None = None,
+                message: Message | None = None) -> bool:
+        """Clear the pending question and queue the answer for the Teller, atomically (with
+        the ``message`` it was typed as in the chat box, if it was).
 
         Returns False when no question (or not that one) is pending.
         """
@@ -189,7 +191,9 @@ class Conversation:
             self.inbox.queue_push(pipe, AnswerItem(
                 question=question.question, answer=answer, source=source,
                 questionId=question.id, traceId=question.traceId, taskId=question.taskId,
-                options=question.options))
+                options=question.options,
+                message=None if message is None else message.model_dump(mode="json",
+                                                                         exclude_none=True)))
             pipe.log(self.keys, "question_answered", traceId=question.traceId, source=source)
             pipe.event(self.keys, "question", {"question": None})
             return True

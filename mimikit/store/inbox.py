@@ -55,6 +55,7 @@ class AnswerItem(_Item):
     questionId: str | None = None
     taskId: str | None = None  # the Planner task that asked (a needs_input)
     options: list[str] | None = None  # the question's, to ask it again
+    message: dict[str, Any] | None = None  # typed in the chat box: the message it was typed as
 
 
 class NoticeItem(_Item):

@@ -55,9 +55,8 @@ class ToolContext:
     # The values a one-field call may take in this run, where answers are held to a schema (a
     # Planner's ``cancel_task``: the ids of the active tasks, or "nothing (...)" when none is).
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # The situational tools this run offers (``Tool.situational``), and the questions its
-    # calls left open again (a Teller pass: an answer typed in the chat box that was not one).
-    offered: frozenset[str] = frozenset()
+    # The questions this run leaves open again (a Teller pass: an answer typed in the chat
+    # box that was not one, ``agents.typed_answers``).
     reopened: list[Any] = field(default_factory=list)
     # A report pass whose reply only said earlier replies again (``teller_tools.post_reply``).
     copied_report: bool = False

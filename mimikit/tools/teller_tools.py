@@ -1,5 +1,4 @@
-"""The Teller's tools: reply, delegate (to the Planner), remember, ask_user, new_request,
-update_backlog."""
+"""The Teller's tools: reply, delegate (to the Planner), remember, ask_user, update_backlog."""
 
 from __future__ import annotations
 
@@ -18,7 +17,6 @@ from mimikit.memory import backlog
 from mimikit.memory.files import remember as write_memory
 from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, Message, PendingQuestion, Task
 from mimikit.store import fingerprints as fingerprint
-from mimikit.store.inbox import TYPED
 from mimikit.tools.args import Args, Seconds
 from mimikit.tools.context import ToolContext
 
@@ -53,10 +51,6 @@ class AskUserArgs(Args):
     timeout: Seconds = Field(3600, gt=0, le=7 * 24 * 3600, description="seconds")
     default: str | None = Field(None, description="used when the question times out")
     options: list[str] | None = Field(None, max_length=20)
-
-
-class NewRequestArgs(Args):
-    pass
 
 
 class BacklogArgs(Args):
@@ -204,19 +198,6 @@ def hand_over(ctx: ToolContext, prompt: str, timeout: float | None = None) -> di
     return {"taskId": task.id}
 
 
-def not_an_answer(ctx: ToolContext) -> dict[str, Any]:
-    """The pass's answers typed in the chat box (``TYPED``) are new requests: the person's
-    messages of the pass, handed to the Planner, their questions asked again once the pass
-    is over."""
-    typed = [answer for answer in ctx.answers if answer.source == TYPED]
-    if not typed:
-        return {"skipped": "no message typed while a question was pending in this turn"}
-    ctx.answers = [answer for answer in ctx.answers if answer.source != TYPED]
-    ctx.heard += [answer.answer for answer in typed]
-    ctx.reopened += typed
-    return {**hand_over(ctx, ""), "stillAsked": [answer.question for answer in typed]}
-
-
 def answers_go_on(ctx: ToolContext) -> None:
     """The pass's answers to a Planner task's question go on to that task, though the model
     handed nothing over: a small model took an answer typed in the chat box ("teal") for a
@@ -323,12 +304,6 @@ def register(registry: Registry) -> None:
         kept = keep(ctx, content, args.longTerm)
         ctx.kept.append(content)
         return kept
-
-    @registry.tool("new_request", roles=teller, flag=True, situational=True, idempotent=True)
-    def new_request(ctx: ToolContext, args: NewRequestArgs) -> dict[str, Any]:
-        """The user's message typed while your question was pending is a new request, not
-        its answer: it is handed to the Planner as it is, and the question stays open."""
-        return not_an_answer(ctx)
 
     @registry.tool("ask_user", roles=teller)
     def ask_user(ctx: ToolContext, args: AskUserArgs) -> StopRun:
