@@ -186,15 +186,15 @@ def test_an_answer_typed_in_the_chat_box_answers_the_pending_question(stack, llm
                                            options=["staging", "production"], traceId="t1"))
     llm.script("teller", tool_call("answer", answer="yes"))  # asked alone, with one call
     llm.default("teller", tool_call("reply", text="Deploying to staging."))
-    post_input(stack, "staging please")
+    post_input(stack, "staging, and please go ahead")
     wait_history(stack, lambda h: ("assistant", "Deploying to staging.") in h, message="reply")
     assert stack.conversation.question() is None
     judging, passing = llm.requests_for("teller")[:2]
     assert judging["tool_choice"] == {"type": "function", "function": {"name": "answer"}}
     assert [tool["function"]["name"] for tool in judging["tools"]] == ["answer"]
     prompt = user_prompt(passing)
-    assert "- Answer to your question 'Staging or production?', from the user: staging " \
-        "please" in prompt
+    assert "- Answer to your question 'Staging or production?', from the user: staging, " \
+        "and please go ahead" in prompt
     assert "Pending inputs" in prompt
 
 
@@ -397,7 +397,7 @@ def test_a_planner_question_that_only_repeats_the_request_is_refused(stack, llm)
                tool_call("submit_result", status="needs_input", resultType="text", result={},
                          question="Should notes.txt end with a newline?"))
     post_input(stack, "Create a file notes.txt containing the word hello.")
-    wait_for(lambda: len(llm.requests_for("planner")) == 2, message="the Planner asked again")
+    wait_for(lambda: len(llm.requests_for("planner")) >= 2, message="the Planner asked again")
     refused = llm.requests_for("planner")[1]["messages"][-1]["content"]
     assert "only repeats the request" in refused
     asked = wait_for(lambda: [t for t in stack.tasks.with_status("done")

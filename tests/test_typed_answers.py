@@ -83,7 +83,7 @@ def test_a_greeting_typed_while_a_question_is_pending_is_answered_and_the_questi
 def test_an_answer_typed_in_the_chat_box_continues_the_planners_task(llamacpp, stack, llm,
                                                                      delegate):
     asking = _planner_asks(stack, llm)
-    llm.script("teller", turn(answer="yes"),
+    llm.script("teller",  # a word or two answers without a verdict
                turn(delegate=delegate, remember=not delegate, reply="Deploying to staging."))
     llm.script("planner", turn(submit_result={"status": "done",
                                               "result": {"text": "Deployed to staging."}}))
@@ -156,3 +156,48 @@ def test_what_may_answer_a_pending_question(typed, may_answer):
 
     question = PendingQuestion(question="Staging or production?", options=["staging", "prod"])
     assert is_answer(question, typed) is may_answer
+
+
+def _remembered(stack, fact: str) -> None:
+    (stack.settings.state_dir / "memory.md").write_text(f"# Memory\n\n- {fact}\n",
+                                                        encoding="utf-8")
+
+
+@pytest.mark.parametrize("given", [True, False], ids=["given_already", "only_the_user_knows"])
+def test_a_planner_question_that_memory_answers_is_not_asked(llamacpp, stack, llm, given):
+    _remembered(stack, "The user uses pnpm as package manager.")
+    llm.script("teller", turn(delegate=True, remember=False, reply="Let me see."))
+    llm.script("planner", turn(unknown="my package manager", given="", kind="ask the user",
+                               submit_result={"status": "needs_input",
+                                              "question": "Which package manager do you want?"}),
+               turn(answer="yes" if given else "no"),  # asked alone: does Memory answer it?
+               turn(unknown="", given="The user uses pnpm.", kind="work now",
+                    delegate={"prompt": "Set up a node project with pnpm."},
+                    submit_result={"status": "done", "result": {"text": "A worker will."}}))
+    llm.default("worker", turn(submit_result={"status": "done", "result": {"text": "made"}}))
+    llm.default("teller", turn(reply="Done."))
+    post_input(stack, "set up a node project with my usual package manager")
+    if not given:
+        asked = wait_for(stack.conversation.question, timeout=30, message="the question")
+        assert asked.question == "Which package manager do you want?"
+        assert len(llm.requests_for("planner")) == 2  # the plan and the verdict
+        return
+    done = wait_for(lambda: [t for t in stack.tasks.with_status("done") if t.role == "planner"],
+                    timeout=30, message="the plan")
+    result = stack.tasks.results_by_id([done[0].id])[done[0].id]
+    assert (result.status, result.result) == ("done", {"text": "A worker will."})
+    assert stack.conversation.question() is None
+    first, judged, again = llm.requests_for("planner")
+    asked, verdicts = _judgment(judged)
+    assert asked.startswith('The user asked: "set up a node project with my usual package '
+                            'manager"\nCurrent time: ')
+    assert "\nMemory: # Memory - The user uses pnpm as package manager.\n" in asked
+    assert asked.endswith('You want to ask the user: "Which package manager do you want?"\nDo '
+                          "the request, the current time or the memory already answer that "
+                          "question?")
+    assert verdicts == ["yes", "no"]
+    assert "## Not to ask\n\"Which package manager do you want?\": the request, the current " \
+        "time or Memory gives it already.\n\n## User request\n" in user_prompt(again)
+    kinds = {b["properties"]["kind"]["enum"][0] for b in _schema(again)["anyOf"]}
+    assert "ask the user" in {b["properties"]["kind"]["enum"][0]
+                              for b in _schema(first)["anyOf"]} and "ask the user" not in kinds

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,8 +11,10 @@ from mimikit.agents.common import run_role
 from mimikit.agents.context import context_sections
 from mimikit.agents.prompts import build_prompts, choose_mode
 from mimikit.agents.servers import planner_view
+from mimikit.agents.verdicts import verdict
 from mimikit.lifecycle.execution import RunControl, execute
 from mimikit.llm.record import RunRecord
+from mimikit.memory.inject import MEMORY_HEADER
 from mimikit.memory.tokenize import tokenize
 from mimikit.models import Result, Task, utcnow
 from mimikit.store.journal import RunJournal
@@ -33,33 +36,79 @@ log = logging.getLogger("mimikit.planner")
 
 
 def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
-    """One delivery of a Planner task."""
+    """One delivery of a Planner task. A plan that asks the person a question while Memory
+    showed it something, which with the request and the current time gives the answer already
+    (so the model judges, asked on its own), is made again without that question."""
 
     def body(control: RunControl) -> Result:
         task = control.task
-        ctx = ToolContext(runtime=runtime, role="planner", trace_id=task.traceId, task=task)
-        if carries_answer(task.prompt):  # asked again, it would ask what was answered
-            ctx.withheld_kinds = ("ask the user",)
-        work = active_work(runtime, task)
-        ctx.choices["cancel_task"] = work.choices  # an active task's id, or nothing
-        now = utcnow().astimezone(runtime.settings.tz).isoformat(timespec="seconds")
-        inputs = (f"Current time: {now} (time zone {runtime.settings.timezone})\n\n"
-                  + work.section + f"## User request\n{task.prompt}")
-        # what the user said, not what the assistant answered: a small model copies replies
-        sections = context_sections(runtime, [task.prompt], roles=("user",), role="planner",
-                                    beside=inputs)
-        system, user = build_prompts("planner", choose_mode("planner", bool(sections)),
-                                     sections, inputs)
-        system, tools = planner_view(runtime, system)  # MCP servers, where configured
-        record = run_role(runtime, ctx, system, user, control.remaining(),
-                          on_step=control.step, owners=(task.id,),
-                          journal=RunJournal(runtime.redis, runtime.keys, task.id), tools=tools)
-        result = planner_result(task, record)
+        journal = RunJournal(runtime.redis, runtime.keys, task.id)
+        plan = make_plan(runtime, control, journal)
+        result = planner_result(task, plan.record)
+        if result.question and plan.memory and not plan.ctx.withheld_kinds and \
+                verdict(runtime, "planner", task.traceId, GIVEN_ALREADY.format(
+                    request=task.prompt, known="\n".join([plan.time_line, *plan.memory]),
+                    question=result.question)):
+            runtime.events.log("question_not_asked", traceId=task.traceId, taskId=task.id,
+                               question=result.question[:300])
+            journal.clear()  # made again from the start, not resumed after the question
+            plan = make_plan(runtime, control, journal, not_asked=result.question)
+            result = planner_result(task, plan.record)
         if result.status == "done":  # its delegations commit with the result
-            control.delivery.staged = with_the_request(task, list(ctx.staged))
+            control.delivery.staged = with_the_request(task, list(plan.ctx.staged))
         return result
 
     return execute(runtime, task_id, celery_id, runtime.settings.planner_timeout, body).outcome
+
+
+GIVEN_ALREADY = ('The user asked: "{request}"\n{known}\nYou want to ask the user: "{question}"\n'
+                 "Do the request, the current time or the memory already answer that question?")
+_SOURCE = re.compile(r"^\[[^\]\n]*\]\s*")  # "[memory/2026-11-28.md] " before a passage
+NOT_ASKED = "## Not to ask\n\"{question}\": the request, the current time or Memory gives it already.\n\n"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One run of the Planner: its tools' context, its record, and what its prompt gave
+    beside the request: the current time, and the lines of Memory ("Memory: ...")."""
+
+    ctx: ToolContext
+    record: RunRecord
+    time_line: str
+    memory: list[str]
+
+
+def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
+              not_asked: str = "") -> Plan:
+    """Run the Planner on the task (``not_asked``: a question it may not ask, given already)."""
+    task = control.task
+    ctx = ToolContext(runtime=runtime, role="planner", trace_id=task.traceId, task=task)
+    if carries_answer(task.prompt) or not_asked:  # asked again, it would ask the same
+        ctx.withheld_kinds = ("ask the user",)
+    work = active_work(runtime, task)
+    ctx.choices["cancel_task"] = work.choices  # an active task's id, or nothing
+    now = utcnow().astimezone(runtime.settings.tz).isoformat(timespec="seconds")
+    time_line = f"Current time: {now} (time zone {runtime.settings.timezone})"
+    inputs = (f"{time_line}\n\n" + work.section
+              + (NOT_ASKED.format(question=not_asked) if not_asked else "")
+              + f"## User request\n{task.prompt}")
+    # what the user said, not what the assistant answered: a small model copies replies
+    sections = context_sections(runtime, [task.prompt], roles=("user",), role="planner",
+                                beside=inputs)
+    system, user = build_prompts("planner", choose_mode("planner", bool(sections)),
+                                 sections, inputs)
+    system, tools = planner_view(runtime, system)  # MCP servers, where configured
+    record = run_role(runtime, ctx, system, user, control.remaining(),
+                      on_step=control.step, owners=(task.id,), journal=journal, tools=tools)
+    return Plan(ctx, record, time_line, memory_lines(sections))
+
+
+def memory_lines(sections: list[str]) -> list[str]:
+    """The lines of the ``## Memory`` section among ``sections``, each as "Memory: <text>" (the
+    file it came from left out)."""
+    memory = next((section for section in sections if section.startswith(MEMORY_HEADER)), "")
+    return [f"Memory: {_SOURCE.sub('', line)}" for line in memory.splitlines()[1:]
+            if line.strip()]
 
 
 REQUEST_HEADING = "\n\n## The request, in the user's words\n"
