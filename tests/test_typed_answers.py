@@ -196,8 +196,11 @@ def test_a_planner_question_that_memory_answers_is_not_asked(llamacpp, stack, ll
                           "the request, the current time or the memory already answer that "
                           "question?")
     assert verdicts == ["yes", "no"]
-    assert "## Not to ask\n\"Which package manager do you want?\": the request, the current " \
-        "time or Memory gives it already.\n\n## User request\n" in user_prompt(again)
+    not_asked = user_prompt(again).partition("## Not to ask\n")[2].partition("## User")[0]
+    assert not_asked.startswith('"Which package manager do you want?" is answered by what you '
+                                "were given:\nCurrent time: ")  # and the lines themselves
+    assert not_asked.endswith("\nMemory: # Memory - The user uses pnpm as package manager.\n"
+                              "Answer the request, or do it, with that.\n\n")
     kinds = {b["properties"]["kind"]["enum"][0] for b in _schema(again)["anyOf"]}
     assert "ask the user" in {b["properties"]["kind"]["enum"][0]
                               for b in _schema(first)["anyOf"]} and "ask the user" not in kinds

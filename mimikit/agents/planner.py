@@ -45,14 +45,15 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         journal = RunJournal(runtime.redis, runtime.keys, task.id)
         plan = make_plan(runtime, control, journal)
         result = planner_result(task, plan.record)
+        known = "\n".join([plan.time_line, *plan.memory])
         if result.question and plan.memory and not plan.ctx.withheld_kinds and \
                 verdict(runtime, "planner", task.traceId, GIVEN_ALREADY.format(
-                    request=task.prompt, known="\n".join([plan.time_line, *plan.memory]),
-                    question=result.question)):
+                    request=task.prompt, known=known, question=result.question)):
             runtime.events.log("question_not_asked", traceId=task.traceId, taskId=task.id,
                                question=result.question[:300])
             journal.clear()  # made again from the start, not resumed after the question
-            plan = make_plan(runtime, control, journal, not_asked=result.question)
+            plan = make_plan(runtime, control, journal, NOT_ASKED.format(
+                question=result.question, known=known))
             result = planner_result(task, plan.record)
         if result.status == "done":  # its delegations commit with the result
             control.delivery.staged = with_the_request(task, list(plan.ctx.staged))
@@ -64,7 +65,11 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
 GIVEN_ALREADY = ('The user asked: "{request}"\n{known}\nYou want to ask the user: "{question}"\n'
                  "Do the request, the current time or the memory already answer that question?")
 _SOURCE = re.compile(r"^\[[^\]\n]*\]\s*")  # "[memory/2026-11-28.md] " before a passage
-NOT_ASKED = "## Not to ask\n\"{question}\": the request, the current time or Memory gives it already.\n\n"
+# Where a Planner may not ask, what it was given in place of the answer: with "the request,
+# the current time or Memory gives it" alone, the 1.5B model scheduled a daily reminder "to
+# use pnpm" when asked "我喜欢用什么包管理器？"; with the lines themselves, it answered.
+NOT_ASKED = ('## Not to ask\n"{question}" is answered by what you were given:\n{known}\n'
+             "Answer the request, or do it, with that.\n\n")
 
 
 @dataclass(frozen=True)
@@ -80,7 +85,8 @@ class Plan:
 
 def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
               not_asked: str = "") -> Plan:
-    """Run the Planner on the task (``not_asked``: a question it may not ask, given already)."""
+    """Run the Planner on the task (``not_asked``: the section that says what question it may
+    not ask, and what it was given in its place)."""
     task = control.task
     ctx = ToolContext(runtime=runtime, role="planner", trace_id=task.traceId, task=task)
     if carries_answer(task.prompt) or not_asked:  # asked again, it would ask the same
@@ -90,7 +96,7 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
     now = utcnow().astimezone(runtime.settings.tz).isoformat(timespec="seconds")
     time_line = f"Current time: {now} (time zone {runtime.settings.timezone})"
     inputs = (f"{time_line}\n\n" + work.section
-              + (NOT_ASKED.format(question=not_asked) if not_asked else "")
+              + not_asked
               + f"## User request\n{task.prompt}")
     # what the user said, not what the assistant answered: a small model copies replies
     sections = context_sections(runtime, [task.prompt], roles=("user",), role="planner",
