@@ -201,6 +201,7 @@ def test_a_planner_question_that_memory_answers_is_not_asked(llamacpp, stack, ll
                                 "were given:\nCurrent time: ")  # and the lines themselves
     assert not_asked.endswith("\nMemory: # Memory - The user uses pnpm as package manager.\n"
                               "Answer the request, or do it, with that.\n\n")
+    assert "## Memory" in user_prompt(first) and "## Memory" not in user_prompt(again)
     kinds = {b["properties"]["kind"]["enum"][0] for b in _schema(again)["anyOf"]}
     assert "ask the user" in {b["properties"]["kind"]["enum"][0]
                               for b in _schema(first)["anyOf"]} and "ask the user" not in kinds

@@ -101,12 +101,15 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
     # what the user said, not what the assistant answered: a small model copies replies
     sections = context_sections(runtime, [task.prompt], roles=("user",), role="planner",
                                 beside=inputs)
+    memory = memory_lines(sections)
+    if not_asked:  # its lines are in that section: shown once, within 1,500 tokens
+        sections = [section for section in sections if not section.startswith(MEMORY_HEADER)]
     system, user = build_prompts("planner", choose_mode("planner", bool(sections)),
                                  sections, inputs)
     system, tools = planner_view(runtime, system)  # MCP servers, where configured
     record = run_role(runtime, ctx, system, user, control.remaining(),
                       on_step=control.step, owners=(task.id,), journal=journal, tools=tools)
-    return Plan(ctx, record, time_line, memory_lines(sections))
+    return Plan(ctx, record, time_line, memory)
 
 
 def memory_lines(sections: list[str]) -> list[str]:
