@@ -12,6 +12,7 @@ question is asked again once the pass is over.
 from __future__ import annotations
 
 from mimikit.agents.verdicts import verdict
+from mimikit.conversation.question import is_option
 from mimikit.memory.tokenize import has_chinese
 from mimikit.store.inbox import TYPED, AnswerItem, InboxItem, InputItem
 from mimikit.store.runtime import Runtime
@@ -42,9 +43,9 @@ def answers_question(runtime: Runtime, item: AnswerItem, trace_id: str | None) -
     options does, and a word or two (in a script with spaces between words); else the model
     says, and where it cannot say, it does (as a message typed there did before anything
     judged it)."""
-    said = item.answer.strip().casefold()
-    if any(said == option.strip().casefold() for option in item.options or []):
+    if is_option(item.options, item.answer):
         return True
+    said = item.answer.strip()
     if not has_chinese(said) and len(said.split()) <= SHORT_ANSWER_WORDS:
         return True  # "teal", "staging please": not worth a request
     answers = verdict(runtime, "teller", trace_id,

@@ -28,9 +28,14 @@ def is_answer(question: PendingQuestion, text: str) -> bool:
     if _ASIDE.search(text):
         return False
     if text.rstrip().endswith(("?", "？")):
-        said = text.strip().rstrip("?？").strip().casefold()
-        return any(said == option.strip().casefold() for option in question.options or [])
+        return is_option(question.options, text.strip().rstrip("?？"))
     return True
+
+
+def is_option(options: list[str] | None, text: str) -> bool:
+    """Whether ``text`` is one of a question's ``options`` (case and blanks aside)."""
+    said = text.strip().casefold()
+    return any(said == option.strip().casefold() for option in options or [])
 
 
 def answer_question(runtime: Runtime, answer: str, trace_id: str | None = None) -> bool:
