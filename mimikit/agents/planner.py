@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +13,7 @@ from mimikit.agents.servers import planner_view
 from mimikit.agents.verdicts import verdict
 from mimikit.lifecycle.execution import RunControl, execute
 from mimikit.llm.record import RunRecord
-from mimikit.memory.inject import MEMORY_HEADER
+from mimikit.memory.inject import MEMORY_HEADER, memory_passages
 from mimikit.memory.tokenize import tokenize
 from mimikit.models import Result, Task, utcnow
 from mimikit.store.journal import RunJournal
@@ -64,7 +63,6 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
 
 GIVEN_ALREADY = ('The user asked: "{request}"\n{known}\nYou want to ask the user: "{question}"\n'
                  "Do the request, the current time or the memory already answer that question?")
-_SOURCE = re.compile(r"^\[[^\]\n]*\]\s*")  # "[memory/2026-11-28.md] " before a passage
 # Where a Planner may not ask, what it was given in place of the answer: with "the request,
 # the current time or Memory gives it" alone, the 1.5B model scheduled a daily reminder "to
 # use pnpm" when asked "我喜欢用什么包管理器？"; with the lines themselves, it answered.
@@ -116,8 +114,7 @@ def memory_lines(sections: list[str]) -> list[str]:
     """The lines of the ``## Memory`` section among ``sections``, each as "Memory: <text>" (the
     file it came from left out)."""
     memory = next((section for section in sections if section.startswith(MEMORY_HEADER)), "")
-    return [f"Memory: {_SOURCE.sub('', line)}" for line in memory.splitlines()[1:]
-            if line.strip()]
+    return [f"Memory: {passage}" for passage in memory_passages(memory)]
 
 
 REQUEST_HEADING = "\n\n## The request, in the user's words\n"

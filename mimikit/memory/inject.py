@@ -171,3 +171,11 @@ def format_memory(
         lines.append(line)
         spent += cost
     return "\n".join(lines) if len(lines) > 1 else ""
+
+
+_SOURCE = re.compile(r"^\[[^\]\n]*\]\s*")  # the "[source] " ``format_memory`` puts first
+
+
+def memory_passages(block: str) -> list[str]:
+    """The passages a ``## Memory`` block (``format_memory``) shows, without their sources."""
+    return [_SOURCE.sub("", line) for line in block.splitlines()[1:] if line.strip()]
