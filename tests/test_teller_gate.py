@@ -27,7 +27,9 @@ def test_a_wake_during_a_run_is_seen_when_the_lease_is_released(runtime):
     other = f"{HOSTNAME}:{os.getpid()}:b"
     assert not teller_gate.acquire(runtime, other, owner_alive)  # live holder
     assert teller_gate.release(runtime, me) is True  # the wake is still pending: run again
-    assert teller_gate.take_wake(runtime) and not teller_gate.take_wake(runtime)
+    assert teller_gate.more_to_do(runtime) and not teller_gate.more_to_do(runtime)
+    runtime.redis.rpush(runtime.keys.inbox, "{}")  # no wake, but an item waits
+    assert teller_gate.more_to_do(runtime) and teller_gate.more_to_do(runtime)
 
 
 def test_the_lease_of_a_dead_holder_is_taken_over(runtime):

@@ -65,8 +65,7 @@ def run_teller(runtime: Runtime, owner: str) -> str:
     until = time.monotonic() + teller_gate.pass_seconds(runtime) * (TELLER_DELIVERY_PASSES - 1)
     try:
         while time.monotonic() < until:  # then the next delivery goes on (``again``)
-            woke = teller_gate.take_wake(runtime)
-            if keeper.lost or not (woke or runtime.inbox.size()):
+            if keeper.lost or not teller_gate.more_to_do(runtime):
                 break
             pass_journal = journal(runtime)
             items = pass_items(runtime, pass_journal)

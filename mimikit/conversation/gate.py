@@ -97,9 +97,14 @@ def acquire(runtime: Runtime, owner: str, is_alive: Callable[[str], bool]) -> bo
     A lease whose holder died on this host (``is_alive`` says so) is taken over at once
     instead of blocking the Teller until it expires.
     """
-    runtime.redis.delete(runtime.keys.teller_queued)
-    return lease.acquire(runtime.redis, runtime.keys.teller_lock, owner,
-                         _lease_seconds(runtime), is_alive)
+    keys = runtime.keys
+    pipe = runtime.redis.pipeline(transaction=False)  # one round trip when the lease is free
+    pipe.delete(keys.teller_queued)
+    pipe.set(keys.teller_lock, owner, nx=True, ex=_lease_seconds(runtime))
+    if pipe.execute()[1]:
+        return True
+    return lease.acquire(runtime.redis, keys.teller_lock, owner, _lease_seconds(runtime),
+                         is_alive)
 
 
 def renew(runtime: Runtime, owner: str) -> bool:
@@ -140,15 +145,22 @@ class LeaseKeeper:
                 log.warning("cannot renew the Teller lease: %s", error)
 
 
-def take_wake(runtime: Runtime) -> bool:
-    """Consume the wake flag; True when a wake was pending."""
-    return runtime.redis.getdel(runtime.keys.teller_wake) is not None
+def more_to_do(runtime: Runtime) -> bool:
+    """Consume the wake flag; True when a wake was pending or the inbox holds items (one
+    round trip)."""
+    pipe = runtime.redis.pipeline(transaction=False)
+    pipe.getdel(runtime.keys.teller_wake)
+    pipe.llen(runtime.keys.inbox)
+    woke, waiting = pipe.execute()
+    return woke is not None or bool(waiting)
 
 
 def release(runtime: Runtime, owner: str) -> bool:
     """Give the lease back; returns True when a wake arrived meanwhile (run again)."""
-    lease.release(runtime.redis, runtime.keys.teller_lock, owner)
-    return bool(runtime.redis.exists(runtime.keys.teller_wake))
+    pipe = runtime.redis.pipeline(transaction=False)  # one round trip
+    lease.release(pipe, runtime.keys.teller_lock, owner)
+    pipe.exists(runtime.keys.teller_wake)
+    return bool(pipe.execute()[1])
 
 
 def teller_state(runtime: Runtime) -> dict[str, Any]:

@@ -33,6 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from mimikit.llm.registry import Tool
 from mimikit.llm.schemas import clean_schema
 from mimikit.roles import Kind, Shape
@@ -198,7 +200,7 @@ def _value_schema(tool: Tool, defs: dict[str, Any]) -> dict[str, Any]:
     """The schema of a tool's field (its definitions added to ``defs``)."""
     if tool.flag:
         return {"type": "boolean"}
-    arguments = _grammar_friendly(clean_schema(tool.args.model_json_schema(), keep_bounds=True))
+    arguments = json.loads(_arguments_schema(tool.args))
     defs.update(arguments.pop("$defs", {}))
     if tool.short:
         value: dict[str, Any] = arguments["properties"][tool.short]
@@ -209,6 +211,13 @@ def _value_schema(tool: Tool, defs: dict[str, Any]) -> dict[str, Any]:
         return _alternative(arguments, (), (), held_out) if held_out else arguments
     return {"anyOf": [_alternative(arguments, way, alternatives, held_out)
                       for way in alternatives]}
+
+
+@functools.lru_cache(maxsize=256)
+def _arguments_schema(args: type[BaseModel]) -> str:
+    """A tool's arguments as the schema an answer is held to, as JSON text: built once per
+    arguments model (pydantic takes milliseconds to write one), a fresh copy on each read."""
+    return json.dumps(_grammar_friendly(clean_schema(args.model_json_schema(), keep_bounds=True)))
 
 
 def _alternative(schema: dict[str, Any], fields: tuple[str, ...],
