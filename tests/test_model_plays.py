@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime
 
 import pytest
 from agent_helpers import history, post_input, user_prompt, wait_history
@@ -648,3 +649,29 @@ def test_a_server_failing_streamed_requests_is_asked_unstreamed_from_then_on(sta
         "Hello, unstreamed."] * 2, message="the second reply")
     sent = [bool(r.get("stream")) for r in llm.requests_for("teller")]
     assert sent[:2] == [True, False] and not any(sent[2:])  # learned once
+
+
+def test_the_teller_is_told_the_weekday_after_the_inputs(stack, llm):
+    days = {datetime.now(stack.settings.tz).strftime("%A")}
+    llm.script("teller", tool_call("reply", text="It is the weekend."))
+    post_input(stack, "what day is it?")
+    wait_history(stack, lambda h: ("assistant", "It is the weekend.") in h, message="reply")
+    days.add(datetime.now(stack.settings.tz).strftime("%A"))  # midnight may have passed
+    shown = llm.requests_for("teller")[0]["messages"][-1]["content"]
+    inputs, _, rest = shown.partition("\n\nCurrent time: ")
+    assert inputs.startswith("## Pending inputs\n") and "what day is it?" in inputs
+    assert rest.split(" ")[0] in days
+
+
+@pytest.mark.parametrize("zone", ["Pacific/Kiritimati", "Pacific/Pago_Pago"])
+def test_the_time_line_gives_the_weekday_of_the_configured_zone(tmp_path, zone):
+    from mimikit.agents.now import time_line
+    from mimikit.config import Settings
+
+    settings = Settings(state_dir=tmp_path / "state", work_dir=tmp_path, timezone=zone)
+    before = datetime.now(settings.tz)
+    line = time_line(settings)
+    after = datetime.now(settings.tz)
+    assert line.endswith(f"(time zone {zone})")
+    assert line.split()[2] in (f"{before:%A}", f"{after:%A}")
+    assert line.split()[3][:10] in (f"{before:%Y-%m-%d}", f"{after:%Y-%m-%d}")

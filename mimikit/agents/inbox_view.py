@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from mimikit.agents.now import time_line
 from mimikit.lifecycle.actions import actions_of
 from mimikit.memory.tokenize import has_chinese
 from mimikit.models import Result, Task
@@ -48,6 +49,8 @@ def render_inbox(runtime: Runtime, items: list[InboxItem]) -> str:
                          ("Notices", notices)):
         if lines:
             blocks.append(f"## {title}\n" + "\n".join(lines))
+    if inputs:  # after them: the input still opens with its heading ("what day is it?")
+        blocks.insert(1, time_line(runtime.settings))
     hint = report_hint(items)
     if hint:
         blocks.append(hint)

@@ -8,6 +8,7 @@ from typing import Any
 
 from mimikit.agents.common import run_role
 from mimikit.agents.context import context_sections
+from mimikit.agents.now import time_line
 from mimikit.agents.prompts import build_prompts, choose_mode
 from mimikit.agents.servers import planner_view
 from mimikit.agents.verdicts import verdict
@@ -15,7 +16,7 @@ from mimikit.lifecycle.execution import RunControl, execute
 from mimikit.llm.record import RunRecord
 from mimikit.memory.inject import MEMORY_HEADER, memory_passages
 from mimikit.memory.tokenize import tokenize
-from mimikit.models import Result, Task, utcnow
+from mimikit.models import Result, Task
 from mimikit.store.journal import RunJournal
 from mimikit.store.runtime import Runtime
 from mimikit.summaries import timing_words
@@ -91,9 +92,8 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
         ctx.withheld_kinds = ("ask the user",)
     work = active_work(runtime, task)
     ctx.choices["cancel_task"] = work.choices  # an active task's id, or nothing
-    now = utcnow().astimezone(runtime.settings.tz).isoformat(timespec="seconds")
-    time_line = f"Current time: {now} (time zone {runtime.settings.timezone})"
-    inputs = (f"{time_line}\n\n" + work.section
+    now = time_line(runtime.settings)
+    inputs = (f"{now}\n\n" + work.section
               + not_asked
               + f"## User request\n{task.prompt}")
     # what the user said, not what the assistant answered: a small model copies replies
@@ -107,7 +107,7 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
     system, tools = planner_view(runtime, system)  # MCP servers, where configured
     record = run_role(runtime, ctx, system, user, control.remaining(),
                       on_step=control.step, owners=(task.id,), journal=journal, tools=tools)
-    return Plan(ctx, record, time_line, memory)
+    return Plan(ctx, record, now, memory)
 
 
 def memory_lines(sections: list[str]) -> list[str]:

@@ -12,12 +12,13 @@ import logging
 from typing import Any
 
 from mimikit.agents.common import BACKENDS, run_role
+from mimikit.agents.now import time_line
 from mimikit.agents.prompts import system_prompt
 from mimikit.agents.servers import start_servers, worker_system
 from mimikit.exceptions import McpFailure
 from mimikit.lifecycle.execution import RunControl, execute
 from mimikit.llm.record import RunRecord
-from mimikit.models import Result, Task, utcnow
+from mimikit.models import Result, Task
 from mimikit.scheduling.conditions import task_refs
 from mimikit.store.journal import RunJournal
 from mimikit.store.runtime import Runtime
@@ -76,8 +77,7 @@ def worker_result(task: Task, record: RunRecord) -> Result:
 
 def worker_prompt(runtime: Runtime, task: Task) -> str:
     """The task's prompt, plus the outcome (result, or error) of each task it waited on."""
-    now = utcnow().astimezone(runtime.settings.tz).isoformat(timespec="seconds")
-    parts = [f"Current time: {now} (time zone {runtime.settings.timezone})",
+    parts = [time_line(runtime.settings),
              f"## Task {task.id}" + (f": {task.title}" if task.title else ""), task.prompt]
     for ref in _upstream_ids(runtime, task):
         result = runtime.tasks.result(ref)
