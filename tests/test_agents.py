@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 from agent_helpers import (
     history,
@@ -185,7 +186,8 @@ def test_worker_is_never_offered_teller_tools():
     from mimikit.agents.common import registry
 
     names = registry().names_for("worker")
-    assert names == ["list_files", "read_file", "shell", "submit_result", "write_file"]
+    assert names == ["append_file", "list_files", "make_dir", "read_file", "rename", "shell",
+                     "submit_result", "write_file"]
     assert registry().call("worker", "reply", '{"text": "x"}', None).content.startswith("error:")
 
 
@@ -239,6 +241,25 @@ def test_worker_file_tools_refuse_paths_outside_the_work_dir(stack, llm):
     assert json.loads(contents[2])["timedOut"] is True
     transcript = stack.runs.of(task.id)[0]
     assert [c["name"] for c in transcript["toolCalls"]][:3] == ["read_file", "read_file", "shell"]
+
+
+def test_a_worker_renames_appends_and_makes_folders_but_does_not_overwrite_unread(stack, llm):
+    work = Path(stack.settings.work_dir)
+    (work / "todo.md").write_text("buy milk\n")
+    llm.script("worker", tool_call("write_file", path="todo.md", content="tasks.md"),
+               tool_call("rename", path="todo.md", to="tasks.md"),
+               tool_call("append_file", path="tasks.md", content="walk the dog"),
+               tool_call("make_dir", path="photos"),
+               tool_call("submit_result", status="done", resultType="text",
+                         result={"text": "renamed, appended, made photos/"}))
+    llm.default("teller", tool_call("reply", text="ok"))
+    task = _worker_task(stack, prompt="Rename todo.md to tasks.md, add walk the dog, make photos")
+    wait_for(lambda: stack.tasks.get(task.id).status == "done", timeout=40,
+             message="task done")
+    contents = tool_messages(llm.requests_for("worker")[-1])
+    assert "'todo.md' already exists (9 bytes) and this task has not read it" in contents[0]
+    assert (work / "tasks.md").read_text() == "buy milk\nwalk the dog"
+    assert not (work / "todo.md").exists() and (work / "photos").is_dir()
 
 
 def test_delegate_refuses_a_duplicate_of_an_active_task(stack, llm):

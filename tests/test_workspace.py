@@ -47,6 +47,60 @@ def test_symlink_pointing_outside_root_is_refused(ws: Workspace, tmp_path: Path)
     assert not (tmp_path / "new.txt").exists()
 
 
+def test_an_existing_file_is_replaced_only_once_the_run_has_read_it(ws: Workspace) -> None:
+    (ws.root / "todo.md").write_text("buy milk\n")
+    with pytest.raises(ToolError, match=r"'todo.md' already exists \(9 bytes\) and this task has "
+                                        r"not read it: read_file it first"):
+        ws.write_file("todo.md", "tasks.md")
+    assert (ws.root / "todo.md").read_text() == "buy milk\n"
+    assert ws.read_file("todo.md") == "buy milk\n"
+    ws.write_file("todo.md", "buy milk\ncall mom\n")
+    ws.write_file("todo.md", "buy bread\n")  # written by this run: it knows what it holds
+    assert (ws.root / "todo.md").read_text() == "buy bread\n"
+    (ws.root / "empty.txt").touch()
+    ws.write_file("empty.txt", "now full")  # nothing to lose
+    assert Workspace(ws.root).write_file("new.txt", "x") == {"path": "new.txt", "bytes": 1}
+
+
+def test_append_file_adds_a_line_of_its_own_and_makes_a_missing_file(ws: Workspace) -> None:
+    (ws.root / "tasks.md").write_text("buy milk\npay rent")
+    assert ws.append_file("tasks.md", "walk the dog\n") == {"path": "tasks.md", "bytes": 31}
+    assert (ws.root / "tasks.md").read_text() == "buy milk\npay rent\nwalk the dog\n"
+    ws.append_file("tasks.md", "feed the cat")
+    assert (ws.root / "tasks.md").read_text().endswith("walk the dog\nfeed the cat")
+    assert ws.append_file("logs/new.txt", "first") == {"path": "logs/new.txt", "bytes": 5}
+    with pytest.raises(ToolError, match="'logs' is a directory"):
+        ws.append_file("logs", "x")
+
+
+def test_rename_moves_a_file_or_folder_and_never_over_another(ws: Workspace) -> None:
+    (ws.root / "todo.md").write_text("buy milk\n")
+    assert ws.rename("todo.md", "tasks.md") == {"path": "tasks.md", "was": "todo.md"}
+    assert not (ws.root / "todo.md").exists()
+    assert (ws.root / "tasks.md").read_text() == "buy milk\n"
+    ws.make_dir("archive")
+    assert ws.rename("tasks.md", "archive") == {"path": "archive/tasks.md", "was": "tasks.md"}
+    (ws.root / "other.md").write_text("keep me")
+    with pytest.raises(ToolError, match="'other.md' already exists"):
+        ws.rename("archive/tasks.md", "other.md")
+    assert (ws.root / "other.md").read_text() == "keep me"
+    with pytest.raises(ToolError, match="no such file or folder: 'gone.md'"):
+        ws.rename("gone.md", "x.md")
+    with pytest.raises(ToolError, match="outside the work directory"):
+        ws.rename("other.md", "../escaped.md")
+    assert ws.rename("archive", "old/archive") == {"path": "old/archive", "was": "archive"}
+    assert (ws.root / "old/archive/tasks.md").is_file()
+
+
+def test_make_dir_makes_a_folder_once_and_not_over_a_file(ws: Workspace) -> None:
+    assert ws.make_dir("photos/2026") == {"path": "photos/2026/", "created": True}
+    assert ws.make_dir("photos") == {"path": "photos/", "created": False}
+    assert (ws.root / "photos/2026").is_dir()
+    (ws.root / "notes").write_text("x")
+    with pytest.raises(ToolError, match="'notes' is a file"):
+        ws.make_dir("notes")
+
+
 def test_write_read_list_round_trip(ws: Workspace) -> None:
     assert ws.write_file("src/pkg/mod.py", "print('你好')\n") == {
         "path": "src/pkg/mod.py",
@@ -233,7 +287,8 @@ def test_no_composed_path_reads_or_writes_outside_the_work_dir(tmp_path_factory,
     @settings(max_examples=400, deadline=None, database=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(parts=st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=7),
-           absolute=st.booleans(), action=st.sampled_from(["read", "write", "list"]))
+           absolute=st.booleans(),
+           action=st.sampled_from(["read", "write", "list", "append", "rename", "mkdir"]))
     def probe(parts: list[str], absolute: bool, action: str) -> None:
         path = "/".join(parts)
         if absolute:
@@ -250,6 +305,12 @@ def test_no_composed_path_reads_or_writes_outside_the_work_dir(tmp_path_factory,
                 ws.write_file(path, "written inside")
             elif action == "read":
                 ws.read_file(path)
+            elif action == "append" and not real.is_dir():
+                ws.append_file(path, "added inside")
+            elif action == "rename":
+                ws.rename(path, f"{path}-renamed")
+            elif action == "mkdir":
+                ws.make_dir(path)
             else:
                 ws.list_files(path)
         except (ToolError, NotADirectoryError, FileExistsError):

@@ -25,6 +25,14 @@ class WriteArgs(PathArgs):
     content: str = Field(max_length=5_000_000)
 
 
+class AppendArgs(PathArgs):
+    content: str = Field(max_length=5_000_000)
+
+
+class RenameArgs(PathArgs):
+    to: str = Field(min_length=1, max_length=4096, description="the new path")
+
+
 class ListArgs(Args):
     path: str = Field(".", max_length=4096)
 
@@ -53,6 +61,21 @@ def register(registry: Registry) -> None:
     def write_file(ctx: ToolContext, args: WriteArgs) -> dict[str, Any]:
         """Create or overwrite a file inside the work directory."""
         return ctx.workspace.write_file(args.path, args.content)
+
+    @registry.tool("append_file", roles=worker)
+    def append_file(ctx: ToolContext, args: AppendArgs) -> dict[str, Any]:
+        """Add text at the end of a file inside the work directory (made when missing)."""
+        return ctx.workspace.append_file(args.path, args.content)
+
+    @registry.tool("rename", roles=worker)
+    def rename(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
+        """Rename or move a file or folder inside the work directory."""
+        return ctx.workspace.rename(args.path, args.to)
+
+    @registry.tool("make_dir", roles=worker, idempotent=True)
+    def make_dir(ctx: ToolContext, args: PathArgs) -> dict[str, Any]:
+        """Create a folder inside the work directory."""
+        return ctx.workspace.make_dir(args.path)
 
     @registry.tool("list_files", roles=worker, reads=True, idempotent=True)
     def list_files(ctx: ToolContext, args: ListArgs) -> dict[str, Any]:

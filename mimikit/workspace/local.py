@@ -67,6 +67,7 @@ class Workspace:
         self.live_pgids: set[int] = set()
         self.used = False  # a file action or a command was asked for
         self.changed = False  # a file was written or a command succeeded
+        self.seen: set[Path] = set()  # files this run read or wrote: it knows what they hold
         self._canceled = threading.Event()
 
     # -- paths --
@@ -122,6 +123,7 @@ class Workspace:
                 "use shell (e.g. head, grep) to read parts of it"
             )
         data = real.read_bytes()
+        self.seen.add(real)
         try:
             if b"\x00" in data[:8192]:
                 raise UnicodeDecodeError("utf-8", data, 0, 1, "NUL byte")
@@ -137,11 +139,67 @@ class Workspace:
         real = self.resolve(path)
         if real.is_dir():
             raise ToolError(f"{path!r} is a directory; give a file path to write")
+        self._refuse_unread(path, real)
         data = content.encode("utf-8")
         real.parent.mkdir(parents=True, exist_ok=True)
         real.write_bytes(data)
         self.changed = True
+        self.seen.add(real)
         return {"path": self._relative(real), "bytes": len(data)}
+
+    def _refuse_unread(self, path: str, real: Path) -> None:
+        """A file that holds something this run has not seen is not replaced blindly: a small
+        model asked to rename a file or add a line to it writes the file anew instead."""
+        if real.is_file() and real not in self.seen and (size := real.stat().st_size):
+            raise ToolError(f"{path!r} already exists ({size} bytes) and this task has not read "
+                            "it: read_file it first, then write all it should hold; or use "
+                            "append_file to add to its end, rename to rename or move it")
+
+    def append_file(self, path: str, content: str) -> dict[str, Any]:
+        """Add ``content`` at the end of a file (made when missing), on a line of its own when
+        the file does not end with a line break; returns {path, bytes (the file's size)}."""
+        self.used = True
+        real = self.resolve(path)
+        if real.is_dir():
+            raise ToolError(f"{path!r} is a directory; give a file path to append to")
+        real.parent.mkdir(parents=True, exist_ok=True)
+        with real.open("a+b") as file:
+            if file.tell() and content and not content.startswith("\n"):
+                file.seek(-1, os.SEEK_END)
+                if file.read(1) != b"\n":
+                    content = "\n" + content
+            file.write(content.encode("utf-8"))
+            size = file.tell()
+        self.changed = True
+        return {"path": self._relative(real), "bytes": size}
+
+    def rename(self, path: str, to: str) -> dict[str, Any]:
+        """Rename or move a file or folder (into ``to`` when it is a folder); never over an
+        existing file."""
+        self.used = True
+        real, target = self.resolve(path), self.resolve(to)
+        if not real.exists():
+            raise ToolError(f"no such file or folder: {path!r}; use list_files to see what exists")
+        if target.is_dir():
+            target = self.resolve(self._relative(target / real.name))
+        if target.exists():
+            raise ToolError(f"{self._relative(target)!r} already exists; rename it first or "
+                            "choose another name")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        real.rename(target)
+        self.changed = True
+        return {"path": self._relative(target), "was": self._relative(real)}
+
+    def make_dir(self, path: str) -> dict[str, Any]:
+        """Create a folder (and its parents); returns {path, created}."""
+        self.used = True
+        real = self.resolve(path)
+        if real.exists() and not real.is_dir():
+            raise ToolError(f"{path!r} is a file; a folder cannot be made there")
+        created = not real.exists()
+        real.mkdir(parents=True, exist_ok=True)
+        self.changed = True
+        return {"path": self._relative(real) + "/", "created": created}
 
     def list_files(self, path: str = ".") -> list[str]:
         """Entries of a directory, relative to the root, sorted; directories end with '/'."""
