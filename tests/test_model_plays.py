@@ -161,9 +161,10 @@ def test_a_model_running_on_into_its_next_input_is_stopped_at_its_heading(stack,
     post_input(stack, "hello")
     wait_history(stack, lambda h: ("assistant", "Hi!") in h, message="reply")
     body = llm.requests_for("teller")[0]
-    heading = "## Pending inputs\n"
-    assert body["messages"][-1]["content"].startswith(heading)
-    assert "\n" + heading.strip() in body["stop"] and len(body["stop"]) <= 4  # OpenAI's limit
+    shown = body["messages"][-1]["content"]
+    assert shown.startswith("Current time: ") and "\n\n## Pending inputs\n" in shown
+    assert {"\nCurrent time:", "\n## Pending inputs"} <= set(body["stop"])
+    assert len(body["stop"]) <= 4  # OpenAI's limit
 
 
 def test_a_reply_with_its_delegate_costs_one_call_and_a_lone_reply_one_more(stack, llm):
@@ -651,16 +652,16 @@ def test_a_server_failing_streamed_requests_is_asked_unstreamed_from_then_on(sta
     assert sent[:2] == [True, False] and not any(sent[2:])  # learned once
 
 
-def test_the_teller_is_told_the_weekday_after_the_inputs(stack, llm):
+def test_the_teller_is_told_the_weekday_before_the_inputs(stack, llm):
     days = {datetime.now(stack.settings.tz).strftime("%A")}
     llm.script("teller", tool_call("reply", text="It is the weekend."))
     post_input(stack, "what day is it?")
     wait_history(stack, lambda h: ("assistant", "It is the weekend.") in h, message="reply")
     days.add(datetime.now(stack.settings.tz).strftime("%A"))  # midnight may have passed
     shown = llm.requests_for("teller")[0]["messages"][-1]["content"]
-    inputs, _, rest = shown.partition("\n\nCurrent time: ")
+    line, _, inputs = shown.partition("\n\n")
     assert inputs.startswith("## Pending inputs\n") and "what day is it?" in inputs
-    assert rest.split(" ")[0] in days
+    assert line.split(" ")[2] in days  # "Current time: Saturday 2026-..."
 
 
 @pytest.mark.parametrize("zone", ["Pacific/Kiritimati", "Pacific/Pago_Pago"])

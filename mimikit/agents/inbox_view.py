@@ -49,8 +49,8 @@ def render_inbox(runtime: Runtime, items: list[InboxItem]) -> str:
                          ("Notices", notices)):
         if lines:
             blocks.append(f"## {title}\n" + "\n".join(lines))
-    if inputs:  # after them: the input still opens with its heading ("what day is it?")
-        blocks.insert(1, time_line(runtime.settings))
+    if inputs:  # before them ("what day is it?"): after them, a small model lost the request
+        blocks.insert(0, time_line(runtime.settings))
     hint = report_hint(items)
     if hint:
         blocks.append(hint)

@@ -29,8 +29,8 @@ logger = logging.getLogger("mimikit.llm")
 # server stops them at this run of newlines instead.
 BLANK_LINES_STOP = "\n\n\n\n\n\n"
 # One that runs on past its answer writes its next input the way the Teller is shown it
-# (``agents.inbox_view``): the server stops it at that heading.
-NEXT_TURN_STOP = "\n## Pending inputs"
+# (``agents.inbox_view``: the time line, then the inputs' heading): the server stops it there.
+NEXT_TURN_STOPS = ("\nCurrent time:", "\n## Pending inputs")
 # The temperature of an answer held to a schema when none is set: greedy.
 GREEDY = 0.0
 # Words of a 400 answer that refuse the schema an answer was to be held to.
@@ -62,7 +62,7 @@ def request_options(profile: ServerProfile, temperature: float | None, *,
             options["temperature"] = temperature
         options.update({key: value for key, value in (("tools", tools),
                                                       ("tool_choice", tool_choice)) if value})
-    options["stop"] = [BLANK_LINES_STOP, NEXT_TURN_STOP]
+    options["stop"] = [BLANK_LINES_STOP, *NEXT_TURN_STOPS]
     return options
 
 
