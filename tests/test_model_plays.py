@@ -162,8 +162,8 @@ def test_a_model_running_on_into_its_next_input_is_stopped_at_its_heading(stack,
     wait_history(stack, lambda h: ("assistant", "Hi!") in h, message="reply")
     body = llm.requests_for("teller")[0]
     shown = body["messages"][-1]["content"]
-    assert shown.startswith("Current time: ") and "\n\n## Pending inputs\n" in shown
-    assert {"\nCurrent time:", "\n## Pending inputs"} <= set(body["stop"])
+    assert shown.startswith("Today is ") and "\n\n## Pending inputs\n" in shown
+    assert {"\nToday is ", "\n## Pending inputs"} <= set(body["stop"])
     assert len(body["stop"]) <= 4  # OpenAI's limit
 
 
@@ -661,7 +661,7 @@ def test_the_teller_is_told_the_weekday_before_the_inputs(stack, llm):
     shown = llm.requests_for("teller")[0]["messages"][-1]["content"]
     line, _, inputs = shown.partition("\n\n")
     assert inputs.startswith("## Pending inputs\n") and "what day is it?" in inputs
-    assert line.split(" ")[2] in days  # "Current time: Saturday 2026-..."
+    assert line.split(" ")[2] in days  # "Today is Saturday 2026-11-28; the time is ..."
 
 
 @pytest.mark.parametrize("zone", ["Pacific/Kiritimati", "Pacific/Pago_Pago"])
@@ -673,6 +673,7 @@ def test_the_time_line_gives_the_weekday_of_the_configured_zone(tmp_path, zone):
     before = datetime.now(settings.tz)
     line = time_line(settings)
     after = datetime.now(settings.tz)
-    assert line.endswith(f"(time zone {zone})")
+    assert line.endswith(f"(time zone {zone}).")
     assert line.split()[2] in (f"{before:%A}", f"{after:%A}")
-    assert line.split()[3][:10] in (f"{before:%Y-%m-%d}", f"{after:%Y-%m-%d}")
+    assert line.split()[3] in (f"{before:%Y-%m-%d};", f"{after:%Y-%m-%d};")
+    assert line.split()[7] in (f"{before:%H:%M}", f"{after:%H:%M}")

@@ -190,7 +190,7 @@ def test_a_planner_question_that_memory_answers_is_not_asked(llamacpp, stack, ll
     first, judged, again = llm.requests_for("planner")
     asked, verdicts = _judgment(judged)
     assert asked.startswith('The user asked: "set up a node project with my usual package '
-                            'manager"\nCurrent time: ')
+                            'manager"\nToday is ')
     assert "\nMemory: # Memory - The user uses pnpm as package manager.\n" in asked
     assert asked.endswith('You want to ask the user: "Which package manager do you want?"\nDo '
                           "the request, the current time or the memory already answer that "
@@ -198,7 +198,7 @@ def test_a_planner_question_that_memory_answers_is_not_asked(llamacpp, stack, ll
     assert verdicts == ["yes", "no"]
     not_asked = user_prompt(again).partition("## Not to ask\n")[2].partition("## User")[0]
     assert not_asked.startswith('"Which package manager do you want?" is answered by what you '
-                                "were given:\nCurrent time: ")  # and the lines themselves
+                                "were given:\nToday is ")  # and the lines themselves
     assert not_asked.endswith("\nMemory: # Memory - The user uses pnpm as package manager.\n"
                               "Answer the request, or do it, with that.\n\n")
     assert "## Memory" in user_prompt(first) and "## Memory" not in user_prompt(again)

@@ -5,11 +5,19 @@ from __future__ import annotations
 from mimikit.config import Settings
 from mimikit.models import utcnow
 
+# How the line begins: a model that runs on past its answer into its next input is stopped
+# there (``llm.attempts``).
+OPENING = "Today is "
+
 
 def time_line(settings: Settings) -> str:
-    """``Current time: Saturday 2026-11-28T22:00:43+00:00 (time zone UTC)``: the weekday is
-    given, as a small model does not work it out from the date (asked the day of the week, the
-    1.5B model answered Monday on a Saturday)."""
+    """``Today is Saturday 2026-11-28; the time is 22:40 (time zone UTC).``
+
+    The weekday is given, as a small model does not work it out from the date (asked the day
+    of the week, the 1.5B model answered Monday on a Saturday); and "today", as it asked the
+    person for "today's date" beside ``Current time: Saturday 2026-11-28T22:40:15+00:00``
+    (2 of 2 recorded Planner requests asked, none with this line; 24 others answered the
+    same with both).
+    """
     now = utcnow().astimezone(settings.tz)
-    return (f"Current time: {now:%A} {now.isoformat(timespec='seconds')} "
-            f"(time zone {settings.timezone})")
+    return f"{OPENING}{now:%A %Y-%m-%d}; the time is {now:%H:%M} (time zone {settings.timezone})."
