@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from checks import FOURTH_WORDING, OTHER_WORDING, REQUESTS, THIRD_WORDING, Request, World
+from errands import ERRANDS
 from recorder import ROLES, Recorder
 from stack import Client
 
@@ -293,8 +294,15 @@ def main() -> int:
                         default="first",
                         help="the requests as first worded, or worded one of three other ways "
                              "(a real model only: the scripted server knows the first wording)")
+    parser.add_argument("--set", choices=("everyday", "errands"), default="everyday",
+                        help="the twelve everyday requests (checks.py), or twenty other "
+                             "errands (errands.py: files changed in place, folders, more "
+                             "schedules; a real model only)")
     args = parser.parse_args()
-    chosen = [r for r in REQUESTS if not args.only or r.name in args.only.split(",")]
+    requests = ERRANDS if args.set == "errands" else REQUESTS
+    if args.set == "errands" and (args.scripted or args.wording != "first"):
+        parser.error("--set errands runs with a real model (--url and --model), as worded")
+    chosen = [r for r in requests if not args.only or r.name in args.only.split(",")]
     wordings = {"other": OTHER_WORDING, "third": THIRD_WORDING, "fourth": FOURTH_WORDING}
     if args.wording in wordings:
         if args.scripted:

@@ -1,0 +1,167 @@
+"""More everyday requests for the task benchmark (``tasks.py --set errands``): other errands
+than the twelve of ``checks.py``, each checked in the world the same way. Files changed in
+place (renamed, a line added), folders, a weekly and a weekday schedule, a reminder in hours and
+one for tomorrow, a preference kept and recalled, the day of the week, a question that needs
+the person's answer; in English and Chinese, one after another as a person sends them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from checks import Check, Request, World, _says
+
+WEEKDAYS_ZH = "一二三四五六日"
+
+
+def _lines(name: str, *lines: str) -> Check:
+    def check(world: World) -> tuple[bool, str]:
+        path = world.work / name
+        if not path.is_file():
+            return False, f"{name} not written"
+        held = [line.strip().lower() for line in path.read_text(errors="replace").splitlines()
+                if line.strip()]
+        return held == [line.lower() for line in lines], f"{name} holds {held}"
+    return check
+
+
+def _squares(world: World) -> tuple[bool, str]:
+    path = world.work / "squares.py"
+    if not path.is_file():
+        return False, "squares.py not written"
+    run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                         timeout=30, cwd=world.work)
+    printed = run.stdout.split()
+    if printed != ["1", "4", "9", "16", "25"]:
+        return False, f"squares.py prints {run.stdout[:50]!r}"
+    return "25" in world.said(), "squares.py runs; the reply " + \
+        ("has its output" if "25" in world.said() else "lacks its output")
+
+
+def _trigger(about: str, schedule_ok: Any) -> Check:
+    """A trigger whose prompt names ``about``, its schedule accepted by ``schedule_ok``."""
+    def check(world: World) -> tuple[bool, str]:
+        for trigger in world.triggers():
+            if about in trigger["prompt"].lower():
+                schedule = trigger.get("schedule") or {}
+                return bool(schedule_ok(schedule, world)), f"schedule {schedule}"
+        return False, f"no trigger about {about}"
+    return check
+
+
+def _cron(*fields: str) -> Any:
+    def ok(schedule: dict[str, Any], _world: World) -> bool:
+        cron = (schedule.get("cron") or "").split()
+        return [f.lstrip("0") or "0" for f in cron[:2]] + cron[2:] == list(fields)
+    return ok
+
+
+def _at_minutes(low: float, high: float) -> Any:
+    def ok(schedule: dict[str, Any], world: World) -> bool:
+        run_at = schedule.get("runAt")
+        late = run_at and (datetime.fromisoformat(run_at) - world.sent_at) / timedelta(minutes=1)
+        return bool(run_at) and low <= late <= high
+    return ok
+
+
+def _tomorrow_at(hour: int) -> Any:
+    def ok(schedule: dict[str, Any], world: World) -> bool:
+        run_at = schedule.get("runAt")
+        if not run_at:
+            return False
+        at = datetime.fromisoformat(run_at)
+        return (at.date(), at.hour, at.minute) == \
+            ((world.sent_at + timedelta(days=1)).date(), hour, 0)
+    return ok
+
+
+def _hourly(schedule: dict[str, Any], _world: World) -> bool:
+    cron = (schedule.get("cron") or "").split()
+    return schedule.get("interval") == 3600 or \
+        (len(cron) == 5 and cron[0] == "0" and cron[1:] == ["*"] * 4)
+
+
+def _no_trigger(about: str) -> Check:
+    def check(world: World) -> tuple[bool, str]:
+        left = [t for t in world.triggers() if about in t["prompt"].lower()]
+        return not left, f"{len(left)} trigger(s) about {about} left" if left else \
+            f"no trigger about {about} left"
+    return check
+
+
+def _renamed(world: World) -> tuple[bool, str]:
+    old, new = (world.work / "todo.md").exists(), (world.work / "tasks.md").is_file()
+    return new and not old, f"todo.md {'still there' if old else 'gone'}, tasks.md " \
+                            f"{'there' if new else 'missing'}"
+
+
+def _folder(world: World) -> tuple[bool, str]:
+    made = (world.work / "photos").is_dir()
+    return made, "photos/ made" if made else "no folder photos"
+
+
+def _deleted(world: World) -> tuple[bool, str]:
+    gone = not (world.work / "hello.txt").exists()
+    return gone, "hello.txt deleted" if gone else "hello.txt still there"
+
+
+def _vim_kept(world: World) -> tuple[bool, str]:
+    kept = "vim" in world.memory().lower()
+    return kept, "memory has vim" if kept else "memory lacks vim"
+
+
+def _weekday(world: World) -> tuple[bool, str]:
+    day = WEEKDAYS_ZH[datetime.now(UTC).weekday()]
+    said = world.said()
+    right = any(f"{word}{day}" in said for word in ("星期", "周", "礼拜"))
+    return right, f"reply {'names' if right else 'does not name'} 星期{day}: {said[:40]!r}"
+
+
+def _hello_zh(world: World) -> tuple[bool, str]:
+    path = world.work / "hello.txt"
+    if not path.is_file():
+        return False, "hello.txt not written"
+    text = path.read_text(errors="replace")
+    return "你好" in text, f"hello.txt holds {text[:20]!r}"
+
+
+def _name(world: World) -> tuple[bool, str]:
+    path = world.work / "name.txt"
+    if not path.is_file():
+        return False, "name.txt not written"
+    text = path.read_text(errors="replace")
+    return "ada" in text.lower(), f"name.txt holds {text[:30]!r}"
+
+
+ERRANDS: list[Request] = [
+    Request("todo", "create todo.md with three lines: buy milk, call mom, pay rent",
+            _lines("todo.md", "buy milk", "call mom", "pay rent")),
+    Request("divide", "what's 144 divided by 12?", _says("12")),
+    Request("squares", "write squares.py that prints the squares of the numbers 1 to 5, run "
+            "it, and tell me what it printed", _squares),
+    Request("weekly", "every Monday at 8am remind me to send the weekly report",
+            _trigger("report", _cron("0", "8", "*", "*", "1"))),
+    Request("hours", "remind me in 2 hours to check the oven",
+            _trigger("oven", _at_minutes(115, 125))),
+    Request("editor", "remember that my favorite editor is vim", _vim_kept),
+    Request("editor-recall", "which editor do I prefer?", _says("vim")),
+    Request("rename", "rename todo.md to tasks.md", _renamed),
+    Request("report-cancel", "I no longer need the weekly report reminder, cancel it",
+            _no_trigger("report")),
+    Request("append", "add a line 'walk the dog' at the end of tasks.md",
+            _lines("tasks.md", "buy milk", "call mom", "pay rent", "walk the dog")),
+    Request("weekday", "今天是星期几？", _weekday),
+    Request("folder", "make a folder called photos", _folder),
+    Request("name", "write my name into name.txt", _name, answer="Ada"),
+    Request("zh-file", "创建一个文件 hello.txt，内容是：你好", _hello_zh),
+    Request("weekdays", "every weekday at 7:30 remind me to check my email",
+            _trigger("email", _cron("30", "7", "*", "*", "1-5"))),
+    Request("hourly", "remind me to stand up every hour", _trigger("stand", _hourly)),
+    Request("tomorrow", "tomorrow at 8am remind me to water the plants",
+            _trigger("plants", _tomorrow_at(8))),
+    Request("read", "what does hello.txt say?", _says("你好")),
+    Request("delete", "delete hello.txt", _deleted),
+    Request("email-cancel", "cancel the email reminder", _no_trigger("email")),
+]
