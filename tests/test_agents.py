@@ -257,7 +257,7 @@ def test_a_worker_renames_appends_and_makes_folders_but_does_not_overwrite_unrea
     wait_for(lambda: stack.tasks.get(task.id).status == "done", timeout=40,
              message="task done")
     contents = tool_messages(llm.requests_for("worker")[-1])
-    assert "'todo.md' already exists (9 bytes) and this task has not read it" in contents[0]
+    assert "'todo.md' already exists (9 bytes): append_file adds to its end" in contents[0]
     assert (work / "tasks.md").read_text() == "buy milk\nwalk the dog"
     assert not (work / "todo.md").exists() and (work / "photos").is_dir()
 

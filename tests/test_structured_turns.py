@@ -9,7 +9,6 @@ import json
 from datetime import UTC, datetime
 from typing import get_args
 
-import pytest
 from agent_helpers import history, post_input, wait_history
 from llm_server import error, streamed, text, tool_call, turn
 from processes import wait_for
@@ -94,37 +93,6 @@ def test_a_cancel_is_held_to_active_tasks_and_its_report_names_the_one_canceled(
     # what the Planner's run did, beside what it said it did
     assert f"what its run did: canceled {wrong.id}: Remind the user to use pnpm." in report
     assert "The drink water reminder is canceled." in report
-
-
-@pytest.mark.parametrize("asks", [True, False], ids=["asked_to_cancel", "not_asked_to"])
-def test_a_planner_cancels_a_task_only_when_the_request_asks_for_it(llamacpp, stack, llm, asks):
-    """Asked "delete hello.txt", a small model canceled a reminder to water the plants: before
-    a cancel, whether the request asks for it is asked on its own; judged no, nothing is
-    canceled and the plan fails saying so."""
-    from scheduling_helpers import add_trigger
-
-    plants = add_trigger(stack, type="recurring", schedule=IntervalSchedule(interval=86_400),
-                         prompt="Remind the user to water the plants.")
-    llm.script("teller", turn(delegate=True, remember=False, reply="I'll delete it."))
-    llm.script("planner", turn(unknown="", given="", kind="cancel work", cancel_task=plants.id,
-                               submit_result={"status": "done", "result": {
-                                   "text": "hello.txt is deleted."}}),
-               turn(answer="yes" if asks else "no"))
-    llm.default("teller", turn(reply="Reported."))
-    post_input(stack, "delete hello.txt")
-    wait_history(stack, lambda h: ("assistant", "Reported.") in h, message="the report")
-    plan, judged = llm.requests_for("planner")
-    assert judged["messages"][-1]["content"] == (
-        'The user wrote: "delete hello.txt"\nScheduled task: "Remind the user to water the '
-        'plants."\nIs the user asking to cancel this scheduled task?')
-    done = stack.tasks.require(plants.id).status == "canceled"
-    assert done is asks
-    [task] = [t for t in stack.tasks.with_status("done", "failed") if t.role == "planner"]
-    result = stack.tasks.results_by_id([task.id])[task.id]
-    if not asks:
-        assert (result.status, result.error) == (
-            "failed", "nothing was canceled: the request does not ask to cancel 'Remind the "
-                      "user to water the plants.'")
 
 
 def test_a_cancel_with_no_active_work_says_nothing_was_canceled(llamacpp, stack, llm):

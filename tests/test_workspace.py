@@ -49,8 +49,9 @@ def test_symlink_pointing_outside_root_is_refused(ws: Workspace, tmp_path: Path)
 
 def test_an_existing_file_is_replaced_only_once_the_run_has_read_it(ws: Workspace) -> None:
     (ws.root / "todo.md").write_text("buy milk\n")
-    with pytest.raises(ToolError, match=r"'todo.md' already exists \(9 bytes\) and this task has "
-                                        r"not read it: read_file it first"):
+    with pytest.raises(ToolError, match=r"'todo.md' already exists \(9 bytes\): append_file "
+                                        r"adds to its end, rename renames or moves it; to "
+                                        r"replace what it holds, read_file it first"):
         ws.write_file("todo.md", "tasks.md")
     assert (ws.root / "todo.md").read_text() == "buy milk\n"
     assert ws.read_file("todo.md") == "buy milk\n"
@@ -88,6 +89,10 @@ def test_rename_moves_a_file_or_folder_and_never_over_another(ws: Workspace) -> 
         ws.rename("gone.md", "x.md")
     with pytest.raises(ToolError, match="outside the work directory"):
         ws.rename("other.md", "../escaped.md")
+    with pytest.raises(ToolError, match="the work directory itself cannot be renamed"):
+        ws.rename(".", "elsewhere")
+    with pytest.raises(ToolError, match="'archive' cannot be moved into itself"):
+        ws.rename("archive", "archive/inner")
     assert ws.rename("archive", "old/archive") == {"path": "old/archive", "was": "archive"}
     assert (ws.root / "old/archive/tasks.md").is_file()
 

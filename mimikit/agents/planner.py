@@ -64,11 +64,6 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
 
 GIVEN_ALREADY = ('The user asked: "{request}"\n{known}\nYou want to ask the user: "{question}"\n'
                  "Do the request, the current time or the memory already answer that question?")
-# Before a Planner's cancel: asked "delete hello.txt", the 1.5B model canceled a reminder to
-# water the plants (an example canceled one for "delete my plant watering reminder"); 15 of 16
-# recorded and made-up pairs judged right, none a real cancel refused.
-CANCELS = ('The user wrote: "{request}"\nScheduled task: "{task}"\n'
-           "Is the user asking to cancel this scheduled task?")
 # Where a Planner may not ask, what it was given in place of the answer: with "the request,
 # the current time or Memory gives it" alone, the 1.5B model scheduled a daily reminder "to
 # use pnpm" when asked "我喜欢用什么包管理器？"; with the lines themselves, it answered.
@@ -97,8 +92,6 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
         ctx.withheld_kinds = ("ask the user",)
     work = active_work(runtime, task)
     ctx.choices["cancel_task"] = work.choices  # an active task's id, or nothing
-    ctx.cancel_check = lambda active: verdict(runtime, "planner", task.traceId, CANCELS.format(
-        request=first_request(task), task=active.title or active.prompt))
     now = time_line(runtime.settings)
     inputs = (f"{now}\n\n" + work.section
               + not_asked

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -64,9 +63,6 @@ class ToolContext:
     # A Worker run: the files its task names that the work directory did not hold when it
     # began (``workspace.named.NamedFiles``), looked for again when it says it is done.
     named: NamedFiles | None = None
-    # A Planner run: whether the request asks to cancel a given task (True, False, or None for
-    # no verdict), asked before ``cancel_task`` cancels it.
-    cancel_check: Callable[[Any], bool | None] | None = None
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)

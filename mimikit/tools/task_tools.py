@@ -45,10 +45,6 @@ def register(registry: Registry) -> None:
             return StopRun({"status": "done", "resultType": "text",
                             "result": {"text": NOTHING_CANCELED}})
         task = ctx.runtime.tasks.get(args.taskId)
-        if task is not None and ctx.cancel_check is not None and ctx.cancel_check(task) is False:
-            return StopRun({"status": "failed", "resultType": "text", "result": {},
-                            "error": f"nothing was canceled: the request does not ask to cancel "
-                                     f"{task.title or task.prompt[:120]!r}"})
         success, message = cancel(ctx.runtime, args.taskId, stop_running=False,
                                   source=ctx.role)
         if not success:

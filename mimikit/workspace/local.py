@@ -151,9 +151,9 @@ class Workspace:
         """A file that holds something this run has not seen is not replaced blindly: a small
         model asked to rename a file or add a line to it writes the file anew instead."""
         if real.is_file() and real not in self.seen and (size := real.stat().st_size):
-            raise ToolError(f"{path!r} already exists ({size} bytes) and this task has not read "
-                            "it: read_file it first, then write all it should hold; or use "
-                            "append_file to add to its end, rename to rename or move it")
+            raise ToolError(f"{path!r} already exists ({size} bytes): append_file adds to its "
+                            "end, rename renames or moves it; to replace what it holds, "
+                            "read_file it first")
 
     def append_file(self, path: str, content: str) -> dict[str, Any]:
         """Add ``content`` at the end of a file (made when missing), on a line of its own when
@@ -180,13 +180,21 @@ class Workspace:
         real, target = self.resolve(path), self.resolve(to)
         if not real.exists():
             raise ToolError(f"no such file or folder: {path!r}; use list_files to see what exists")
+        if real == self.root:
+            raise ToolError("the work directory itself cannot be renamed; name a file or folder "
+                            "in it")
         if target.is_dir():
             target = self.resolve(self._relative(target / real.name))
         if target.exists():
             raise ToolError(f"{self._relative(target)!r} already exists; rename it first or "
                             "choose another name")
+        if target.is_relative_to(real):
+            raise ToolError(f"{path!r} cannot be moved into itself; choose a path outside it")
         target.parent.mkdir(parents=True, exist_ok=True)
-        real.rename(target)
+        try:
+            real.rename(target)
+        except OSError as error:
+            raise ToolError(f"cannot rename {path!r} to {to!r}: {error.strerror}") from None
         self.changed = True
         return {"path": self._relative(target), "was": self._relative(real)}
 
