@@ -101,14 +101,21 @@ def _notes(world: World) -> tuple[bool, str]:
     return True, f"notes.txt written, {size} bytes reported"
 
 
-def _fib(world: World) -> tuple[bool, str]:
-    path = world.work / "fib.py"
+def script_output(world: World, name: str) -> str | None:
+    """What the script ``name`` of the work dir prints when run (None: it was not written)."""
+    path = world.work / name
     if not path.is_file():
+        return None
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                          timeout=30, cwd=world.work).stdout
+
+
+def _fib(world: World) -> tuple[bool, str]:
+    printed = script_output(world, "fib.py")
+    if printed is None:
         return False, "fib.py not written"
-    run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
-                         timeout=30, cwd=world.work)
-    if "34" not in run.stdout or "13" not in run.stdout:
-        return False, f"fib.py prints {run.stdout[:60]!r}"
+    if "34" not in printed or "13" not in printed:
+        return False, f"fib.py prints {printed[:60]!r}"
     if "34" not in world.said():
         return False, "fib.py works, the reply lacks its output"
     return True, "fib.py written, runs, output reported"

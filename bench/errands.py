@@ -6,12 +6,10 @@ the person's answer; in English and Chinese, one after another as a person sends
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from checks import Check, Request, World, _says
+from checks import Check, Request, World, _says, script_output
 
 WEEKDAYS_ZH = "一二三四五六日"
 
@@ -28,14 +26,11 @@ def _lines(name: str, *lines: str) -> Check:
 
 
 def _squares(world: World) -> tuple[bool, str]:
-    path = world.work / "squares.py"
-    if not path.is_file():
+    printed = script_output(world, "squares.py")
+    if printed is None:
         return False, "squares.py not written"
-    run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
-                         timeout=30, cwd=world.work)
-    printed = run.stdout.split()
-    if printed != ["1", "4", "9", "16", "25"]:
-        return False, f"squares.py prints {run.stdout[:50]!r}"
+    if printed.split() != ["1", "4", "9", "16", "25"]:
+        return False, f"squares.py prints {printed[:50]!r}"
     return "25" in world.said(), "squares.py runs; the reply " + \
         ("has its output" if "25" in world.said() else "lacks its output")
 
