@@ -29,7 +29,8 @@ logger = logging.getLogger("mimikit.llm")
 # server stops them at this run of newlines instead.
 BLANK_LINES_STOP = "\n\n\n\n\n\n"
 # One that runs on past its answer writes its next input the way the Teller is shown it
-# (``agents.inbox_view``: the time line, then the inputs' heading): the server stops it there.
+# (``agents.inbox_view``: the time line, ``agents.now.OPENING``, then the inputs' heading):
+# the server stops it there.
 NEXT_TURN_STOPS = ("\nToday is ", "\n## Pending inputs")
 # The temperature of an answer held to a schema when none is set: greedy.
 GREEDY = 0.0
