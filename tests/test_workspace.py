@@ -78,6 +78,8 @@ def test_rename_moves_a_file_or_folder_and_never_over_another(ws: Workspace) -> 
     (ws.root / "todo.md").write_text("buy milk\n")
     assert ws.rename("todo.md", "tasks.md") == {"path": "tasks.md", "was": "todo.md"}
     assert not (ws.root / "todo.md").exists()
+    with pytest.raises(ToolError, match="'tasks.md' already exists"):  # moved, still unread
+        ws.write_file("tasks.md", "x")
     assert (ws.root / "tasks.md").read_text() == "buy milk\n"
     ws.make_dir("archive")
     assert ws.rename("tasks.md", "archive") == {"path": "archive/tasks.md", "was": "tasks.md"}

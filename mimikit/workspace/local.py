@@ -195,6 +195,8 @@ class Workspace:
             real.rename(target)
         except OSError as error:
             raise ToolError(f"cannot rename {path!r} to {to!r}: {error.strerror}") from None
+        if real in self.seen:  # what it holds moved with it
+            self.seen.add(target)
         self.changed = True
         return {"path": self._relative(target), "was": self._relative(real)}
 
