@@ -143,7 +143,7 @@ def pid_alive(pid: int) -> bool:
     """True while ``pid`` runs (a zombie counts as gone)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before, or between open and read
         return False
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
@@ -179,7 +179,7 @@ def pss_mb(pid: int) -> float | None:
         for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
             if line.startswith("Pss:"):
                 return int(line.split()[1]) / 1024
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return None
     return None
 

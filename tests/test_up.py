@@ -29,7 +29,7 @@ def _status(port: int) -> dict | None:
 def _cmdline(pid: int) -> bytes:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return b""
 
 
@@ -38,7 +38,10 @@ def _descendants(pid: int) -> set[int]:
     while todo:
         current = todo.pop()
         for task in Path(f"/proc/{current}/task").glob("*"):
-            children = (task / "children").read_text().split() if (task / "children").exists() else []
+            try:
+                children = (task / "children").read_text().split()
+            except OSError:  # the thread or process ended meanwhile
+                continue
             for child in map(int, children):
                 if child not in found:
                     found.add(child)
