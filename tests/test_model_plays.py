@@ -664,6 +664,17 @@ def test_the_teller_is_told_the_weekday_before_the_inputs(stack, llm):
     assert line.split(" ")[2] in days  # "Today is Saturday 2026-11-28; the time is ..."
 
 
+def test_a_person_who_writes_chinese_is_told_the_weekday_in_chinese(stack, llm):
+    days = {"一二三四五六日"[datetime.now(stack.settings.tz).weekday()]}
+    llm.script("teller", tool_call("reply", text="今天是周末。"))
+    post_input(stack, "今天是星期几？")
+    wait_history(stack, lambda h: ("assistant", "今天是周末。") in h, message="reply")
+    days.add("一二三四五六日"[datetime.now(stack.settings.tz).weekday()])
+    line = llm.requests_for("teller")[0]["messages"][-1]["content"].partition("\n\n")[0]
+    assert line.startswith("今天是 ") and "Today" not in line
+    assert line.split()[2][2] in days  # "今天是 2026-11-29 星期日，现在是 ..."
+
+
 @pytest.mark.parametrize("zone", ["Pacific/Kiritimati", "Pacific/Pago_Pago"])
 def test_the_time_line_gives_the_weekday_of_the_configured_zone(tmp_path, zone):
     from mimikit.agents.now import time_line

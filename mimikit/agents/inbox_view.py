@@ -50,7 +50,7 @@ def render_inbox(runtime: Runtime, items: list[InboxItem]) -> str:
         if lines:
             blocks.append(f"## {title}\n" + "\n".join(lines))
     if inputs:  # before them ("what day is it?"): after them, a small model lost the request
-        blocks.insert(0, time_line(runtime.settings))
+        blocks.insert(0, time_line(runtime.settings, chinese=writes_chinese(items)))
     hint = report_hint(items)
     if hint:
         blocks.append(hint)

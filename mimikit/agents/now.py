@@ -8,10 +8,13 @@ from mimikit.models import utcnow
 # How the line begins: a model that runs on past its answer into its next input is stopped
 # there (``llm.attempts``).
 OPENING = "Today is "
+WEEKDAYS_CHINESE = "一二三四五六日"
 
 
-def time_line(settings: Settings) -> str:
-    """``Today is Saturday 2026-11-28; the time is 22:40 (time zone UTC).``
+def time_line(settings: Settings, chinese: bool = False) -> str:
+    """``Today is Saturday 2026-11-28; the time is 22:40 (time zone UTC).``, or in Chinese
+    for a person who writes Chinese: told "Sunday", the 1.5B model answered 星期一 to 今天是星期几
+    (1 of 7 days wrong in English, 0 of 7 in Chinese).
 
     The weekday is given, as a small model does not work it out from the date (asked the day
     of the week, the 1.5B model answered Monday on a Saturday); and "today", as it asked the
@@ -20,4 +23,7 @@ def time_line(settings: Settings) -> str:
     same with both).
     """
     now = utcnow().astimezone(settings.tz)
+    if chinese:
+        return (f"今天是 {now:%Y-%m-%d} 星期{WEEKDAYS_CHINESE[now.weekday()]}，"
+                f"现在是 {now:%H:%M}（{settings.timezone} 时区）。")
     return f"{OPENING}{now:%A %Y-%m-%d}; the time is {now:%H:%M} (time zone {settings.timezone})."
