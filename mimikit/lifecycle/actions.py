@@ -1,9 +1,9 @@
 """What a Worker's or Planner's run did, told from its calls and not from its words: the files
-it wrote (and how long they came out), the folders it listed (and what they hold), the files it
-read, the commands it ran (with their exit code and the start of their output), the tasks it
-canceled (and what they were). Shown beside its result when the Teller reports it, so that
-what the person hears can be checked against what happened: a small model reports what it
-meant to do."""
+it wrote or added to (and how long they came out), the files it renamed and the folders it
+made, the folders it listed (and what they hold), the files it read, the commands it ran (with
+their exit code and the start of their output), the tasks it canceled (and what they were).
+Shown beside its result when the Teller reports it, so that what the person hears can be
+checked against what happened: a small model reports what it meant to do."""
 
 from __future__ import annotations
 
@@ -61,6 +61,12 @@ def _line(call: dict[str, Any]) -> str | None:
     if call.get("name") == "write_file":
         written = f"{content['bytes']} bytes" if "bytes" in content else "failed"
         return f"wrote {arguments.get('path')} ({written})"
+    if call.get("name") == "append_file" and call.get("ok"):
+        return f"added to {arguments.get('path')} (now {content.get('bytes')} bytes)"
+    if call.get("name") == "rename" and call.get("ok"):
+        return f"renamed {content.get('was')} to {content.get('path')}"
+    if call.get("name") == "make_dir" and call.get("ok"):
+        return f"made the folder {content.get('path')}"
     if call.get("name") == "cancel_task" and call.get("ok") and "canceled" in content:
         return f"canceled {arguments.get('taskId')}: {content['canceled']}"
     if call.get("name") == "shell":
