@@ -28,13 +28,17 @@ class Kind:
     its model picks it by: the tool the answer calls and, for the finisher alone, the status it
     reports. A small model chooses among a few words for what a request is better than among
     its tools' names (``llm.turns``). ``filled`` and ``empty``: the role's notes an answer of
-    this kind must fill, and leave empty."""
+    this kind must fill, and leave empty. ``ways`` and ``values``: where two kinds call one
+    tool, the ways of giving its arguments each keeps (``Args.alternatives``), and the values
+    a field of them may take."""
 
     words: str
     tool: str
     status: str | None = None
     filled: tuple[str, ...] = ()
     empty: tuple[str, ...] = ()
+    ways: tuple[tuple[str, ...], ...] = ()
+    values: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,17 @@ PLANNER = Role(
     # use?": answered 3 of 16); with "given" too, and asking only with nothing given, 15 of
     # 16 (bench/README.md).
     turn_notes=("unknown", "given"),
-    turn_kinds=(Kind("work now", "delegate"), Kind("work later", "schedule"),
+    # work later is once or again and again, chosen before its timing: with one kind of both,
+    # the 1.5B model made "can you remind me to stretch in 10 minutes?" repeat every 10
+    # minutes (4 of 10 runs)
+    turn_kinds=(Kind("work now", "delegate"),
+                Kind("work later, once", "schedule", ways=(("in",), ("at", "days"), ("runAt",)),
+                     values=(("days", ("today", "tomorrow")),)),
+                Kind("work later, repeating", "schedule",
+                     ways=(("at", "days"), ("interval",), ("cron",), ("condition",)),
+                     values=(("days", ("every day", "monday to friday", "saturday and sunday",
+                                       "monday", "tuesday", "wednesday", "thursday", "friday",
+                                       "saturday", "sunday")),)),
                 Kind("keep a fact about the user", "remember"), Kind("cancel work", "cancel_task"),
                 *(Kind("look up", name) for name in ("list_tasks", "search_memory",
                                                      "get_recent_history", "get_history_by_time")),

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from typing import get_args
 
 import pytest
 
 from mimikit.agents.common import registry, shape_of
 from mimikit.models import Task, utcnow
 from mimikit.tools.context import ToolContext
-from mimikit.tools.planner_tools import ScheduleArgs
+from mimikit.tools.planner_tools import ONCE_DAYS, Days, ScheduleArgs, timing_kind
 
 
 @pytest.fixture
@@ -225,25 +226,49 @@ def test_a_delay_is_its_own_key_and_runs_once_when_it_ends(runtime, planner):
     assert not vague.ok and "'in': 'soon' is not a duration" in vague.content
 
 
+def _schedule_ways(kind: str) -> dict[tuple[str, ...], dict]:
+    """The ways of giving a schedule's timing in the Planner's answers of ``kind``."""
+    later = next(b for b in shape_of("planner").schema()["anyOf"]
+                 if b["properties"]["kind"] == {"enum": [kind]})
+    return {tuple(way["required"][1:]): way for way in later["properties"]["schedule"]["anyOf"]}
+
+
 def test_a_schedule_held_to_a_schema_gives_one_timing_of_its_type():
-    later = next(b for b in shape_of("planner").schema()["anyOf"] if "schedule" in b["properties"])
-    ways = {tuple(way["required"][1:]): way for way in later["properties"]["schedule"]["anyOf"]}
-    assert set(ways) == {("at", "days"), ("interval",), ("cron",), ("in",), ("runAt",),
-                         ("condition",)}
+    once, repeating = _schedule_ways("work later, once"), _schedule_ways("work later, repeating")
+    assert set(once) == {("in",), ("at", "days"), ("runAt",)}
+    assert set(repeating) == {("at", "days"), ("interval",), ("cron",), ("condition",)}
+    ways = list(once.values()) + list(repeating.values())
     # the type is the timing's: asked first, "in 10 minutes" was made recurring
-    assert all("type" not in way["properties"] for way in ways.values())
-    assert list(ways[("runAt",)]["properties"])[:2] == ["prompt", "runAt"]
+    assert all("type" not in way["properties"] for way in ways)
+    assert list(once[("runAt",)]["properties"])[:2] == ["prompt", "runAt"]
     assert ScheduleArgs(prompt="Stretch.", runAt="10m").type == "scheduled"
     assert ScheduleArgs(prompt="Drink water.", at="09:00", days="every day").type == "recurring"
-    assert not {"interval", "cron", "runAt"} & set(ways[("at", "days")]["properties"])
-    assert all(way["additionalProperties"] is False for way in ways.values())
+    assert not {"interval", "cron", "runAt"} & set(repeating[("at", "days")]["properties"])
+    assert all(way["additionalProperties"] is False for way in ways)
+
+
+def test_work_later_once_cannot_repeat_and_repeating_work_cannot_run_once():
+    """The kind is chosen before the timing: with one kind of both, "can you remind me to
+    stretch in 10 minutes?" was made to repeat every 10 minutes."""
+    once, repeating = _schedule_ways("work later, once"), _schedule_ways("work later, repeating")
+    once_days = once[("at", "days")]["properties"]["days"]["enum"]
+    repeating_days = repeating[("at", "days")]["properties"]["days"]["enum"]
+    assert once_days == list(ONCE_DAYS)
+    assert sorted(once_days + repeating_days) == sorted(get_args(Days))  # every day, one kind
+    for days in once_days:
+        assert timing_kind("days", days) == "scheduled"
+    for days in repeating_days:
+        assert timing_kind("days", days) == "recurring"
+    plan = shape_of("planner")
+    assert plan.calls({"kind": "work later, repeating", "schedule": {"prompt": "x", "interval": 60}})
+    without = plan.withholding("work later, once")  # the tool stays for the other kind
+    assert without.calls({"kind": "work later, repeating", "schedule": {"prompt": "x", "interval": 60}})
 
 
 def test_an_interval_held_to_a_schema_may_be_written_as_a_duration():
     """The prompt's "interval": "45m" can be written where the grammar holds the answer: held
     to a number, "every 30 minutes" became 30 (seconds)."""
-    later = next(b for b in shape_of("planner").schema()["anyOf"] if "schedule" in b["properties"])
-    way = next(w for w in later["properties"]["schedule"]["anyOf"] if "interval" in w["required"])
+    way = _schedule_ways("work later, repeating")[("interval",)]
     assert {"type": "string"} in way["properties"]["interval"]["anyOf"]
     assert ScheduleArgs(prompt="Stretch.", type="recurring", interval="30m").interval == 1800
 
@@ -263,7 +288,7 @@ def test_a_kind_withheld_from_a_plan_leaves_its_status_or_its_call_out():
                 for b in no_question.schema()["anyOf"] if list(b["properties"])[-1:] == [
                     "submit_result"] and len(b["properties"]) == 4]
     assert {"enum": ["needs_input"]} not in statuses and {"enum": ["done"]} in statuses
-    no_schedule = plan.withholding("work later")
+    no_schedule = plan.withholding("work later, once").withholding("work later, repeating")
     assert "schedule" in calls(plan) and "schedule" not in calls(no_schedule)
     assert plan.calls({"schedule": {"prompt": "x"}}) and \
         no_schedule.calls({"schedule": {"prompt": "x"}}) is None

@@ -327,7 +327,7 @@ def test_tasks_doing_parts_of_a_request_do_not_carry_all_of_it(llamacpp, stack, 
 def test_a_plan_whose_schedule_is_refused_fails_saying_why_and_is_reported_as_not_done(
         llamacpp, stack, llm):
     llm.script("teller", turn(delegate=True, remember=False, reply="I'll set it."))
-    wrong = turn(unknown="", kind="work later", schedule={
+    wrong = turn(unknown="", kind="work later, once", schedule={
         "prompt": "Remind the user to drink water.", "type": "scheduled", "runAt": "9am"},
         submit_result={"status": "done", "result": {"text": "Set."}})
     llm.script("planner", wrong, wrong)  # the same again: it fails
@@ -403,7 +403,7 @@ def test_a_planner_request_with_active_work_shows_less_history_and_not_the_reque
 
 def test_a_schedule_made_says_in_the_chat_when_it_runs(llamacpp, stack, llm):
     llm.script("teller", turn(delegate=True, remember=False, reply="I'll set it."))
-    llm.script("planner", turn(unknown="", given="", kind="work later", schedule={
+    llm.script("planner", turn(unknown="", given="", kind="work later, repeating", schedule={
         "prompt": "Remind the user to stretch.", "type": "recurring", "at": "09:00",
         "days": "every day"}, submit_result={"status": "done", "result": {"text": "Set."}}))
     llm.default("teller", turn(reply="Set."))

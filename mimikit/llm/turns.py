@@ -95,8 +95,14 @@ class TurnShape:
             if self.shape == "plan" else {}
         beside = {name: _reporting(value, self._statuses(name)[:1])
                   for name, value in finisher.items()}
-        branches = [self._branch({name: value, **beside}, name, self._words(name))
-                    for name, value in values.items() if name not in finisher]
+        branches = []
+        for name, value in values.items():
+            ways = [kind for kind in self.kinds if kind.tool == name and kind.ways]
+            if name in finisher:
+                continue
+            branches += [self._branch({name: _narrowed(value, kind), **beside}, name,
+                                      [kind.words]) for kind in ways] or \
+                [self._branch({name: value, **beside}, name, self._words(name))]
         for name, value in finisher.items():
             branches += [self._branch({name: _reporting(value, [kind.status])}, name,
                                       [kind.words], kind)
@@ -168,7 +174,8 @@ class TurnShape:
         """This shape without the kind of answer ``words`` (and its call, where the kind is
         a call's rather than a status of the finisher)."""
         gone = [kind for kind in self.kinds if kind.words == words]
-        calls = {kind.tool for kind in gone if not kind.status}
+        kept = {kind.tool for kind in self.kinds if kind not in gone}
+        calls = {kind.tool for kind in gone if not kind.status} - kept
         return dataclasses.replace(
             self, kinds=tuple(kind for kind in self.kinds if kind not in gone),
             tools=tuple(tool for tool in self.tools if tool.name not in calls))
@@ -230,6 +237,18 @@ def _alternative(schema: dict[str, Any], fields: tuple[str, ...],
                   if name not in left_out}
     required = [name for name in schema.get("required", []) if name not in left_out]
     return {**schema, "properties": properties, "required": [*required, *fields]}
+
+
+def _narrowed(schema: dict[str, Any], kind: Kind) -> dict[str, Any]:
+    """A tool's schema of several ways (``anyOf``) with only the ways ``kind`` keeps, and its
+    fields held to the values ``kind`` allows."""
+    ways = [way for way in schema.get("anyOf", [])
+            if any(set(fields) <= set(way["required"]) for fields in kind.ways)]
+    for field, allowed in kind.values:
+        ways = [{**way, "properties": {**way["properties"], field: {
+            "description": way["properties"][field].get("description", ""),
+            "enum": list(allowed)}}} if field in way["properties"] else way for way in ways]
+    return {"anyOf": ways} if len(ways) > 1 else ways[0]
 
 
 def _reporting(schema: dict[str, Any], statuses: list[str]) -> dict[str, Any]:
