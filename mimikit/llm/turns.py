@@ -97,11 +97,11 @@ class TurnShape:
                   for name, value in finisher.items()}
         branches = []
         for name, value in values.items():
-            ways = [kind for kind in self.kinds if kind.tool == name and kind.ways]
             if name in finisher:
                 continue
+            narrowing = [kind for kind in self.kinds if kind.tool == name and kind.ways]
             branches += [self._branch({name: _narrowed(value, kind), **beside}, name,
-                                      [kind.words]) for kind in ways] or \
+                                      [kind.words]) for kind in narrowing] or \
                 [self._branch({name: value, **beside}, name, self._words(name))]
         for name, value in finisher.items():
             branches += [self._branch({name: _reporting(value, [kind.status])}, name,
