@@ -98,9 +98,8 @@ PLANNER = Role(
            "search_memory", "remember", "list_tasks", "cancel_task", "submit_result"),
     timeout_setting="planner_timeout", model_setting="planner_model", report="plan",
     text_is_result=True, turn="plan",
-    # no look-ups where answers are held to a schema: History, Memory and Active work are in its
-    # first request, and the 1.5B model chose a look-up in none of 523 recorded answers
-    turn_tools=("delegate", "schedule", "remember", "cancel_task", "submit_result"),
+    turn_tools=("delegate", "schedule", "remember", "cancel_task", "list_tasks",
+                "search_memory", "get_recent_history", "get_history_by_time", "submit_result"),
     # first the request's own words for what only the user knows ("my favorite color"), then
     # what History or Memory says of what it asks or needs, then what kind of request it is:
     # choosing among tool names, the 1.5B model asked for none of ten requests that needed the
@@ -121,6 +120,8 @@ PLANNER = Role(
                                        "monday", "tuesday", "wednesday", "thursday", "friday",
                                        "saturday", "sunday")),)),
                 Kind("keep a fact about the user", "remember"), Kind("cancel work", "cancel_task"),
+                *(Kind("look up", name) for name in ("list_tasks", "search_memory",
+                                                     "get_recent_history", "get_history_by_time")),
                 Kind("answer", "submit_result", "done"),
                 Kind("ask the user", "submit_result", "needs_input", filled=("unknown",),
                      empty=("given",)),

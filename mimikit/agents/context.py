@@ -35,7 +35,7 @@ SAID_MIN_TOKENS = 4
 SAID_CHARS = 80
 MIN_MESSAGES = 5  # shown even over the budget, where it is at least MIN_HISTORY_TOKENS
 MIN_HISTORY_TOKENS = 100
-FEWEST_MESSAGES = 1  # shown where the system prompt and the run's inputs leave less
+FEWEST_MESSAGES = 2  # shown where the system prompt and the run's inputs leave less
 
 
 @cache

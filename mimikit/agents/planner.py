@@ -146,7 +146,7 @@ def with_the_request(plan: Task, staged: list[Task]) -> list[Task]:
 ACTIVE_WORK_SHOWN = 20  # tasks and schedules looked at, newest first
 ACTIVE_WORK_CHARS = 120  # of each one's prompt
 # The lines of active work a first request holds: those that share most words with the request
-# (the one to cancel or change), then the newest; the others are counted.
+# (the one to cancel or change), then the newest; the others are counted, for ``list_tasks``.
 ACTIVE_WORK_TOKENS = 240
 CANCEL_CHOICES = 200  # active tasks a Planner's cancel may name (the newest)
 
@@ -174,7 +174,7 @@ def active_work(runtime: Runtime, current: Task) -> ActiveWork:
              for task in tasks[:ACTIVE_WORK_SHOWN]]
     shown = within_budget(lines, current.prompt)
     if len(shown) < len(tasks):
-        shown.append(f"- and {len(tasks) - len(shown)} more")
+        shown.append(f"- and {len(tasks) - len(shown)} more (list_tasks lists them all)")
     section = "## Active work\n" + "\n".join(shown) + "\n\n" if lines else ""
     return ActiveWork(section, tuple(task.id for task in tasks) or (NOTHING_ACTIVE,))
 
