@@ -49,12 +49,14 @@ def render_inbox(runtime: Runtime, items: list[InboxItem]) -> str:
                          ("Notices", notices)):
         if lines:
             blocks.append(f"## {title}\n" + "\n".join(lines))
+    chinese = writes_chinese(items)
     if inputs:  # before them ("what day is it?"): after them, a small model lost the request
-        blocks.insert(0, time_line(runtime.settings, chinese=writes_chinese(items)))
+        blocks.insert(0, time_line(runtime.settings, chinese=chinese))
     hint = report_hint(items)
     if hint:
         blocks.append(hint)
-    blocks += _language(items)
+    if chinese:  # small models answer in English after an English prompt otherwise
+        blocks.append(CHINESE_HINT)
     return "\n\n".join(blocks) or "## Pending inputs\n(none)"
 
 
@@ -67,12 +69,6 @@ def report_hint(items: list[InboxItem]) -> str | None:
     if not results:
         return None
     return FAILURE_HINT if any(item.status == "failed" for item in results) else REPORT_HINT
-
-
-def _language(items: list[InboxItem]) -> list[str]:
-    """A line naming the language of the user's newest message when it is Chinese: small
-    models answer in English after an English prompt otherwise."""
-    return [CHINESE_HINT] if writes_chinese(items) else []
 
 
 def writes_chinese(items: list[InboxItem]) -> bool:
