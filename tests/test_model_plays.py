@@ -670,8 +670,10 @@ def test_a_person_who_writes_chinese_is_told_the_weekday_in_chinese(stack, llm):
     post_input(stack, "今天是星期几？")
     wait_history(stack, lambda h: ("assistant", "今天是周末。") in h, message="reply")
     days.add("一二三四五六日"[datetime.now(stack.settings.tz).weekday()])
-    line = llm.requests_for("teller")[0]["messages"][-1]["content"].partition("\n\n")[0]
+    shown = llm.requests_for("teller")[0]["messages"][-1]["content"]
+    line = shown.partition("\n\n")[0]
     assert line.startswith("今天是 ") and "Today" not in line
+    assert shown.endswith("\n\n(The user writes in Chinese: reply in Chinese.)")
     assert line.split()[2][2] in days  # "今天是 2026-11-29 星期日，现在是 ..."
 
 
