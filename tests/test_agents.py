@@ -34,8 +34,9 @@ def test_user_input_gets_a_teller_reply_and_the_llm_saw_only_teller_tools(stack,
     assert "hi there" in user_prompt(request)
     reply = stack.conversation.recent(1)[0]
     assert reply.usage.totalTokens > 0 and reply.elapsedMs is not None
-    runs = stack.runs.of("teller")
-    assert runs and runs[0]["status"] == "done" and runs[0]["toolCalls"][0]["name"] == "reply"
+    # the run is recorded when it ends, which may be after its reply is shown
+    runs = wait_for(lambda: stack.runs.of("teller"), timeout=10, message="the Teller's run")
+    assert runs[0]["status"] == "done" and runs[0]["toolCalls"][0]["name"] == "reply"
 
 
 def test_plain_text_without_a_tool_call_counts_as_a_reply(stack, llm):
