@@ -249,12 +249,17 @@ def answers_table(runs_file: Path) -> None:
 
 
 def first_requests(calls: list[dict[str, Any]]) -> None:
-    """Per role, the prompt tokens of its runs' first requests, by the server's count."""
-    print("\nfirst requests, prompt tokens by the server's count: fewest-most (runs)")
+    """Per role, the prompt tokens of its runs' first requests, by the server's count, and the
+    share of the prompt tokens the server had cached, over all its requests but the first."""
+    print("\nfirst requests, prompt tokens by the server's count: fewest-most (runs); "
+          "cached share of the later requests' prompt tokens")
     for role in ROLES:
-        sizes = [c["prompt"] for c in calls if c["role"] == role and c.get("first")]
+        mine = [c for c in calls if c["role"] == role]
+        sizes = [c["prompt"] for c in mine if c.get("first")]
+        later = mine[1:]
+        share = sum(c["cached"] for c in later) / max(1, sum(c["prompt"] for c in later))
         if sizes:
-            print(f"{role:<8} {min(sizes)}-{max(sizes)} ({len(sizes)})")
+            print(f"{role:<8} {min(sizes)}-{max(sizes)} ({len(sizes)}); {share:.0%} cached")
 
 
 def _an_object(content: Any) -> bool:

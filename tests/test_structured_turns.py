@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import get_args
 
 from agent_helpers import history, post_input, wait_history
-from llm_server import error, streamed, text, tool_call, turn
+from llm_server import error, streamed, text, tool_call, turn, with_usage
 from processes import wait_for
 
 from mimikit.agents.inbox_view import FAILURE_HINT, REPORT_HINT
@@ -367,8 +367,7 @@ def test_active_work_shows_each_task_with_when_it_runs(llamacpp, stack, llm):
 
 def test_a_long_list_of_active_work_shows_the_task_a_request_names_within_its_budget(
         llamacpp, stack, llm):
-    from mimikit.agents.planner import ACTIVE_WORK_TOKENS
-    from mimikit.tokens import estimate_tokens
+    from mimikit.agents.context import FIRST_REQUEST_TOKENS, UNCOUNTED_SCALE
 
     water, *_others = submit(stack, [
         Task(type="recurring", prompt="Remind the user to drink water.",
@@ -381,15 +380,49 @@ def test_a_long_list_of_active_work_shows_the_task_a_request_names_within_its_bu
     assert f"- {water.id}: recurring cron 0 9 * * * UTC: Remind the user to drink water." \
         in lines  # the oldest, and the one the request names
     shown = [line for line in lines if line.startswith("- task-")]
-    assert 4 <= len(shown) < 16 and lines[-1] == \
+    assert 2 <= len(shown) < 16 and lines[-1] == \
         f"- and {16 - len(shown)} more (list_tasks lists them all)"
-    assert estimate_tokens("\n".join(shown)) <= ACTIVE_WORK_TOKENS
+    request = llm.requests_for("planner")[0]["messages"]
+    assert _estimate(request) * UNCOUNTED_SCALE <= FIRST_REQUEST_TOKENS
+
+
+def _estimate(messages: list[dict]) -> int:
+    from mimikit.tokens import estimate_tokens
+
+    return sum(estimate_tokens(message["content"]) for message in messages)
+
+
+def test_a_server_counting_more_tokens_than_the_estimate_gets_shorter_first_requests(
+        llamacpp, stack, llm):
+    """What the server counted for a role's first request is kept: the next one is made to
+    fit the budget by its count, the history giving way."""
+    from mimikit.agents.context import FIRST_REQUEST_TOKENS
+
+    for n in range(6):
+        stack.conversation.append(Message(role="user", text=f"earlier request {n}: "
+                                                           + "and a few words more " * 8))
+    submit(stack, [Task(type="recurring", prompt=f"Remind the user to drink water {n}.",
+                        schedule=IntervalSchedule(cron=f"0 {n} * * *")) for n in range(4)])
+    done = turn(submit_result={"status": "done", "result": {"text": "Kept."}})
+    counted = lambda body: with_usage(done, int(_estimate(body["messages"]) * 1.15), 20)  # noqa: E731
+    llm.default("teller", turn(delegate=True, remember=False, reply="On it."))
+    llm.default("planner", counted)
+    post_input(stack, "cancel the water reminders")
+    wait_for(lambda: llm.requests_for("planner"), message="the first Planner request")
+    wait_for(lambda: stack.redis.hlen(stack.keys.token_scales), message="the count kept")
+    post_input(stack, "cancel the water reminders")
+    asked = wait_for(lambda: llm.requests_for("planner")[1:], message="the second")
+    first, second = llm.requests_for("planner")[0]["messages"], asked[0]["messages"]
+    assert _estimate(first) * 1.15 > FIRST_REQUEST_TOKENS  # past it by the server's count
+    assert _estimate(second) * 1.15 <= FIRST_REQUEST_TOKENS
+    assert "## History" in first[1]["content"] and "## History" not in second[1]["content"]
+    assert "cancel the water reminders" in second[1]["content"]
 
 
 def test_a_planner_request_with_active_work_shows_less_history_and_not_the_request_twice(
         llamacpp, stack, llm):
     """Its first request stays near the budget of a slow server: the list of active work takes
-    the history's place, down to the last two messages."""
+    the history's place, down to the last two messages (fewer where even they do not fit)."""
     for n in range(6):
         stack.conversation.append(Message(role="user", text=f"earlier request {n}: "
                                                            + "and a few words more " * 8))
@@ -397,8 +430,10 @@ def test_a_planner_request_with_active_work_shows_less_history_and_not_the_reque
                         schedule=IntervalSchedule(cron=f"0 {n} * * *")) for n in range(4)])
     prompt = _planner_prompt(stack, llm, "cancel the water reminders")
     history_block = prompt.split("## History\n")[1].split("\n\n")[0]
-    assert [line.split("] ", 1)[1][:25] for line in history_block.splitlines()] == \
-        ["user: earlier request 4: ", "user: earlier request 5: "]
+    shown = [line.split("] ", 1)[1][:25] for line in history_block.splitlines()]
+    assert 1 <= len(shown) <= 2
+    assert shown == ["user: earlier request 4: ", "user: earlier request 5: "][-len(shown):]
+    assert prompt.count("cancel the water reminders") == 1
 
 
 def test_a_schedule_made_says_in_the_chat_when_it_runs(llamacpp, stack, llm):

@@ -22,6 +22,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from redis.exceptions import RedisError
 
 from mimikit.agents.backends import codex_engine
+from mimikit.agents.context import learn_scale
 from mimikit.agents.prompts import SystemPrompt, build_system_prompt
 from mimikit.agents.session import Engine, Session
 from mimikit.agents.warmup import warm_streaming
@@ -283,7 +284,9 @@ def metered(runtime: Runtime, ctx: ToolContext, model: str, record: RunRecord,
     sinks = (lambda n: stream_to(record, n)) if stream_to is not None else _no_sink
     client: ChatClient = StreamingClient(client_for(runtime), sinks)
     return Meter(runtime, client, spender, caps, on_usage=ctx.add_usage,
-                 later=journal.later if journal is not None else None)
+                 later=journal.later if journal is not None else None,
+                 on_answer=lambda messages, tools, usage: learn_scale(
+                     runtime, ctx.role, model, messages, tools, usage))
 
 
 def _no_sink(_request: int) -> Callable[[str], None]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from functools import cache
+from typing import Any
 
 from mimikit.agents.prompts import role_text
 from mimikit.conversation.tries import held_back
@@ -11,7 +12,7 @@ from mimikit.memory.archive import copies_chat
 from mimikit.memory.inject import extract_keywords, format_history, format_memory, select_history
 from mimikit.memory.search import MemoryHit
 from mimikit.memory.service import index_for
-from mimikit.models import Message
+from mimikit.models import Message, Usage
 from mimikit.store.runtime import Runtime
 from mimikit.tokens import estimate_tokens
 from mimikit.tools.teller_tools import plain
@@ -26,7 +27,11 @@ HISTORY_STEP = 10
 # the request) and the memory leave; the same figure in every run of a role, so that the
 # history, like the system prompt, stays cached from one run to the next.
 FIRST_REQUEST_TOKENS = 1500
-ESTIMATE_SHARE = 0.95  # the estimate runs a little under a real tokenizer's count
+# Server tokens per estimated token: before a role's first request was counted by the server,
+# and the margin kept over the most a counted one took (its inputs count a little differently
+# from one run to the next: 1.077-1.099 for the Planner's on Qwen2.5's tokenizer).
+UNCOUNTED_SCALE = 1 / 0.95
+SCALE_MARGIN = 1.01
 INPUTS_TOKENS = 100
 MEMORY_TOKENS = 120
 # A passage of a chat copy holding a line this long (its first SAID_CHARS) of the run's input or
@@ -35,15 +40,38 @@ SAID_MIN_TOKENS = 4
 SAID_CHARS = 80
 MIN_MESSAGES = 5  # shown even over the budget, where it is at least MIN_HISTORY_TOKENS
 MIN_HISTORY_TOKENS = 100
-FEWEST_MESSAGES = 2  # shown where the system prompt and the run's inputs leave less
+FEWEST_MESSAGES = 2  # shown where the system prompt and the run's inputs leave less, if they fit
+
+
+def learn_scale(runtime: Runtime, role: str, model: str, messages: list[dict[str, Any]],
+                tools: bool, usage: Usage) -> None:
+    """Keep how many tokens the server counted for a role's first request (a system prompt
+    and one message, no tools offered beside them) per estimated token, where that is the
+    most seen for the role and its model."""
+    if tools or usage.estimated or not usage.promptTokens or len(messages) != 2:
+        return
+    estimate = sum(estimate_tokens(str(message.get("content") or "")) for message in messages)
+    if estimate:
+        field, scale = f"{role}|{model}", round(usage.promptTokens / estimate, 3)
+        if scale > _learned(runtime, field):
+            runtime.redis.hset(runtime.keys.token_scales, field, scale)
+
+
+def _learned(runtime: Runtime, field: str) -> float:
+    raw = runtime.redis.hget(runtime.keys.token_scales, field)
+    return float(raw) if raw else 0.0
+
+
+def first_request_room(runtime: Runtime, role: str) -> int:
+    """Estimated tokens a role's first request holds beside its system prompt."""
+    learned = _learned(runtime, f"{role}|{runtime.settings.model_for(role)}")
+    scale = learned * SCALE_MARGIN if learned else UNCOUNTED_SCALE
+    return int(FIRST_REQUEST_TOKENS / scale) - _static_tokens(role)
 
 
 @cache
-def history_tokens(role: str) -> int:
-    """The history a role's first request holds beside its system prompt, inputs and memory."""
-    static = estimate_tokens(role_text(role, "constrained"))
-    return max(0, int(FIRST_REQUEST_TOKENS * ESTIMATE_SHARE) - static - INPUTS_TOKENS
-               - MEMORY_TOKENS)
+def _static_tokens(role: str) -> int:
+    return estimate_tokens(role_text(role, "constrained"))
 
 
 def context_sections(runtime: Runtime, pending_texts: list[str],
@@ -56,7 +84,8 @@ def context_sections(runtime: Runtime, pending_texts: list[str],
     these roles in the history; ``beside``: the run's own inputs shown after them (the
     request, a list of active work), whose lines (a labeled line's value too) the history does
     not repeat and whose tokens beyond ``INPUTS_TOKENS`` it gives up, down to its last
-    ``FEWEST_MESSAGES``.
+    ``FEWEST_MESSAGES``, and those too where the memory and the inputs leave no room for
+    them.
 
     The history leaves out ``exclude_ids``, the messages held back after a failed pass or
     given up (``tries.held_back``), and the notes that say one gave up: words the model could
@@ -68,21 +97,34 @@ def context_sections(runtime: Runtime, pending_texts: list[str],
     shown = [m for m in recent if m.id not in hidden and m.failedItem is None
              and (roles is None or m.role in roles) and plain(m.text) not in said]
     sections = []
-    room = history_tokens(role) - max(0, estimate_tokens(beside) - INPUTS_TOKENS)
-    chosen = select_history(shown, budget_tokens=max(0, room),
-                            min_count=MIN_MESSAGES if room >= MIN_HISTORY_TOKENS else
+    room = first_request_room(runtime, role) - max(INPUTS_TOKENS, estimate_tokens(beside))
+    history_room = room - MEMORY_TOKENS
+    chosen = select_history(shown, budget_tokens=max(0, history_room),
+                            min_count=MIN_MESSAGES if history_room >= MIN_HISTORY_TOKENS else
                             FEWEST_MESSAGES)
     history = _anchored(chosen, recent, total)
-    if history:
-        sections.append("## History\n" + format_history(history))
+    memory = ""
     keywords = extract_keywords(pending_texts, shown)
     if keywords:
         hits = index_for(runtime.settings).search(" ".join(keywords), limit=5)
         shown_now = [*pending_texts, *(message.text for message in history)]
-        memory = format_memory(_beyond(hits, shown_now), budget_tokens=MEMORY_TOKENS)
-        if memory:
-            sections.append(memory)
+        memory = format_memory(_beyond(hits, shown_now),
+                               budget_tokens=max(0, min(MEMORY_TOKENS, room)))
+    history = _fitted(history, room - estimate_tokens(memory))
+    if history:
+        sections.append("## History\n" + format_history(history))
+    if memory:
+        sections.append(memory)
     return sections
+
+
+def _fitted(history: list[Message], room: int) -> list[Message]:
+    """``history`` without its oldest messages while it takes more than ``room``: where even
+    its fewest messages would take the first request past its budget, they give way to the
+    memory and the run's inputs."""
+    while history and estimate_tokens("## History\n" + format_history(history)) > room:
+        history = history[1:]
+    return history
 
 
 def _said(line: str) -> tuple[str, ...]:

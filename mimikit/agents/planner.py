@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mimikit.agents.common import run_role
-from mimikit.agents.context import context_sections
+from mimikit.agents.context import MEMORY_TOKENS, context_sections, first_request_room
 from mimikit.agents.now import time_line
 from mimikit.agents.prompts import build_prompts, choose_mode
 from mimikit.agents.servers import planner_view
@@ -90,9 +90,10 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
     ctx = ToolContext(runtime=runtime, role="planner", trace_id=task.traceId, task=task)
     if carries_answer(task.prompt) or not_asked:  # asked again, it would ask the same
         ctx.withheld_kinds = ("ask the user",)
-    work = active_work(runtime, task)
-    ctx.choices["cancel_task"] = work.choices  # an active task's id, or nothing
     now = time_line(runtime.settings)
+    work = active_work(runtime, task, first_request_room(runtime, "planner") - estimate_tokens(
+        f"{now}\n\n{not_asked}## User request\n{task.prompt}") - MEMORY_TOKENS)
+    ctx.choices["cancel_task"] = work.choices  # an active task's id, or nothing
     inputs = (f"{now}\n\n" + work.section
               + not_asked
               + f"## User request\n{task.prompt}")
@@ -148,6 +149,7 @@ ACTIVE_WORK_CHARS = 120  # of each one's prompt
 # The lines of active work a first request holds: those that share most words with the request
 # (the one to cancel or change), then the newest; the others are counted, for ``list_tasks``.
 ACTIVE_WORK_TOKENS = 240
+ACTIVE_WORK_FEWEST_TOKENS = 70  # held where the request and a memory leave less: two lines
 CANCEL_CHOICES = 200  # active tasks a Planner's cancel may name (the newest)
 
 
@@ -161,33 +163,35 @@ class ActiveWork:
     choices: tuple[str, ...]
 
 
-def active_work(runtime: Runtime, current: Task) -> ActiveWork:
+def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS) -> ActiveWork:
     """``## Active work``, a line each beginning with its id, so that a request to cancel or
     change one names it without a look-up; a cancel is held to those ids (a small model copies
     an id from elsewhere, or one digit short). Held to labels that begin with what a task does,
     it began with the words most tasks begin with ("Remind the user to") and was then held to
-    the wrong task."""
+    the wrong task. Its lines take at most ``room`` (within ``ACTIVE_WORK_TOKENS``), but
+    never less than ``ACTIVE_WORK_FEWEST_TOKENS``."""
     ids = [summary["id"] for summary in list_tasks(runtime, "all")[:CANCEL_CHOICES]]
     tasks = runtime.tasks.by_id([i for i in ids if i != current.id])
     lines = [f"- {task.id}: {task.type}{timing_words(task)}: "
              f"{' '.join(task.prompt.split())[:ACTIVE_WORK_CHARS]}"
              for task in tasks[:ACTIVE_WORK_SHOWN]]
-    shown = within_budget(lines, current.prompt)
+    budget = min(ACTIVE_WORK_TOKENS, max(ACTIVE_WORK_FEWEST_TOKENS, room))
+    shown = within_budget(lines, current.prompt, budget)
     if len(shown) < len(tasks):
         shown.append(f"- and {len(tasks) - len(shown)} more (list_tasks lists them all)")
     section = "## Active work\n" + "\n".join(shown) + "\n\n" if lines else ""
     return ActiveWork(section, tuple(task.id for task in tasks) or (NOTHING_ACTIVE,))
 
 
-def within_budget(lines: list[str], request: str) -> list[str]:
-    """Of ``lines`` (newest first), those that fit ``ACTIVE_WORK_TOKENS``, the ones sharing
-    most words with ``request`` chosen first; in their order."""
+def within_budget(lines: list[str], request: str, budget: int = ACTIVE_WORK_TOKENS) -> list[str]:
+    """Of ``lines`` (newest first), those that fit ``budget``, the ones sharing most words
+    with ``request`` chosen first; in their order."""
     asked = set(tokenize(request))
     shared = {line: len(asked & set(tokenize(line))) for line in lines}
     chosen, spent = set(), 0
     for line in sorted(lines, key=lambda line: -shared[line]):  # stable: newest first
         cost = estimate_tokens(line)
-        if spent + cost <= ACTIVE_WORK_TOKENS:
+        if spent + cost <= budget:
             chosen.add(line)
             spent += cost
     return [line for line in lines if line in chosen]

@@ -26,11 +26,15 @@ class Meter:
 
     def __init__(self, runtime: Runtime, client: ChatClient, spender: book.Spender,
                  caps: budget.Caps, on_usage: Callable[[Usage], None] | None = None,
-                 later: Callable[[Callable[[Any], None]], None] | None = None) -> None:
+                 later: Callable[[Callable[[Any], None]], None] | None = None,
+                 on_answer: Callable[[list[dict[str, Any]], bool, Usage], None] | None = None,
+                 ) -> None:
         """``later``: where the booking of a call may wait to commit with the run's next
-        journal entry (``RunJournal.later``); without it a call is booked at once."""
+        journal entry (``RunJournal.later``); without it a call is booked at once.
+        ``on_answer``: told each chat call's messages, whether tools were offered beside them
+        (not where its answer is held to a schema), and what the server counted."""
         self.runtime, self.client, self.spender, self.caps = runtime, client, spender, caps
-        self.on_usage, self.later = on_usage, later
+        self.on_usage, self.later, self.on_answer = on_usage, later, on_answer
         self.price = runtime.settings.price_table.get(spender.model)
         self.last_answer_tokens = 0
         self.last_cost = 0.0
@@ -54,6 +58,8 @@ class Meter:
                                           max_tokens=max_tokens, tool_choice=tool_choice,
                                           schema=schema, text_field=text_field,
                                           retries=retries)
+            if self.on_answer is not None:
+                self.on_answer(messages, bool(tools) and schema is None, completion.usage)
             return completion, completion.usage
 
         return self.spend(messages, call)

@@ -195,6 +195,12 @@ class Keys:
         return self._k("usage", "models")
 
     @property
+    def token_scales(self) -> str:
+        """Hash ``role|model`` -> the most server tokens per estimated token seen in a role's
+        first request (``agents.context``)."""
+        return self._k("usage", "scales")
+
+    @property
     def counters(self) -> str:
         """Hash of counters for ``/metrics`` (``tasks|done``, ``firings|fired``, ...)."""
         return self._k("metrics")
