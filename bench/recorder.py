@@ -128,7 +128,10 @@ def _note(server: Recorder, role: str | None, request: dict[str, Any], raw: byte
 
 
 def _opens_a_run(request: dict[str, Any]) -> bool:
-    """Whether a request is a run's first: no answer of the model in it yet, and not one of
-    the questions that learn what the server can do."""
-    return request.get("max_tokens") != PROBE_TOKENS and not any(
-        m.get("role") in ("assistant", "tool") for m in request.get("messages") or [])
+    """Whether a request is a run's first: its role's system prompt and no answer of the
+    model in it yet, and not one of the questions that learn what the server can do (nor a
+    verdict: one message, no system prompt)."""
+    messages = request.get("messages") or []
+    return request.get("max_tokens") != PROBE_TOKENS and len(messages) > 1 and \
+        messages[0].get("role") == "system" and \
+        not any(m.get("role") in ("assistant", "tool") for m in messages)
