@@ -1,7 +1,8 @@
 """A Worker's ``done`` for a file its task names, checked in the work directory: a file that
 was not there when the run began, is not there at the end, in a run that wrote nothing and
 ran no command that succeeded, is never reported as made (real stack, scripted model). A
-Worker that made no call at all is left to its words: the report says it made none."""
+Worker that made no call at all is left to its words: the report says it made none, and which
+of the files its task names are not there."""
 
 from __future__ import annotations
 
@@ -94,3 +95,12 @@ def test_a_done_stands_when_the_file_was_there_a_command_did_the_work_or_no_call
     wait_for(lambda: len([t for t in stack.tasks.with_status("done") if t.role == "worker"])
              == 3, message="the third Worker task done")
     assert len(llm.requests_for("worker")) == 4  # no call: its words stand, the report tells
+    reports = wait_for(lambda: [body["messages"][1]["content"] for body in
+                                llm.requests_for("teller") if "hello.py" in
+                                body["messages"][1]["content"].partition("## Task results")[2]],
+                       message="the report of the third")
+    assert "what its run did: it made no call, and hello.py is not in the work directory" in \
+        reports[-1]
+    first = next(body["messages"][1]["content"] for body in llm.requests_for("teller")
+                 if "data.csv has 2 lines" in body["messages"][1]["content"])
+    assert "what its run did" not in first  # data.csv was there: its words stand alone

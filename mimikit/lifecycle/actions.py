@@ -11,29 +11,51 @@ import json
 from typing import Any
 
 from mimikit.store.runtime import Runtime
+from mimikit.workspace.local import Workspace
+from mimikit.workspace.named import NamedFiles
 
 OUTPUT_CHARS = 300  # of a command's output shown
 ACTIONS_SHOWN = 12  # the last calls that changed something, shown
 NO_CALL = "it made no call"
+ENDING_CALLS = ("submit_result",)  # how a run ends, not what it did
 
 
 def actions_of(runtime: Runtime, task_id: str) -> list[str]:
     """One line per file written, folder listed, command run or task canceled by the task's
-    last run, oldest first; ``["it made no call"]`` when it made none (empty: no run is
-    kept)."""
+    last run, oldest first; ``["it made no call"]`` when it made none (empty where it only
+    ended, unless the files a Worker's task names are not in the work directory: they are
+    said; empty too when no run is kept)."""
     runs = runtime.runs.of(task_id)
     if not runs:
         return []
-    calls = runs[-1].get("toolCalls") or []
+    every = runs[-1].get("toolCalls") or []
+    calls = [call for call in every if call.get("name") not in ENDING_CALLS]
     lines = [line for call in calls if (line := _line(call))]
-    if not calls:
-        return [NO_CALL]
+    if not calls:  # a run that only ended is told as one that made no call where it matters
+        missing = _not_there(runtime, task_id)
+        return [NO_CALL + missing] if missing or not every else []
     return lines[-ACTIONS_SHOWN:]
+
+
+def _not_there(runtime: Runtime, task_id: str) -> str:
+    """The files a Worker's task names that are not in the work directory, said after "it made
+    no call": a small model reports the output of a script it never wrote."""
+    task = runtime.tasks.get(task_id)
+    if task is None or task.role != "worker":
+        return ""
+    settings = runtime.settings
+    workspace = Workspace(settings.work_dir.resolve(), private=(settings.state_dir,))
+    absent = NamedFiles.of(workspace, task.prompt).absent
+    if not absent:
+        return ""
+    return f", and {', '.join(absent)} {'is' if len(absent) == 1 else 'are'} not in the " \
+        "work directory"
 
 
 def with_actions(runtime: Runtime, task_id: str, text: str) -> str:
     """``text`` (a task's result or error) followed by what the task's last run did, where it
-    made a call: what happened, whatever the words say."""
+    made a call or its task names files that are not there: what happened, whatever the words
+    say."""
     did = actions_of(runtime, task_id)
     if not did or did == [NO_CALL]:
         return text
