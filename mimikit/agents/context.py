@@ -6,6 +6,8 @@ import logging
 from functools import cache
 from typing import Any
 
+from redis.exceptions import RedisError
+
 from mimikit.agents.prompts import role_text
 from mimikit.conversation.tries import held_back
 from mimikit.memory.archive import copies_chat
@@ -51,10 +53,14 @@ def learn_scale(runtime: Runtime, role: str, model: str, messages: list[dict[str
     if tools or usage.estimated or not usage.promptTokens or len(messages) != 2:
         return
     estimate = sum(estimate_tokens(str(message.get("content") or "")) for message in messages)
-    if estimate:
-        field, scale = f"{role}|{model}", round(usage.promptTokens / estimate, 3)
+    if not estimate:
+        return
+    field, scale = f"{role}|{model}", round(usage.promptTokens / estimate, 3)
+    try:
         if scale > _learned(runtime, field):
             runtime.redis.hset(runtime.keys.token_scales, field, scale)
+    except RedisError as error:  # learned from a later answer: not worth failing this one
+        log.warning("could not keep the token count of a %s request: %s", role, error)
 
 
 def _learned(runtime: Runtime, field: str) -> float:
