@@ -76,18 +76,13 @@ def _probe(body: dict[str, Any], holds: bool) -> dict[str, Any] | None:
 
 
 def teller(body: dict[str, Any], holds: bool) -> dict[str, Any]:
-    """Replies "re: TEXT" to a chat message (which, asked alone what it is, it takes for chat),
-    hands "chain..." to the Planner, and reports results as "report: [LABEL]" (the label of
-    each task in the inbox)."""
+    """Replies "re: TEXT" to a chat message, hands "chain..." to the Planner, and reports
+    results as "report: [LABEL]" (the label of each task in the inbox)."""
     from llm_server import text, tool_call, tool_calls, turn
 
     probed = _probe(body, holds)
     if probed is not None:
         return probed
-    if len(body["messages"]) == 1:  # asked on its own what a message it answered is: chat
-        from mimikit.agents.work_asked import FIELD, KINDS
-        return turn(**{FIELD: KINDS[0]}) if holds and _held(body) else \
-            tool_call(FIELD, **{FIELD: KINDS[0]})
     if body["messages"][-1]["role"] == "tool":
         return text("")  # asked whether more follows its reply: nothing
     prompt = _user_prompt(body)

@@ -52,9 +52,9 @@ def text(content: str) -> dict[str, Any]:
     return {"content": content, "tool_calls": []}
 
 
-# The queue of a model's verdicts (``agents.verdicts``: yes or no, or a choice of a few words),
-# beside its turns: scripted as ``server.script("teller" + VERDICT, verdict("no"))``; where
-# none is scripted, the answer holds none (the runtime goes on as it did before anything judged).
+# The queue of a model's yes-or-no verdicts (``agents.verdicts``), beside its turns: scripted
+# as ``server.script("teller" + VERDICT, verdict("no"))``; where none is scripted, the answer
+# holds none (the runtime goes on as it did before anything judged).
 VERDICT = ":verdict"
 
 
@@ -74,9 +74,9 @@ def queue_of(body: dict[str, Any]) -> str:
     return str(body.get("model")) + (VERDICT if is_verdict(body) else "")
 
 
-def verdict(said: str, field: str = "answer") -> dict[str, Any]:
-    """A verdict held to its schema ("yes" or "no", in its field ``field``)."""
-    return turn(**{field: said})
+def verdict(said: str) -> dict[str, Any]:
+    """A verdict held to its schema ("yes" or "no")."""
+    return turn(answer=said)
 
 
 def turn(**fields: Any) -> dict[str, Any]:

@@ -10,9 +10,8 @@ import time
 from datetime import UTC, datetime
 from typing import get_args
 
-import pytest
 from agent_helpers import history, post_input, wait_history
-from llm_server import VERDICT, error, streamed, text, tool_call, turn, verdict, with_usage
+from llm_server import error, streamed, text, tool_call, turn, with_usage
 from processes import wait_for
 
 from mimikit.agents.inbox_view import FAILURE_HINT, REPORT_HINT
@@ -193,43 +192,6 @@ def test_a_preference_handed_to_the_planner_is_kept_and_nothing_runs(llamacpp, s
     assert [t.role for t in made] == ["planner"]  # no worker, no reminder
 
 
-def test_a_request_answered_with_a_promise_alone_is_handed_over_when_taken_for_work(
-        llamacpp, stack, llm):
-    """A small model may answer a request for work in words alone; asked on its own what the
-    message is, it is told apart, and the person's words go to the Planner."""
-    from mimikit.agents.work_asked import KINDS, WORK
-
-    llm.script("teller", turn(delegate=False, remember=False,
-                              reply="I'll cancel the water reminder."))
-    llm.script("teller" + VERDICT, verdict(WORK, "kind"))
-    llm.default("planner", turn(submit_result={"status": "done", "result": {"text": "Gone."}}))
-    llm.default("teller", turn(reply="The water reminder is canceled."))
-    post_input(stack, "cancel the water reminder")
-    planned = wait_for(lambda: [t for t in stack.tasks.with_status(*get_args(TaskStatus))
-                                if t.role == "planner"], message="the request handed over")
-    assert [t.prompt for t in planned] == ["cancel the water reminder"]
-    asked = llm.requests_for("teller" + VERDICT)[0]
-    assert asked["messages"] == [{"role": "user", "content": 'Message: "cancel the water '
-                                                             'reminder"'}]
-    assert _schema(asked)["properties"]["kind"]["enum"] == list(KINDS)
-    replies = [text for role, text in history(stack) if role == "assistant"]
-    assert replies[0] == "I'll cancel the water reminder."
-
-
-@pytest.mark.parametrize("kind", ["greeting or chat", None], ids=["chat", "no_verdict"])
-def test_a_message_answered_in_words_stays_answered_unless_taken_for_work(
-        llamacpp, stack, llm, kind):
-    llm.script("teller", turn(delegate=False, remember=False, reply="Hi! What can I do?"))
-    if kind:
-        llm.script("teller" + VERDICT, verdict(kind, "kind"))
-    post_input(stack, "hi! who are you?")
-    wait_history(stack, lambda h: ("assistant", "Hi! What can I do?") in h, message="reply")
-    wait_for(lambda: llm.requests_for("teller" + VERDICT), message="the message judged")
-    time.sleep(0.5)
-    assert not stack.tasks.with_status(*get_args(TaskStatus))
-    assert len(llm.requests_for("teller")) == 1
-
-
 def test_the_reply_streams_from_its_field_and_never_shows_the_object(llamacpp, stack, llm):
     llm.script("teller", streamed(turn(delegate=False, remember=False,
                                        reply="Hello there, how can I help?"),
@@ -317,7 +279,6 @@ def test_the_status_shows_each_roles_path(llamacpp, stack, llm):
 
 def test_a_request_waits_for_a_free_slot_without_spending_the_passs_time(llamacpp, runtime,
                                                                          procs, monkeypatch):
-    import time
 
     from mimikit.store.runtime import reset_runtime
 

@@ -23,7 +23,6 @@ from mimikit.agents.context import context_sections
 from mimikit.agents.inbox_view import CHINESE_START, render_inbox, report_hint, writes_chinese
 from mimikit.agents.prompts import build_prompts, choose_mode, example_replies
 from mimikit.agents.typed_answers import judged
-from mimikit.agents.work_asked import asks_for_work
 from mimikit.conversation import gate as teller_gate
 from mimikit.conversation import outage, tries
 from mimikit.conversation.failed import INTERNAL_ERROR
@@ -45,7 +44,6 @@ from mimikit.tools.teller_tools import (
     ask_again,
     asked_again,
     first_request,
-    hand_over,
     pose_question,
     post_reply,
 )
@@ -238,9 +236,6 @@ def _outcome(runtime: Runtime, ctx: ToolContext, record: RunRecord,
         post_reply(ctx, said)
     if ctx.copied_report and not ctx.replies:
         _report_plainly(runtime, ctx, items)
-    if record.status == "done" and ctx.heard and not (ctx.created or ctx.kept or ctx.asked) \
-            and asks_for_work(ctx):
-        hand_over(ctx, "")  # it answered a request for work in words alone
     if ctx.created and not (ctx.replies or ctx.asked) and record.status == "done" and \
             any(isinstance(item, InputItem | AnswerItem) for item in items):
         _say_handed_over(runtime, ctx)  # it delegated and had nothing to add
