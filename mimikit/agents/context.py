@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import time
 from functools import cache
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from redis.exceptions import RedisError
 
@@ -34,6 +36,8 @@ FIRST_REQUEST_TOKENS = 1500
 # from one run to the next: 1.077-1.099 for the Planner's on Qwen2.5's tokenizer).
 UNCOUNTED_SCALE = 1 / 0.95
 SCALE_MARGIN = 1.01
+SCALE_REREAD_SECONDS = 30.0  # what another process learned reaches this one within this
+_scales: WeakKeyDictionary[Any, dict[str, tuple[float, float]]] = WeakKeyDictionary()
 INPUTS_TOKENS = 100
 MEMORY_TOKENS = 120
 # A passage of a chat copy holding a line this long (its first SAID_CHARS) of the run's input or
@@ -59,13 +63,26 @@ def learn_scale(runtime: Runtime, role: str, model: str, messages: list[dict[str
     try:
         if scale > _learned(runtime, field):
             runtime.redis.hset(runtime.keys.token_scales, field, scale)
+            _remember(runtime, field, scale)
     except RedisError as error:  # learned from a later answer: not worth failing this one
         log.warning("could not keep the token count of a %s request: %s", role, error)
 
 
 def _learned(runtime: Runtime, field: str) -> float:
+    """The scale kept for ``field``, read again from Redis at most every
+    ``SCALE_REREAD_SECONDS`` (a request's own path pays no round trip for it)."""
+    known = _scales.setdefault(runtime.redis, {})
+    value, until = known.get(field, (0.0, 0.0))
+    if time.monotonic() < until:
+        return value
     raw = runtime.redis.hget(runtime.keys.token_scales, field)
-    return float(raw) if raw else 0.0
+    return _remember(runtime, field, float(raw) if raw else 0.0)
+
+
+def _remember(runtime: Runtime, field: str, value: float) -> float:
+    _scales.setdefault(runtime.redis, {})[field] = (value, time.monotonic()
+                                                    + SCALE_REREAD_SECONDS)
+    return value
 
 
 def first_request_room(runtime: Runtime, role: str) -> int:
