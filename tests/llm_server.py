@@ -19,7 +19,9 @@ Fault modes: ``error(429, headers={"Retry-After": "1"})`` or ``{"retry-after-ms"
 then the connection is closed) and ``disconnect()`` (closed at once). ``server.arrivals`` has the
 ``time.monotonic()`` of each request, for measuring the client's backoff.
 When a model's script is exhausted the server answers its default (``server.default``), else
-HTTP 500 "script exhausted for model X", so a test that under-scripts fails loudly.
+HTTP 500 "script exhausted for model X", so a test that under-scripts fails loudly. A verdict
+(one message held to a few values, ``agents.verdicts``) takes its answer from the model's
+verdict queue, ``server.script(model + VERDICT, verdict("yes"))``; unscripted, it gets none.
 
 Run as a process: ``python tests/llm_server.py --port 8700 [--script script.json]`` where the
 JSON file maps a model name to a list of responses in their dict form (e.g.
