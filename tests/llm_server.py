@@ -19,9 +19,7 @@ Fault modes: ``error(429, headers={"Retry-After": "1"})`` or ``{"retry-after-ms"
 then the connection is closed) and ``disconnect()`` (closed at once). ``server.arrivals`` has the
 ``time.monotonic()`` of each request, for measuring the client's backoff.
 When a model's script is exhausted the server answers its default (``server.default``), else
-HTTP 500 "script exhausted for model X", so a test that under-scripts fails loudly. A verdict
-(one message held to a few values, ``agents.verdicts``) takes its answer from the model's
-verdict queue, ``server.script(model + VERDICT, verdict("yes"))``; unscripted, it gets none.
+HTTP 500 "script exhausted for model X", so a test that under-scripts fails loudly.
 
 Run as a process: ``python tests/llm_server.py --port 8700 [--script script.json]`` where the
 JSON file maps a model name to a list of responses in their dict form (e.g.
@@ -52,33 +50,6 @@ Response = dict[str, Any] | Callable[[dict[str, Any]], Any]
 def text(content: str) -> dict[str, Any]:
     """A plain assistant answer without tool calls."""
     return {"content": content, "tool_calls": []}
-
-
-# The queue of a model's yes-or-no verdicts (``agents.verdicts``), beside its turns: scripted
-# as ``server.script("teller" + VERDICT, verdict("no"))``; where none is scripted, the answer
-# holds none (the runtime goes on as it did before anything judged).
-VERDICT = ":verdict"
-
-
-def is_verdict(body: dict[str, Any]) -> bool:
-    """Whether a request asks for a verdict: one message, its answer held to one field of a
-    few values, or to one call of the one tool offered."""
-    form = body.get("response_format") or {}
-    schema = (form.get("json_schema") or {}).get("schema") or form.get("schema") or {}
-    fields = list((schema.get("properties") or {}).values())
-    one_call = isinstance(body.get("tool_choice"), dict) and len(body.get("tools") or []) == 1
-    return len(body.get("messages") or []) == 1 and (
-        (len(fields) == 1 and "enum" in fields[0]) or one_call)
-
-
-def queue_of(body: dict[str, Any]) -> str:
-    """The script a request takes its answer from: its model's, or its model's verdicts'."""
-    return str(body.get("model")) + (VERDICT if is_verdict(body) else "")
-
-
-def verdict(said: str) -> dict[str, Any]:
-    """A verdict held to its schema ("yes" or "no")."""
-    return turn(answer=said)
 
 
 def turn(**fields: Any) -> dict[str, Any]:
@@ -259,11 +230,11 @@ class ScriptedLLM:
         """When each request for one model arrived (``time.monotonic()``)."""
         with self._lock:
             return [at for body, at in zip(self._requests, self._arrivals, strict=True)
-                    if queue_of(body) == model]
+                    if body.get("model") == model]
 
     def requests_for(self, model: str) -> list[dict[str, Any]]:
-        """The chat request bodies sent for one model (its verdicts: ``model + VERDICT``)."""
-        return [body for body in self.requests if queue_of(body) == model]
+        """The chat request bodies sent for one model."""
+        return [body for body in self.requests if body.get("model") == model]
 
     def start(self) -> ScriptedLLM:
         self._thread = threading.Thread(
@@ -318,7 +289,7 @@ class ScriptedLLM:
         self.shutdown()
 
     def _next(self, body: dict[str, Any], headers: dict[str, str], peer: int = 0) -> Response:
-        model = queue_of(body)
+        model = str(body.get("model"))
         with self._lock:
             self._peers.append(peer)
             self._requests.append(body)
@@ -327,13 +298,9 @@ class ScriptedLLM:
             queue = self._scripts.get(model)
             if queue:
                 return queue.popleft()
-            found = self._defaults.get(model, None if model.endswith(VERDICT) else
-                                       self._defaults.get("*"))
+            found = self._defaults.get(model, self._defaults.get("*"))
         if found is not None:
             return found
-        if model.endswith(VERDICT):  # none given: no verdict, as from a model that gave none
-            tools = body.get("tools") or []
-            return tool_call(tools[0]["function"]["name"]) if tools else turn()
         return error(500, {"error": {"message": f"script exhausted for model {model}",
                                      "type": "script_exhausted"}})
 

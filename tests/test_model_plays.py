@@ -12,7 +12,6 @@ from datetime import datetime
 import pytest
 from agent_helpers import history, post_input, user_prompt, wait_history
 from llm_server import (
-    VERDICT,
     cut_off,
     hang,
     object_arguments,
@@ -187,12 +186,12 @@ def test_an_answer_typed_in_the_chat_box_answers_the_pending_question(stack, llm
 
     stack.conversation.ask(PendingQuestion(question="Staging or production?",
                                            options=["staging", "production"], traceId="t1"))
-    llm.script("teller" + VERDICT, tool_call("answer", answer="yes"))  # asked alone, one call
+    llm.script("teller", tool_call("answer", answer="yes"))  # asked alone, with one call
     llm.default("teller", tool_call("reply", text="Deploying to staging."))
     post_input(stack, "staging, and please go ahead")
     wait_history(stack, lambda h: ("assistant", "Deploying to staging.") in h, message="reply")
     assert stack.conversation.question() is None
-    judging, passing = llm.requests_for("teller" + VERDICT)[0], llm.requests_for("teller")[0]
+    judging, passing = llm.requests_for("teller")[:2]
     assert judging["tool_choice"] == {"type": "function", "function": {"name": "answer"}}
     assert [tool["function"]["name"] for tool in judging["tools"]] == ["answer"]
     prompt = user_prompt(passing)

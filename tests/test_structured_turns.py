@@ -6,7 +6,6 @@ and kept; a server that refuses the schema, or ignores it, is asked the native w
 from __future__ import annotations
 
 import json
-import time
 from datetime import UTC, datetime
 from typing import get_args
 
@@ -279,6 +278,7 @@ def test_the_status_shows_each_roles_path(llamacpp, stack, llm):
 
 def test_a_request_waits_for_a_free_slot_without_spending_the_passs_time(llamacpp, runtime,
                                                                          procs, monkeypatch):
+    import time
 
     from mimikit.store.runtime import reset_runtime
 

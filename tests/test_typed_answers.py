@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from agent_helpers import history, post_input, user_prompt, wait_history
-from llm_server import VERDICT, tool_call, turn, verdict
+from llm_server import tool_call, turn
 from processes import wait_for
 
 
@@ -45,17 +45,17 @@ def _judgment(body: dict) -> tuple[str, list]:
 def test_a_new_request_typed_while_a_question_is_pending_is_taken_as_the_message_it_is(
         llamacpp, stack, llm):
     asking = _planner_asks(stack, llm)
-    llm.script("teller" + VERDICT, verdict("no"))  # the model judges it no answer to the question
-    llm.script("teller", turn(delegate=True, remember=False, reply="I'll write fib.py."))
+    llm.script("teller", turn(answer="no"),  # the model judges it no answer to the question
+               turn(delegate=True, remember=False, reply="I'll write fib.py."))
     llm.script("planner", turn(submit_result={"status": "done",
                                               "result": {"text": "A worker will write it."}}))
     post_input(stack, "write a python script fib.py")
     wait_history(stack, lambda h: ("assistant", "I'll write fib.py.") in h, message="reply")
-    asked, verdicts = _judgment(llm.requests_for("teller" + VERDICT)[0])
+    asked, verdicts = _judgment(llm.requests_for("teller")[1])
     assert asked == ('You asked: "Staging or production?"\nThe user then wrote: "write a '
                      'python script fib.py"\nIs what the user wrote an answer to your question?')
     assert verdicts == ["yes", "no"]
-    passed = llm.requests_for("teller")[1]
+    passed = llm.requests_for("teller")[2]
     assert "] user: write a python script fib.py" in user_prompt(passed)  # a message
     assert "Staging or production?" not in user_prompt(passed).partition("## Pending inputs")[2]
     assert list(_schema(passed)["properties"]) == ["delegate", "remember", "reply"]
@@ -70,8 +70,8 @@ def test_a_new_request_typed_while_a_question_is_pending_is_taken_as_the_message
 def test_a_greeting_typed_while_a_question_is_pending_is_answered_and_the_question_stays(
         llamacpp, stack, llm):
     asking = _planner_asks(stack, llm)
-    llm.script("teller" + VERDICT, verdict("no"))
-    llm.script("teller", turn(delegate=False, remember=False, reply="Yes, I'm here."))
+    llm.script("teller", turn(answer="no"),
+               turn(delegate=False, remember=False, reply="Yes, I'm here."))
     post_input(stack, "hi, are you still there")
     wait_history(stack, lambda h: ("assistant", "Yes, I'm here.") in h, message="reply")
     again = wait_for(stack.conversation.question, message="the question, asked again")
@@ -104,7 +104,8 @@ def test_an_option_typed_in_the_chat_box_answers_without_asking_the_model(stack,
     llm.default("teller", tool_call("reply", text="Deploying to staging."))
     post_input(stack, "Staging")
     wait_history(stack, lambda h: ("assistant", "Deploying to staging.") in h, message="reply")
-    assert not llm.requests_for("teller" + VERDICT)  # the pass alone
+    assert not any("You asked:" in body["messages"][-1]["content"]  # the pass alone
+                   for body in llm.requests_for("teller"))
     assert "- Answer to your question 'Staging or production?', from the user: Staging" in \
         user_prompt(llm.requests_for("teller")[0])
 
@@ -130,8 +131,8 @@ def test_a_planner_asking_again_what_was_answered_ends_and_the_person_is_told(
 def test_a_newer_planner_question_closes_the_older_one_and_says_what_was_not_done(
         llamacpp, stack, llm):
     asking = _planner_asks(stack, llm)
-    llm.script("teller" + VERDICT, verdict("no"))
-    llm.script("teller", turn(delegate=True, remember=False, reply="I'll write the file."))
+    llm.script("teller", turn(answer="no"),
+               turn(delegate=True, remember=False, reply="I'll write the file."))
     llm.script("planner", turn(submit_result={"status": "needs_input",
                                               "question": "Which name should the file have?"}))
     post_input(stack, "write a file for me")
@@ -169,26 +170,25 @@ def test_a_planner_question_that_memory_answers_is_not_asked(llamacpp, stack, ll
     llm.script("planner", turn(unknown="my package manager", given="", kind="ask the user",
                                submit_result={"status": "needs_input",
                                               "question": "Which package manager do you want?"}),
+               turn(answer="yes" if given else "no"),  # asked alone: does Memory answer it?
                turn(unknown="", given="The user uses pnpm.", kind="work now",
                     delegate={"prompt": "Set up a node project with pnpm."},
                     submit_result={"status": "done", "result": {"text": "A worker will."}}))
-    llm.script("planner" + VERDICT, verdict("yes" if given else "no"))  # does Memory answer it?
     llm.default("worker", turn(submit_result={"status": "done", "result": {"text": "made"}}))
     llm.default("teller", turn(reply="Done."))
     post_input(stack, "set up a node project with my usual package manager")
     if not given:
         asked = wait_for(stack.conversation.question, timeout=30, message="the question")
         assert asked.question == "Which package manager do you want?"
-        assert len(llm.requests_for("planner")) == 1  # the plan; then the verdict
-        assert len(llm.requests_for("planner" + VERDICT)) == 1
+        assert len(llm.requests_for("planner")) == 2  # the plan and the verdict
         return
     done = wait_for(lambda: [t for t in stack.tasks.with_status("done") if t.role == "planner"],
                     timeout=30, message="the plan")
     result = stack.tasks.results_by_id([done[0].id])[done[0].id]
     assert (result.status, result.result) == ("done", {"text": "A worker will."})
     assert stack.conversation.question() is None
-    first, again = llm.requests_for("planner")
-    asked, verdicts = _judgment(llm.requests_for("planner" + VERDICT)[0])
+    first, judged, again = llm.requests_for("planner")
+    asked, verdicts = _judgment(judged)
     assert asked.startswith('The user asked: "set up a node project with my usual package '
                             'manager"\nToday is ')
     assert "\nMemory: # Memory - The user uses pnpm as package manager.\n" in asked
