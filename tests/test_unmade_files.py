@@ -2,7 +2,8 @@
 was not there when the run began, is not there at the end, in a run that wrote nothing and
 ran no command that succeeded, is never reported as made (real stack, scripted model). A
 Worker that made no call at all is left to its words: the report says it made none, and which
-of the files its task names are not there."""
+of the files its task names are not there. The Worker is shown, before its first step, what
+the work directory holds at each path its task names."""
 
 from __future__ import annotations
 
@@ -82,6 +83,8 @@ def test_a_done_stands_when_the_file_was_there_a_command_did_the_work_or_no_call
     _request(stack, llm, "Count the lines of data.csv.")
     assert _worker(stack).status == "done"
     assert len(llm.requests_for("worker")) == 1
+    shown = llm.requests_for("worker")[0]["messages"][1]["content"]
+    assert shown.endswith("## In the work directory now\n- data.csv: a file of 2 lines (8 bytes)")
     _reported(stack, 1)
     llm.script("worker", turn(shell={"command": "true"}),
                turn(submit_result={"status": "done", "result": {"text": "Installed."}}))
@@ -95,6 +98,8 @@ def test_a_done_stands_when_the_file_was_there_a_command_did_the_work_or_no_call
     wait_for(lambda: len([t for t in stack.tasks.with_status("done") if t.role == "worker"])
              == 3, message="the third Worker task done")
     assert len(llm.requests_for("worker")) == 4  # no call: its words stand, the report tells
+    assert llm.requests_for("worker")[3]["messages"][1]["content"].endswith(
+        "## In the work directory now\n- hello.py: not there yet")
     reports = wait_for(lambda: [body["messages"][1]["content"] for body in
                                 llm.requests_for("teller") if "hello.py" in
                                 body["messages"][1]["content"].partition("## Task results")[2]],

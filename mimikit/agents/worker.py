@@ -24,12 +24,13 @@ from mimikit.store.journal import RunJournal
 from mimikit.store.runtime import Runtime
 from mimikit.tools.context import ToolContext
 from mimikit.workspace.local import Workspace
-from mimikit.workspace.named import NamedFiles
+from mimikit.workspace.named import NamedFiles, state_lines
 from mimikit.workspace.sandbox import sandbox_for
 from mimikit.workspace.slots import slots_for
 
 log = logging.getLogger("mimikit.worker")
 UPSTREAM_RESULT_CHARS = 8000
+FILES_HEADING = "## In the work directory now\n"
 
 
 def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
@@ -51,7 +52,7 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         tools = servers.tools if servers is not None else []
         try:
             record = run_role(runtime, ctx, worker_system(system_prompt("worker"), tools),
-                              worker_prompt(runtime, task), control.remaining(),
+                              worker_prompt(runtime, task, workspace), control.remaining(),
                               on_step=control.step, owners=(task.id,),
                               engine=BACKENDS[settings.worker_backend], cancel=control.stopping,
                               journal=RunJournal(runtime.redis, runtime.keys, task.id),
@@ -75,10 +76,14 @@ def worker_result(task: Task, record: RunRecord) -> Result:
                   error=record.error or "the Worker ended without a result")
 
 
-def worker_prompt(runtime: Runtime, task: Task) -> str:
-    """The task's prompt, plus the outcome (result, or error) of each task it waited on."""
+def worker_prompt(runtime: Runtime, task: Task, workspace: Workspace) -> str:
+    """The task's prompt, what the work directory holds at the paths it names, and the outcome
+    (result, or error) of each task it waited on."""
     parts = [time_line(runtime.settings),
              f"## Task {task.id}" + (f": {task.title}" if task.title else ""), task.prompt]
+    states = state_lines(workspace, task.prompt)
+    if states:
+        parts.append(FILES_HEADING + "\n".join(f"- {line}" for line in states))
     for ref in _upstream_ids(runtime, task):
         result = runtime.tasks.result(ref)
         if result is None:

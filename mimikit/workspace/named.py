@@ -8,12 +8,16 @@ there now, has not done the task whatever its result says: the Worker is told so
 second ``done`` ends the task failed, naming the files that were never made. A run that made
 no call at all answered from the task's words alone (a reminder, a question); its report says
 that it made no call.
+
+The same paths are shown to the Worker before its first step (``state_lines``): a small model
+asked to add a line to a file it did not know was there wrote it anew, was refused, and gave up.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mimikit.exceptions import ToolError
@@ -27,6 +31,8 @@ if TYPE_CHECKING:
 _PATH = re.compile(r"(?<![\w/.@:~-])(?:\./)?((?:[\w-]+/)*[\w-]+\.[a-z][a-z0-9]{0,7})(?!\.?[\w/-])",
                    re.ASCII)
 MIN_NAME_CHARS = 4
+SHOWN_PATHS = 8  # paths a task names whose state its Worker is shown
+COUNTED_BYTES = 1_000_000  # a larger file's lines are not counted
 
 
 def named_paths(text: str) -> list[str]:
@@ -69,6 +75,32 @@ class NamedFiles:
                         "Make it first (write_file, then run it if the task says so) and then "
                         "call submit_result; or call submit_result with status failed and what "
                         "went wrong.")
+
+
+def state_lines(workspace: Workspace, text: str) -> list[str]:
+    """What the work directory holds at each path ``text`` names: ``tasks.md: a file of 3
+    lines (27 bytes)``, ``fib.py: not there yet``; paths the Worker may not touch are left out."""
+    lines = []
+    for path in named_paths(text)[:SHOWN_PATHS]:
+        try:
+            real = workspace.resolve(path)
+        except ToolError:
+            continue
+        lines.append(f"{path}: {_state(real)}")
+    return lines
+
+
+def _state(real: Path) -> str:
+    if real.is_dir():
+        return "a folder"
+    if not real.is_file():
+        return "not there yet"
+    size = real.stat().st_size
+    if not size or size > COUNTED_BYTES:
+        return f"a file of {size} bytes"
+    data = real.read_bytes()
+    count = data.count(b"\n") + (not data.endswith(b"\n"))
+    return f"a file of {count} line{'s' * (count != 1)} ({size} bytes)"
 
 
 def _absent(workspace: Workspace, path: str) -> bool:
