@@ -143,12 +143,15 @@ def test_a_planner_says_what_a_request_is_before_it_acts_and_asks_what_only_the_
     wait_for(lambda: stack.conversation.question() is not None, message="the question")
     assert stack.conversation.question().question == "What is your favorite color?"
     branches = _schema(llm.requests_for("planner")[0])["anyOf"]
-    assert all(list(b["properties"])[:3] == ["unknown", "given", "kind"] for b in branches)
+    assert all(list(b["properties"])[:4] == ["unknown", "given", "when", "kind"]
+               for b in branches)
     kinds = {b["properties"]["kind"]["enum"][0]: b["properties"] for b in branches}
     # it asks only naming what is unknown, and with nothing History or Memory gave of it
     assert kinds["ask the user"]["unknown"] == {"type": "string", "minLength": 1}
     assert kinds["ask the user"]["given"] == {"enum": [""]}
     assert kinds["answer"]["given"] == {"type": "string"}
+    # a fact History or Memory gives already is answered from, not kept again
+    assert kinds["keep a fact about the user"]["given"] == {"enum": [""]}
     assert kinds["work now"]["submit_result"]["properties"]["status"] == {"enum": ["done"]}
     assert kinds["ask the user"]["submit_result"]["properties"]["status"] == {
         "enum": ["needs_input"]}  # the kind decides the status: no work beside a question
@@ -173,6 +176,31 @@ def test_a_planner_says_what_a_request_is_before_it_acts_and_asks_what_only_the_
                       for b in _schema(llm.requests_for("planner")[1])["anyOf"]}
     assert "ask the user" not in going_on_kinds  # what was answered is not asked again
     assert {"work now", "answer", "fail"} <= going_on_kinds
+
+
+def test_a_planner_schedules_only_naming_when_and_leaves_what_a_file_holds_to_a_worker(
+        llamacpp, stack, llm):
+    """Work for later names the request's words for when ("" is now): without them, the 1.5B
+    model made "add a line 'walk the dog' at the end of tasks.md" a daily schedule at the
+    current minute. A request naming a file is not answered from words: asked "what does
+    hello.txt say?", it answered "The file hello.txt does not exist." unread."""
+    (stack.settings.work_dir / "hello.txt").write_text("hi\n")
+    llm.script("teller", turn(delegate=True, remember=False, reply="Looking."))
+    llm.script("planner", turn(unknown="", given="", when="", kind="work now", delegate={
+        "prompt": "Read hello.txt and report what it says."}, submit_result={
+        "status": "done", "result": {"text": "A worker will read hello.txt."}}))
+    llm.default("worker", turn(submit_result={"status": "done", "result": {"text": "hi"}}))
+    llm.default("teller", turn(reply="It says hi."))
+    post_input(stack, "what does hello.txt say?")
+    wait_for(lambda: len(llm.requests_for("teller")) >= 2, message="the report")
+    kinds = {b["properties"]["kind"]["enum"][0]: b["properties"]
+             for b in _schema(llm.requests_for("planner")[0])["anyOf"]}
+    assert "answer" not in kinds and {"work now", "look up", "ask the user", "fail"} <= set(kinds)
+    # beside a call the finisher still reports it done (the first kind with a status is gone)
+    assert kinds["work now"]["submit_result"]["properties"]["status"] == {"enum": ["done"]}
+    for later in ("work later, once", "work later, repeating"):
+        assert kinds[later]["when"] == {"type": "string", "minLength": 1}
+    assert kinds["work now"]["when"] == {"type": "string"}
 
 
 def test_a_preference_handed_to_the_planner_is_kept_and_nothing_runs(llamacpp, stack, llm):

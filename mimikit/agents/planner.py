@@ -31,8 +31,10 @@ from mimikit.tools.teller_tools import (
     plain,
     request_parts,
 )
+from mimikit.workspace.named import named_paths
 
 log = logging.getLogger("mimikit.planner")
+ASK = "ask the user"  # the kind of a plan that asks the person a question
 
 
 def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
@@ -46,7 +48,7 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         plan = make_plan(runtime, control, journal)
         result = planner_result(task, plan.record)
         known = "\n".join([plan.time_line, *plan.memory])
-        if result.question and plan.memory and not plan.ctx.withheld_kinds and \
+        if result.question and plan.memory and ASK not in plan.ctx.withheld_kinds and \
                 verdict(runtime, "planner", task.traceId, GIVEN_ALREADY.format(
                     request=task.prompt, known=known, question=result.question)):
             runtime.events.log("question_not_asked", traceId=task.traceId, taskId=task.id,
@@ -89,7 +91,9 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
     task = control.task
     ctx = ToolContext(runtime=runtime, role="planner", trace_id=task.traceId, task=task)
     if carries_answer(task.prompt) or not_asked:  # asked again, it would ask the same
-        ctx.withheld_kinds = ("ask the user",)
+        ctx.withheld_kinds = (ASK,)
+    if named_paths(task.prompt):  # what a file holds is the work directory's to say
+        ctx.withheld_kinds += ("answer",)
     now = time_line(runtime.settings)
     work = active_work(runtime, task, first_request_room(runtime, "planner") - estimate_tokens(
         f"{now}\n\n{not_asked}## User request\n{task.prompt}") - MEMORY_TOKENS)

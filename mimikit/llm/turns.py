@@ -54,6 +54,7 @@ class TurnShape:
     filled: tuple[str, ...] = ()  # required fields that may not be null
     patterns: tuple[tuple[str, str], ...] = ()  # a text field, and the pattern it must match
     kinds: tuple[Kind, ...] = ()  # a plan's kinds of answer, each named first in its object
+    reports: tuple[str, ...] = ()  # the status of a finisher beside a call (its kinds' first)
     notes: tuple[str, ...] = ()  # text fields filled before all others, not read
     set_flags: tuple[str, ...] = ()  # flags of a turn that must be true
     choices: tuple[tuple[str, tuple[str, ...]], ...] = ()  # a one-field call, its only values
@@ -93,16 +94,16 @@ class TurnShape:
         the finisher alone: one per status its kinds name, else one."""
         finisher = {t.name: values[t.name] for t in self.tools if t.alone} \
             if self.shape == "plan" else {}
-        beside = {name: _reporting(value, self._statuses(name)[:1])
-                  for name, value in finisher.items()}
+        beside = {name: _reporting(value, list(self.reports)) for name, value in finisher.items()}
         branches = []
         for name, value in values.items():
             if name in finisher:
                 continue
             narrowing = [kind for kind in self.kinds if kind.tool == name and kind.ways]
             branches += [self._branch({name: _narrowed(value, kind), **beside}, name,
-                                      [kind.words]) for kind in narrowing] or \
-                [self._branch({name: value, **beside}, name, self._words(name))]
+                                      [kind.words], kind) for kind in narrowing] or \
+                [self._branch({name: value, **beside}, name, self._words(name),
+                              next((kind for kind in self.kinds if kind.tool == name), None))]
         for name, value in finisher.items():
             branches += [self._branch({name: _reporting(value, [kind.status])}, name,
                                       [kind.words], kind)
@@ -130,9 +131,6 @@ class TurnShape:
         if not self.kinds:
             return []
         return [kind.words for kind in self.kinds if kind.tool == name][:1] or [name]
-
-    def _statuses(self, name: str) -> list[str]:
-        return [kind.status for kind in self.kinds if kind.tool == name and kind.status]
 
     def calls(self, answer: Any) -> list[tuple[str, str]] | None:
         """The calls (name, arguments JSON) of a decoded answer; None when it is not an
@@ -199,8 +197,9 @@ def turn_shape(shape: Shape, tools: Sequence[Tool], required: Sequence[str] = ()
     rest = [tool for tool in tools if tool not in first]
     finishers = [tool for tool in rest if tool.alone]
     ordered = first + [tool for tool in rest if not tool.alone] + finishers
-    return TurnShape(shape, tuple(ordered), tuple(required), tuple(filled),
-                     kinds=tuple(kinds), notes=tuple(notes))
+    return TurnShape(shape, tuple(ordered), tuple(required), tuple(filled), kinds=tuple(kinds),
+                     reports=tuple(kind.status for kind in kinds if kind.status)[:1],
+                     notes=tuple(notes))
 
 
 def _value_schema(tool: Tool, defs: dict[str, Any]) -> dict[str, Any]:
