@@ -100,20 +100,14 @@ def acquire(runtime: Runtime, owner: str, is_alive: Callable[[str], bool]) -> bo
     keys = runtime.keys
     pipe = runtime.redis.pipeline(transaction=False)  # one round trip when the lease is free
     pipe.delete(keys.teller_queued)
-    pipe.set(keys.teller_lock, owner, nx=True, ex=_lease_seconds(runtime))
-    if pipe.execute()[1]:
-        return True
-    return lease.acquire(runtime.redis, keys.teller_lock, owner, _lease_seconds(runtime),
-                         is_alive)
+    pipe.set(keys.teller_lock, owner, nx=True, ex=LEASE_SECONDS)
+    return bool(pipe.execute()[1]) or lease.take_over(runtime.redis, keys.teller_lock, owner,
+                                                      LEASE_SECONDS, is_alive)
 
 
 def renew(runtime: Runtime, owner: str) -> bool:
     """Extend the lease before another pass; False when it is no longer ours."""
-    return lease.renew(runtime.redis, runtime.keys.teller_lock, owner, _lease_seconds(runtime))
-
-
-def _lease_seconds(runtime: Runtime) -> int:
-    return LEASE_SECONDS
+    return lease.renew(runtime.redis, runtime.keys.teller_lock, owner, LEASE_SECONDS)
 
 
 class LeaseKeeper:

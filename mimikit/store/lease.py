@@ -23,8 +23,14 @@ return 0
 def acquire(redis: Any, key: str, owner: str, seconds: int,
             is_alive: Callable[[str], bool]) -> bool:
     """Take the lease at ``key``; True when ``owner`` holds it now."""
-    if redis.set(key, owner, nx=True, ex=seconds):
-        return True
+    return bool(redis.set(key, owner, nx=True, ex=seconds)) or \
+        take_over(redis, key, owner, seconds, is_alive)
+
+
+def take_over(redis: Any, key: str, owner: str, seconds: int,
+              is_alive: Callable[[str], bool]) -> bool:
+    """Take the lease at ``key`` from a holder that died (``is_alive`` says so), once taking
+    it as a free lease failed; True when ``owner`` holds it now."""
     holder = redis.get(key)
     if holder is None or is_alive(holder.decode()):
         return False
