@@ -109,7 +109,7 @@ PLANNER = Role(
     # 16 (bench/README.md).
     # "when" (the request's words for it) before the kind, and work for later only naming
     # it: without it, "add a line 'walk the dog' at the end of tasks.md" was made a daily
-    # schedule at the current minute (2 of 4 runs; 0 of 4 with it, and 84 of 87 recorded
+    # schedule at the current minute (2 of 4 runs; 0 of 4 with it, and 60 of 62 recorded
     # requests chose as before: bench/README.md). A fact given already is not kept again: asked
     # "我喜欢用什么包管理器？", it kept "The user likes to use pnpm." in place of answering.
     turn_notes=("unknown", "given", "when"),

@@ -175,7 +175,8 @@ def test_a_planner_says_what_a_request_is_before_it_acts_and_asks_what_only_the_
     going_on_kinds = {b["properties"]["kind"]["enum"][0]
                       for b in _schema(llm.requests_for("planner")[1])["anyOf"]}
     assert "ask the user" not in going_on_kinds  # what was answered is not asked again
-    assert {"work now", "answer", "fail"} <= going_on_kinds
+    assert "answer" not in going_on_kinds  # it was asked for to do the work: it does it
+    assert {"work now", "fail"} <= going_on_kinds
 
 
 def test_a_planner_schedules_only_naming_when_and_leaves_what_a_file_holds_to_a_worker(
@@ -423,7 +424,8 @@ def _estimate(messages: list[dict]) -> int:
 def test_a_server_counting_more_tokens_than_the_estimate_gets_shorter_first_requests(
         llamacpp, stack, llm):
     """What the server counted for a role's first request is kept: the next one is made to
-    fit the budget by its count, the history giving way."""
+    fit the budget by its count, the history giving way. The server counts 10 % more (Qwen2.5's
+    tokenizer counted 7.7-9.9 % more than the estimate for the Planner's first requests)."""
     from mimikit.agents.context import FIRST_REQUEST_TOKENS
 
     for n in range(6):
@@ -432,7 +434,7 @@ def test_a_server_counting_more_tokens_than_the_estimate_gets_shorter_first_requ
     submit(stack, [Task(type="recurring", prompt=f"Remind the user to drink water {n}.",
                         schedule=IntervalSchedule(cron=f"0 {n} * * *")) for n in range(4)])
     done = turn(submit_result={"status": "done", "result": {"text": "Kept."}})
-    counted = lambda body: with_usage(done, int(_estimate(body["messages"]) * 1.15), 20)  # noqa: E731
+    counted = lambda body: with_usage(done, int(_estimate(body["messages"]) * 1.1), 20)  # noqa: E731
     llm.default("teller", turn(delegate=True, remember=False, reply="On it."))
     llm.default("planner", counted)
     post_input(stack, "cancel the water reminders")
@@ -441,8 +443,8 @@ def test_a_server_counting_more_tokens_than_the_estimate_gets_shorter_first_requ
     post_input(stack, "cancel the water reminders")
     asked = wait_for(lambda: llm.requests_for("planner")[1:], message="the second")
     first, second = llm.requests_for("planner")[0]["messages"], asked[0]["messages"]
-    assert _estimate(first) * 1.15 > FIRST_REQUEST_TOKENS  # past it by the server's count
-    assert _estimate(second) * 1.15 <= FIRST_REQUEST_TOKENS
+    assert _estimate(first) * 1.1 > FIRST_REQUEST_TOKENS  # past it by the server's count
+    assert _estimate(second) * 1.1 <= FIRST_REQUEST_TOKENS
     assert "## History" in first[1]["content"] and "## History" not in second[1]["content"]
     assert "cancel the water reminders" in second[1]["content"]
 

@@ -35,6 +35,7 @@ from mimikit.workspace.named import named_paths
 
 log = logging.getLogger("mimikit.planner")
 ASK = "ask the user"  # the kind of a plan that asks the person a question
+ANSWER = "answer"  # the kind of a plan that answers in words alone
 
 
 def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
@@ -92,8 +93,10 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
     ctx = ToolContext(runtime=runtime, role="planner", trace_id=task.traceId, task=task)
     if carries_answer(task.prompt) or not_asked:  # asked again, it would ask the same
         ctx.withheld_kinds = (ASK,)
-    if named_paths(task.prompt):  # what a file holds is the work directory's to say
-        ctx.withheld_kinds += ("answer",)
+    # the person's answer was asked for to do the work (given it, the 1.5B model once answered
+    # "You use vim.", an example's words); what a file holds is the work directory's to say
+    if carries_answer(task.prompt) or named_paths(task.prompt):
+        ctx.withheld_kinds += (ANSWER,)
     now = time_line(runtime.settings)
     work = active_work(runtime, task, first_request_room(runtime, "planner") - estimate_tokens(
         f"{now}\n\n{not_asked}## User request\n{task.prompt}") - MEMORY_TOKENS)
