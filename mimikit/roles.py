@@ -107,26 +107,19 @@ PLANNER = Role(
     # asked for 7 and kept 15, but asked for what Memory held ("which package manager do I
     # use?": answered 3 of 16); with "given" too, and asking only with nothing given, 15 of
     # 16 (bench/README.md).
-    # "when" (the request's words for it) before the kind, and work for later only naming
-    # it: without it, "add a line 'walk the dog' at the end of tasks.md" was made a daily
-    # schedule at the current minute (2 of 4 runs; 0 of 4 with it, and 60 of 62 recorded
-    # requests chose as before: bench/README.md). A fact given already is not kept again: asked
-    # "我喜欢用什么包管理器？", it kept "The user likes to use pnpm." in place of answering.
-    turn_notes=("unknown", "given", "when"),
+    turn_notes=("unknown", "given"),
     # work later is once or again and again, chosen before its timing: with one kind of both,
     # the 1.5B model made "can you remind me to stretch in 10 minutes?" repeat every 10
     # minutes (4 of 10 runs)
     turn_kinds=(Kind("work now", "delegate"),
-                Kind("work later, once", "schedule", filled=("when",),
-                     ways=(("in",), ("at", "days"), ("runAt",)),
+                Kind("work later, once", "schedule", ways=(("in",), ("at", "days"), ("runAt",)),
                      values=(("days", ("today", "tomorrow")),)),
-                Kind("work later, repeating", "schedule", filled=("when",),
+                Kind("work later, repeating", "schedule",
                      ways=(("at", "days"), ("interval",), ("cron",), ("condition",)),
                      values=(("days", ("every day", "monday to friday", "saturday and sunday",
                                        "monday", "tuesday", "wednesday", "thursday", "friday",
                                        "saturday", "sunday")),)),
-                Kind("keep a fact about the user", "remember", empty=("given",)),
-                Kind("cancel work", "cancel_task"),
+                Kind("keep a fact about the user", "remember"), Kind("cancel work", "cancel_task"),
                 *(Kind("look up", name) for name in ("list_tasks", "search_memory",
                                                      "get_recent_history", "get_history_by_time")),
                 Kind("answer", "submit_result", "done"),

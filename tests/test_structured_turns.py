@@ -143,15 +143,12 @@ def test_a_planner_says_what_a_request_is_before_it_acts_and_asks_what_only_the_
     wait_for(lambda: stack.conversation.question() is not None, message="the question")
     assert stack.conversation.question().question == "What is your favorite color?"
     branches = _schema(llm.requests_for("planner")[0])["anyOf"]
-    assert all(list(b["properties"])[:4] == ["unknown", "given", "when", "kind"]
-               for b in branches)
+    assert all(list(b["properties"])[:3] == ["unknown", "given", "kind"] for b in branches)
     kinds = {b["properties"]["kind"]["enum"][0]: b["properties"] for b in branches}
     # it asks only naming what is unknown, and with nothing History or Memory gave of it
     assert kinds["ask the user"]["unknown"] == {"type": "string", "minLength": 1}
     assert kinds["ask the user"]["given"] == {"enum": [""]}
     assert kinds["answer"]["given"] == {"type": "string"}
-    # a fact History or Memory gives already is answered from, not kept again
-    assert kinds["keep a fact about the user"]["given"] == {"enum": [""]}
     assert kinds["work now"]["submit_result"]["properties"]["status"] == {"enum": ["done"]}
     assert kinds["ask the user"]["submit_result"]["properties"]["status"] == {
         "enum": ["needs_input"]}  # the kind decides the status: no work beside a question
@@ -179,15 +176,12 @@ def test_a_planner_says_what_a_request_is_before_it_acts_and_asks_what_only_the_
     assert {"work now", "fail"} <= going_on_kinds
 
 
-def test_a_planner_schedules_only_naming_when_and_leaves_what_a_file_holds_to_a_worker(
-        llamacpp, stack, llm):
-    """Work for later names the request's words for when ("" is now): without them, the 1.5B
-    model made "add a line 'walk the dog' at the end of tasks.md" a daily schedule at the
-    current minute. A request naming a file is not answered from words: asked "what does
-    hello.txt say?", it answered "The file hello.txt does not exist." unread."""
+def test_a_planner_leaves_what_a_file_holds_to_a_worker(llamacpp, stack, llm):
+    """A request naming a file is not answered from words: asked "what does hello.txt say?",
+    the 1.5B model answered "The file hello.txt does not exist." unread."""
     (stack.settings.work_dir / "hello.txt").write_text("hi\n")
     llm.script("teller", turn(delegate=True, remember=False, reply="Looking."))
-    llm.script("planner", turn(unknown="", given="", when="", kind="work now", delegate={
+    llm.script("planner", turn(unknown="", given="", kind="work now", delegate={
         "prompt": "Read hello.txt and report what it says."}, submit_result={
         "status": "done", "result": {"text": "A worker will read hello.txt."}}))
     llm.default("worker", turn(submit_result={"status": "done", "result": {"text": "hi"}}))
@@ -199,9 +193,6 @@ def test_a_planner_schedules_only_naming_when_and_leaves_what_a_file_holds_to_a_
     assert "answer" not in kinds and {"work now", "look up", "ask the user", "fail"} <= set(kinds)
     # beside a call the finisher still reports it done (the first kind with a status is gone)
     assert kinds["work now"]["submit_result"]["properties"]["status"] == {"enum": ["done"]}
-    for later in ("work later, once", "work later, repeating"):
-        assert kinds[later]["when"] == {"type": "string", "minLength": 1}
-    assert kinds["work now"]["when"] == {"type": "string"}
 
 
 def test_a_preference_handed_to_the_planner_is_kept_and_nothing_runs(llamacpp, stack, llm):
@@ -424,8 +415,7 @@ def _estimate(messages: list[dict]) -> int:
 def test_a_server_counting_more_tokens_than_the_estimate_gets_shorter_first_requests(
         llamacpp, stack, llm):
     """What the server counted for a role's first request is kept: the next one is made to
-    fit the budget by its count, the history giving way. The server counts 10 % more (Qwen2.5's
-    tokenizer counted 7.7-9.9 % more than the estimate for the Planner's first requests)."""
+    fit the budget by its count, the history giving way."""
     from mimikit.agents.context import FIRST_REQUEST_TOKENS
 
     for n in range(6):
@@ -434,7 +424,7 @@ def test_a_server_counting_more_tokens_than_the_estimate_gets_shorter_first_requ
     submit(stack, [Task(type="recurring", prompt=f"Remind the user to drink water {n}.",
                         schedule=IntervalSchedule(cron=f"0 {n} * * *")) for n in range(4)])
     done = turn(submit_result={"status": "done", "result": {"text": "Kept."}})
-    counted = lambda body: with_usage(done, int(_estimate(body["messages"]) * 1.1), 20)  # noqa: E731
+    counted = lambda body: with_usage(done, int(_estimate(body["messages"]) * 1.15), 20)  # noqa: E731
     llm.default("teller", turn(delegate=True, remember=False, reply="On it."))
     llm.default("planner", counted)
     post_input(stack, "cancel the water reminders")
@@ -443,8 +433,8 @@ def test_a_server_counting_more_tokens_than_the_estimate_gets_shorter_first_requ
     post_input(stack, "cancel the water reminders")
     asked = wait_for(lambda: llm.requests_for("planner")[1:], message="the second")
     first, second = llm.requests_for("planner")[0]["messages"], asked[0]["messages"]
-    assert _estimate(first) * 1.1 > FIRST_REQUEST_TOKENS  # past it by the server's count
-    assert _estimate(second) * 1.1 <= FIRST_REQUEST_TOKENS
+    assert _estimate(first) * 1.15 > FIRST_REQUEST_TOKENS  # past it by the server's count
+    assert _estimate(second) * 1.15 <= FIRST_REQUEST_TOKENS
     assert "## History" in first[1]["content"] and "## History" not in second[1]["content"]
     assert "cancel the water reminders" in second[1]["content"]
 

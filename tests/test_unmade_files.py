@@ -84,7 +84,7 @@ def test_a_done_stands_when_the_file_was_there_a_command_did_the_work_or_no_call
     assert _worker(stack).status == "done"
     assert len(llm.requests_for("worker")) == 1
     shown = llm.requests_for("worker")[0]["messages"][1]["content"]
-    assert shown.endswith("## In the work directory now\n- data.csv: a file of 2 lines (8 bytes)")
+    assert shown.endswith("## In the work directory now\n- data.csv: exists (2 lines)")
     _reported(stack, 1)
     llm.script("worker", turn(shell={"command": "true"}),
                turn(submit_result={"status": "done", "result": {"text": "Installed."}}))
@@ -99,7 +99,7 @@ def test_a_done_stands_when_the_file_was_there_a_command_did_the_work_or_no_call
              == 3, message="the third Worker task done")
     assert len(llm.requests_for("worker")) == 4  # no call: its words stand, the report tells
     assert llm.requests_for("worker")[3]["messages"][1]["content"].endswith(
-        "## In the work directory now\n- hello.py: not there yet")
+        "## In the work directory now\n- hello.py: does not exist yet")
     reports = wait_for(lambda: [body["messages"][1]["content"] for body in
                                 llm.requests_for("teller") if "hello.py" in
                                 body["messages"][1]["content"].partition("## Task results")[2]],

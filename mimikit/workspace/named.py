@@ -78,8 +78,10 @@ class NamedFiles:
 
 
 def state_lines(workspace: Workspace, text: str) -> list[str]:
-    """What the work directory holds at each path ``text`` names: ``tasks.md: a file of 3
-    lines (27 bytes)``, ``fib.py: not there yet``; paths the Worker may not touch are left out."""
+    """What the work directory holds at each path ``text`` names: ``tasks.md: exists (3
+    lines)``, ``fib.py: does not exist yet``; paths the Worker may not touch are left out. (Told
+    "a file of 1 line (6 bytes)", the 1.5B model wrote those words into the file it was to
+    delete.)"""
     lines = []
     for path in named_paths(text)[:SHOWN_PATHS]:
         try:
@@ -94,13 +96,15 @@ def _state(real: Path) -> str:
     if real.is_dir():
         return "a folder"
     if not real.is_file():
-        return "not there yet"
+        return "does not exist yet"
     size = real.stat().st_size
-    if not size or size > COUNTED_BYTES:
-        return f"a file of {size} bytes"
+    if not size:
+        return "exists (empty)"
+    if size > COUNTED_BYTES:
+        return "exists"
     data = real.read_bytes()
     count = data.count(b"\n") + (not data.endswith(b"\n"))
-    return f"a file of {count} line{'s' * (count != 1)} ({size} bytes)"
+    return f"exists ({count} line{'s' * (count != 1)})"
 
 
 def _absent(workspace: Workspace, path: str) -> bool:
