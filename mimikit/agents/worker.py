@@ -77,7 +77,7 @@ def worker_result(task: Task, record: RunRecord) -> Result:
 
 
 def worker_prompt(runtime: Runtime, task: Task, workspace: Workspace) -> str:
-    """The task's prompt, what the work directory holds at the paths it names, and the outcome
+    """The task's prompt, which of the paths it names are in the work directory, and the outcome
     (result, or error) of each task it waited on."""
     parts = [time_line(runtime.settings),
              f"## Task {task.id}" + (f": {task.title}" if task.title else ""), task.prompt]

@@ -9,8 +9,9 @@ second ``done`` ends the task failed, naming the files that were never made. A r
 no call at all answered from the task's words alone (a reminder, a question); its report says
 that it made no call.
 
-The same paths are shown to the Worker before its first step (``state_lines``): a small model
-asked to add a line to a file it did not know was there wrote it anew, was refused, and gave up.
+The paths that are there are shown to the Worker before its first step (``state_lines``): a
+small model asked to add a line to a file it did not know was there wrote it anew, was refused,
+and gave up.
 """
 
 from __future__ import annotations
@@ -78,25 +79,25 @@ class NamedFiles:
 
 
 def state_lines(workspace: Workspace, text: str) -> list[str]:
-    """What the work directory holds at each path ``text`` names: ``tasks.md: exists (3
-    lines)``, ``fib.py: does not exist yet``; paths the Worker may not touch are left out. (Told
-    "a file of 1 line (6 bytes)", the 1.5B model wrote those words into the file it was to
-    delete.)"""
+    """What the work directory holds at each path ``text`` names that is there: ``tasks.md:
+    exists (3 lines)``, ``photos/data.csv: exists (empty)``; paths the Worker may not touch,
+    and those not there, are left out. (Told "a file of 1 line (6 bytes)", the 1.5B model
+    wrote those words into the file it was to delete; told "fib.py: does not exist yet", it
+    printed fib(10) alone where it printed the first ten without the line.)"""
     lines = []
     for path in named_paths(text)[:SHOWN_PATHS]:
         try:
             real = workspace.resolve(path)
         except ToolError:
             continue
-        lines.append(f"{path}: {_state(real)}")
+        if real.exists():
+            lines.append(f"{path}: {_state(real)}")
     return lines
 
 
 def _state(real: Path) -> str:
     if real.is_dir():
         return "a folder"
-    if not real.is_file():
-        return "does not exist yet"
     size = real.stat().st_size
     if not size:
         return "exists (empty)"
