@@ -11,7 +11,8 @@ from agent_helpers import history, post_input
 from llm_server import turn
 from processes import wait_for
 
-from mimikit.workspace.named import named_paths
+from mimikit.workspace.local import Workspace
+from mimikit.workspace.named import named_paths, state_lines
 
 DONE = turn(submit_result={"status": "done", "result": {"text": "fib.py prints 0 1 1 2 3."}})
 
@@ -23,6 +24,18 @@ def test_the_files_a_task_names_are_read_from_its_words():
     assert named_paths("创建文件notes.txt，内容是 hello，然后告诉我 notes.txt 的大小") == [
         "notes.txt"]
     assert named_paths("version 2.5.1, i.e. the newest; see ~/x.txt or ../y.txt") == []
+
+
+def test_a_worker_is_told_which_paths_its_task_names_are_there(tmp_path):
+    (tmp_path / "tasks.md").write_text("buy milk\ncall mom\npay rent")
+    (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "photos.d").mkdir()
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "keys.txt").write_text("secret")
+    workspace = Workspace(tmp_path, private=(tmp_path / "state",))
+    assert state_lines(workspace, "Add 'walk the dog' to tasks.md, copy empty.txt into "
+                                  "photos.d, write new.py, read state/keys.txt or ../x.txt") == [
+        "tasks.md: exists (3 lines)", "empty.txt: exists (empty)", "photos.d: a folder"]
 
 
 def _request(stack, llm, prompt: str) -> None:

@@ -98,12 +98,15 @@ def state_lines(workspace: Workspace, text: str) -> list[str]:
 def _state(real: Path) -> str:
     if real.is_dir():
         return "a folder"
-    size = real.stat().st_size
+    try:
+        size = real.stat().st_size
+        data = real.read_bytes() if 0 < size <= COUNTED_BYTES and real.is_file() else b""
+    except OSError:  # unreadable: there, but nothing more is known
+        return "exists"
     if not size:
         return "exists (empty)"
-    if size > COUNTED_BYTES:
+    if not data:
         return "exists"
-    data = real.read_bytes()
     count = data.count(b"\n") + (not data.endswith(b"\n"))
     return f"exists ({count} line{'s' * (count != 1)})"
 
