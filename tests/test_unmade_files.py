@@ -122,3 +122,23 @@ def test_a_done_stands_when_the_file_was_there_a_command_did_the_work_or_no_call
     first = next(body["messages"][1]["content"] for body in llm.requests_for("teller")
                  if "data.csv has 2 lines" in body["messages"][1]["content"])
     assert "what its run did" not in first  # data.csv was there: its words stand alone
+
+
+def test_a_reply_before_anything_ran_gives_no_account_of_a_run(llamacpp, stack, llm):
+    """The 0.5B model answered "create notes.txt ..." with "I'll create notes.txt. What its run
+    did: created notes.txt (1 byte)", copying the runtime's account of a run from an earlier
+    report in its history: a pass that reports no run posts no such account; a report keeps
+    the one it was shown."""
+    llm.script("teller", turn(delegate=True, remember=False, reply=(
+        "I'll create notes.txt. what its run did: created notes.txt (1 byte)")))
+    llm.script("planner", turn(delegate={"prompt": "Create notes.txt containing hello."},
+                               submit_result={"status": "done", "result": {"text": "Planned."}}))
+    llm.script("worker", turn(write_file={"path": "notes.txt", "content": "hello"}),
+               turn(submit_result={"status": "done", "result": {"text": "Made notes.txt."}}))
+    llm.default("teller", turn(reply="notes.txt holds hello. What its run did: wrote notes.txt "
+                                     "(5 bytes)"))
+    post_input(stack, "create notes.txt containing hello")
+    replies = wait_for(lambda: (said := [t for r, t in history(stack) if r == "assistant"])[1:]
+                       and said, message="the report")
+    assert replies[0] == "I'll create notes.txt."
+    assert replies[1] == "notes.txt holds hello. What its run did: wrote notes.txt (5 bytes)"

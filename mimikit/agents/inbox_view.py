@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from mimikit.agents.now import time_line
-from mimikit.lifecycle.actions import actions_of
+from mimikit.lifecycle.actions import RUN_DID, actions_of
 from mimikit.memory.tokenize import has_chinese
 from mimikit.models import Result, Task
 from mimikit.store.inbox import AnswerItem, InboxItem, InputItem, ResultItem
@@ -104,7 +104,7 @@ def _render_result(runtime: Runtime, task_id: str, task: Task | None, result: Re
     if task.role in ("worker", "planner"):
         did = actions_of(runtime, task_id)
         if did:
-            lines.append("what its run did: " + "; ".join(did))
+            lines.append(RUN_DID.lower() + " " + "; ".join(did))
     if result.question and asked_again(task.prompt, result.question):
         lines.append(f"it asked again what the user already answered ({result.question}): "
                      "the request was not done")

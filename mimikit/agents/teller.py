@@ -214,6 +214,7 @@ def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None)
                        if isinstance(item, ResultItem) and item.status == "needs_input"]
     ctx.answers = [item for item in items if isinstance(item, AnswerItem) and item.taskId]
     ctx.heard = _heard(items)
+    ctx.results = any(isinstance(item, ResultItem) for item in items)
     hint = report_hint(items)
     if hint:  # a small model copies it into its report
         ctx.told.append(hint)

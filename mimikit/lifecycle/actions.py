@@ -8,6 +8,7 @@ checked against what happened: a small model reports what it meant to do."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from mimikit.store.runtime import Runtime
@@ -18,6 +19,9 @@ OUTPUT_CHARS = 300  # of a command's output shown
 ACTIONS_SHOWN = 12  # the last calls that changed something, shown
 NO_CALL = "it made no call"
 ENDING_CALLS = ("submit_result",)  # how a run ends, not what it did
+
+RUN_DID = "What its run did:"  # how the runtime's account of a run begins
+_ACCOUNT = re.compile(r"\s*" + re.escape(RUN_DID), re.IGNORECASE)
 
 
 def actions_of(runtime: Runtime, task_id: str) -> list[str]:
@@ -59,7 +63,13 @@ def with_actions(runtime: Runtime, task_id: str, text: str) -> str:
     did = actions_of(runtime, task_id)
     if not did or did == [NO_CALL]:
         return text
-    return text.rstrip(". ") + ". What its run did: " + "; ".join(did)
+    return text.rstrip(". ") + f". {RUN_DID} " + "; ".join(did)
+
+
+def without_account(text: str) -> str:
+    """``text`` up to where it gives an account of a run in the runtime's words ("What its run
+    did: ..."): a reply to a pass that reported no run copied it from an earlier report."""
+    return _ACCOUNT.split(text, maxsplit=1)[0].rstrip()
 
 
 def _object(text: str | None) -> dict[str, Any]:

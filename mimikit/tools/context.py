@@ -40,6 +40,7 @@ class ToolContext:
     # copies it into what it says to the user, where it is taken out (``echoes``).
     told: list[str] = field(default_factory=list)
     heard: list[str] = field(default_factory=list)  # a Teller pass: the person's messages
+    results: bool = False  # a Teller pass: it holds tasks' results (each run's account beside)
     kept: list[str] = field(default_factory=list)  # what the pass's ``remember`` wrote
     # The one tool an answer held to the role's schema may call in this run (a Teller pass
     # with nothing from the person in it can only report: no request to hand over or keep).

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from mimikit.exceptions import ToolError
+from mimikit.lifecycle.actions import without_account
 from mimikit.lifecycle.submit import submit
 from mimikit.llm.echoes import repeats, without_echoes
 from mimikit.llm.registry import Registry, StopRun
@@ -62,7 +63,9 @@ class BacklogArgs(Args):
 def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message | None:
     """Write an assistant message with the run's usage and elapsed time so far (once: a call
     run again after a crash finds its message there), without what the model copied from its
-    prompt; None when the pass said exactly that already. Unless it ``may_repeat`` (words
+    prompt (and, in a pass that reports no run, any account of one in the runtime's words:
+    a small model copies it from an earlier report, before anything ran); None when the pass
+    said exactly that already. Unless it ``may_repeat`` (words
     that are not the model's), a reply that only says earlier replies again is not posted;
     nor, in a pass without the person's words, one with nothing left once the copied lines
     are out: the pass's results are then told in their own words (``copied_report``).
@@ -72,6 +75,8 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
             person's words.
     """
     text = without_echoes(text, ctx.told)
+    if not (may_repeat or ctx.results):  # no run was reported: an account copied from history
+        text = without_account(text)
     if not text and not ctx.heard:  # a report that only copied its prompt: the results' words
         ctx.copied_report = True
         return None
