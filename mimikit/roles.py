@@ -22,6 +22,11 @@ Report = Literal["none", "plan", "policy", "never"]
 Shape = Literal["turn", "step", "plan"]
 
 
+# Kinds of a Planner's answer that a run may withhold (``agents.planner``).
+ANSWER = "answer"  # a request answered in words alone
+ASK_THE_USER = "ask the user"  # a question put to the person
+
+
 @dataclass(frozen=True)
 class Kind:
     """One kind of answer a role may give where its answers are held to a schema, in the words
@@ -122,8 +127,8 @@ PLANNER = Role(
                 Kind("keep a fact about the user", "remember"), Kind("cancel work", "cancel_task"),
                 *(Kind("look up", name) for name in ("list_tasks", "search_memory",
                                                      "get_recent_history", "get_history_by_time")),
-                Kind("answer", "submit_result", "done"),
-                Kind("ask the user", "submit_result", "needs_input", filled=("unknown",),
+                Kind(ANSWER, "submit_result", "done"),
+                Kind(ASK_THE_USER, "submit_result", "needs_input", filled=("unknown",),
                      empty=("given",)),
                 Kind("fail", "submit_result", "failed")))
 WORKER = Role(

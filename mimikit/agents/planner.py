@@ -17,6 +17,7 @@ from mimikit.llm.record import RunRecord
 from mimikit.memory.inject import MEMORY_HEADER, memory_passages
 from mimikit.memory.tokenize import tokenize
 from mimikit.models import Result, Task
+from mimikit.roles import ANSWER, ASK_THE_USER
 from mimikit.store.journal import RunJournal
 from mimikit.store.runtime import Runtime
 from mimikit.summaries import timing_words
@@ -34,8 +35,6 @@ from mimikit.tools.teller_tools import (
 from mimikit.workspace.named import named_paths
 
 log = logging.getLogger("mimikit.planner")
-ASK = "ask the user"  # the kind of a plan that asks the person a question
-ANSWER = "answer"  # the kind of a plan that answers in words alone
 
 
 def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
@@ -49,7 +48,7 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         plan = make_plan(runtime, control, journal)
         result = planner_result(task, plan.record)
         known = "\n".join([plan.time_line, *plan.memory])
-        if result.question and plan.memory and ASK not in plan.ctx.withheld_kinds and \
+        if result.question and plan.memory and ASK_THE_USER not in plan.ctx.withheld_kinds and \
                 verdict(runtime, "planner", task.traceId, GIVEN_ALREADY.format(
                     request=task.prompt, known=known, question=result.question)):
             runtime.events.log("question_not_asked", traceId=task.traceId, taskId=task.id,
@@ -91,11 +90,12 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
     not ask, and what it was given in its place)."""
     task = control.task
     ctx = ToolContext(runtime=runtime, role="planner", trace_id=task.traceId, task=task)
-    if carries_answer(task.prompt) or not_asked:  # asked again, it would ask the same
-        ctx.withheld_kinds = (ASK,)
+    carried = carries_answer(task.prompt)
+    if carried or not_asked:  # asked again, it would ask the same
+        ctx.withheld_kinds = (ASK_THE_USER,)
     # the person's answer was asked for to do the work (given it, the 1.5B model once answered
     # "You use vim.", an example's words); what a file holds is the work directory's to say
-    if carries_answer(task.prompt) or named_paths(task.prompt):
+    if carried or named_paths(task.prompt):
         ctx.withheld_kinds += (ANSWER,)
     now = time_line(runtime.settings)
     work = active_work(runtime, task, first_request_room(runtime, "planner") - estimate_tokens(

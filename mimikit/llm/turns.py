@@ -103,7 +103,7 @@ class TurnShape:
             branches += [self._branch({name: _narrowed(value, kind), **beside}, name,
                                       [kind.words], kind) for kind in narrowing] or \
                 [self._branch({name: value, **beside}, name, self._words(name),
-                              next((kind for kind in self.kinds if kind.tool == name), None))]
+                              self._kind_of(name))]
         for name, value in finisher.items():
             branches += [self._branch({name: _reporting(value, [kind.status])}, name,
                                       [kind.words], kind)
@@ -130,7 +130,12 @@ class TurnShape:
         declared: a server's tool); none where the shape has no kinds."""
         if not self.kinds:
             return []
-        return [kind.words for kind in self.kinds if kind.tool == name][:1] or [name]
+        kind = self._kind_of(name)
+        return [kind.words if kind else name]
+
+    def _kind_of(self, name: str) -> Kind | None:
+        """The first kind of answer that calls ``name`` (None where none is declared)."""
+        return next((kind for kind in self.kinds if kind.tool == name), None)
 
     def calls(self, answer: Any) -> list[tuple[str, str]] | None:
         """The calls (name, arguments JSON) of a decoded answer; None when it is not an
