@@ -57,6 +57,8 @@ def test_a_teller_turn_is_one_object_that_hands_over_the_persons_words(llamacpp,
     post_input(stack, "is it written?")
     wait_history(stack, lambda h: ("assistant", "Yes, 5 bytes.") in h, message="the next reply")
     after = llm.requests_for("teller")[2]["messages"]
+    assert _schema(llm.requests_for("teller")[2])["properties"]["delegate"] == {
+        "type": "boolean"}  # a message naming no file may be answered in words
     assert after[0] == report["messages"][0]  # the same system prompt, and the same history:
     assert after[1]["content"].startswith(shown.split("\n\n")[0])  # a server's cache holds
 
@@ -176,9 +178,11 @@ def test_a_planner_says_what_a_request_is_before_it_acts_and_asks_what_only_the_
     assert {"work now", "fail"} <= going_on_kinds
 
 
-def test_a_planner_leaves_what_a_file_holds_to_a_worker(llamacpp, stack, llm):
-    """A request naming a file is not answered from words: asked "what does hello.txt say?",
-    the 1.5B model answered "The file hello.txt does not exist." unread."""
+def test_a_request_naming_a_file_is_left_to_a_worker(llamacpp, stack, llm):
+    """A request naming a file is not answered from words, by the Teller (it hands it over)
+    or the Planner: asked "what does hello.txt say?", the 1.5B Planner answered "The file
+    hello.txt does not exist." unread; the 0.5B Teller replied "I'll create notes.txt" to a
+    request to create it and handed nothing over."""
     (stack.settings.work_dir / "hello.txt").write_text("hi\n")
     llm.script("teller", turn(delegate=True, remember=False, reply="Looking."))
     llm.script("planner", turn(unknown="", given="", kind="work now", delegate={
@@ -188,6 +192,7 @@ def test_a_planner_leaves_what_a_file_holds_to_a_worker(llamacpp, stack, llm):
     llm.default("teller", turn(reply="It says hi."))
     post_input(stack, "what does hello.txt say?")
     wait_for(lambda: len(llm.requests_for("teller")) >= 2, message="the report")
+    assert _schema(llm.requests_for("teller")[0])["properties"]["delegate"] == {"enum": [True]}
     kinds = {b["properties"]["kind"]["enum"][0]: b["properties"]
              for b in _schema(llm.requests_for("planner")[0])["anyOf"]}
     assert "answer" not in kinds and {"work now", "look up", "ask the user", "fail"} <= set(kinds)

@@ -2,7 +2,7 @@
 was not there when the run began, is not there at the end, in a run that wrote nothing and
 ran no command that succeeded, is never reported as made (real stack, scripted model). A
 Worker that made no call at all is left to its words: the report says it made none, and which
-of the files its task names are not there. The Worker is shown, before its first step, the
+of the files its task or its result names are not there. The Worker is shown, before its first step, the
 paths its task names that are in the work directory."""
 
 from __future__ import annotations
@@ -122,6 +122,22 @@ def test_a_done_stands_when_the_file_was_there_a_command_did_the_work_or_no_call
     first = next(body["messages"][1]["content"] for body in llm.requests_for("teller")
                  if "data.csv has 2 lines" in body["messages"][1]["content"])
     assert "what its run did" not in first  # data.csv was there: its words stand alone
+
+
+def test_a_file_a_result_names_that_no_call_made_is_reported_as_not_there(
+        llamacpp, stack, llm):
+    """The 0.5B model, asked which files the work directory holds, made no call and reported
+    "a.txt is written: 2 bytes" (an example's words): its report says a.txt is not there."""
+    (stack.settings.work_dir / "data.csv").write_text("a,b\n")
+    llm.script("worker", turn(submit_result={"status": "done", "result": {
+        "text": "a.txt is written: 2 bytes; data.csv is there."}}))
+    _request(stack, llm, "List the files in the work directory.")
+    assert _worker(stack).status == "done"
+    report = wait_for(lambda: [body["messages"][1]["content"] for body in
+                               llm.requests_for("teller") if "a.txt is written" in
+                               body["messages"][1]["content"]], message="the report")[-1]
+    assert "what its run did: it made no call, and a.txt is not in the work directory" in report
+    assert "data.csv is not" not in report
 
 
 def test_a_reply_before_anything_ran_gives_no_account_of_a_run(llamacpp, stack, llm):

@@ -47,6 +47,7 @@ from mimikit.tools.teller_tools import (
     pose_question,
     post_reply,
 )
+from mimikit.workspace.named import named_paths
 
 log = logging.getLogger("mimikit.teller")
 JOURNAL_OWNER = "teller"
@@ -218,8 +219,12 @@ def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None)
     hint = report_hint(items)
     if hint:  # a small model copies it into its report
         ctx.told.append(hint)
-    if ctx.answers:
-        ctx.turn_set = ("delegate",)  # an answer to a task's question goes on to its task
+    # an answer to a task's question goes on to its task; a message that names a file is
+    # work for the Planner and its Workers: the Teller sees no file (the 0.5B model answered
+    # "create a file notes.txt ..." with "I'll create notes.txt" and handed nothing over; the
+    # 1.5B said "The file todo.md has 3 lines." of a file it never read)
+    if ctx.answers or any(named_paths(said) for said in ctx.heard):
+        ctx.turn_set = ("delegate",)
     if not any(isinstance(item, InputItem | AnswerItem) for item in items):
         ctx.turn_only = "reply"  # results and notices: to report, nothing to hand over
         ctx.told += example_replies("teller")  # a report copied from one: the results' words

@@ -27,8 +27,8 @@ _ACCOUNT = re.compile(r"\s*" + re.escape(RUN_DID), re.IGNORECASE)
 def actions_of(runtime: Runtime, task_id: str) -> list[str]:
     """One line per file written, folder listed, command run or task canceled by the task's
     last run, oldest first; ``["it made no call"]`` when it made none (empty where it only
-    ended, unless the files a Worker's task names are not in the work directory: they are
-    said; empty too when no run is kept)."""
+    ended, unless files a Worker's task or result names are not in the work directory: they
+    are said; empty too when no run is kept)."""
     runs = runtime.runs.of(task_id)
     if not runs:
         return []
@@ -42,14 +42,17 @@ def actions_of(runtime: Runtime, task_id: str) -> list[str]:
 
 
 def _not_there(runtime: Runtime, task_id: str) -> str:
-    """The files a Worker's task names that are not in the work directory, said after "it made
-    no call": a small model reports the output of a script it never wrote."""
+    """The files a Worker's task or its result names that are not in the work directory, said
+    after "it made no call": a small model reports the output of a script it never wrote, or
+    a file it never made ("a.txt is written: 2 bytes", an example's words)."""
     task = runtime.tasks.get(task_id)
     if task is None or task.role != "worker":
         return ""
+    result = runtime.tasks.result(task_id)
+    said = str(result.result.get("text") or "") if result is not None else ""
     settings = runtime.settings
     workspace = Workspace(settings.work_dir.resolve(), private=(settings.state_dir,))
-    absent = NamedFiles.of(workspace, task.prompt).absent
+    absent = NamedFiles.of(workspace, f"{task.prompt}\n{said}").absent
     if not absent:
         return ""
     return f", and {', '.join(absent)} {'is' if len(absent) == 1 else 'are'} not in the " \
