@@ -25,6 +25,7 @@ Shape = Literal["turn", "step", "plan"]
 # Kinds of a Planner's answer that a run may withhold (``agents.planner``).
 ANSWER = "answer"  # a request answered in words alone
 ASK_THE_USER = "ask the user"  # a question put to the person
+WORK_LATER = ("work later, once", "work later, repeating")  # a schedule
 
 
 @dataclass(frozen=True)
@@ -117,9 +118,9 @@ PLANNER = Role(
     # the 1.5B model made "can you remind me to stretch in 10 minutes?" repeat every 10
     # minutes (4 of 10 runs)
     turn_kinds=(Kind("work now", "delegate"),
-                Kind("work later, once", "schedule", ways=(("in",), ("at", "days"), ("runAt",)),
+                Kind(WORK_LATER[0], "schedule", ways=(("in",), ("at", "days"), ("runAt",)),
                      values=(("days", ("today", "tomorrow")),)),
-                Kind("work later, repeating", "schedule",
+                Kind(WORK_LATER[1], "schedule",
                      ways=(("at", "days"), ("interval",), ("cron",), ("condition",)),
                      values=(("days", ("every day", "monday to friday", "saturday and sunday",
                                        "monday", "tuesday", "wednesday", "thursday", "friday",

@@ -6,6 +6,7 @@ and kept; a server that refuses the schema, or ignores it, is asked the native w
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime
 from typing import get_args
 
@@ -625,3 +626,49 @@ def test_a_report_copied_from_the_prompts_example_is_told_in_the_results_words(
                                       in t for r, t in h), message="the report")
     assert "That failed: it was not done." not in _replies(stack)
     assert len(llm.requests_for("teller")) == 1  # no correction: the results say it
+
+
+def _minute_with_time_left(stack) -> str:
+    """The time of day now (HH:MM), at least 15 s before the next minute begins."""
+    now = datetime.now(stack.settings.tz)
+    if now.second > 45:
+        time.sleep(61 - now.second)
+        now = datetime.now(stack.settings.tz)
+    return f"{now:%H:%M}"
+
+
+def test_work_scheduled_at_the_minute_shown_as_now_is_planned_again_for_now(
+        llamacpp, stack, llm):
+    """The 1.5B model made "add a line 'walk the dog' at the end of tasks.md" a daily schedule
+    at the minute it was asked: such a plan is made again, without work for later; a time the
+    request names stands."""
+    (stack.settings.work_dir / "tasks.md").write_text("buy milk\n")
+    at = _minute_with_time_left(stack)
+    done = {"status": "done", "result": {"text": "Planned."}}
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll add it."))
+    llm.script("planner", turn(unknown="", given="", kind="work later, repeating", schedule={
+        "prompt": "Add the line 'walk the dog'.", "at": at, "days": "every day"},
+        submit_result=done), turn(unknown="", given="", kind="work now", delegate={
+            "prompt": "Add a line 'walk the dog' at the end of tasks.md."}, submit_result=done))
+    llm.script("worker", turn(append_file={"path": "tasks.md", "content": "walk the dog\n"}),
+               turn(submit_result={"status": "done", "result": {"text": "Added."}}))
+    llm.default("teller", turn(reply="Added."))
+    post_input(stack, "add a line 'walk the dog' at the end of tasks.md")
+    wait_for(lambda: [t for t in stack.tasks.with_status("done") if t.role == "worker"],
+             message="the Worker task")
+    assert (stack.settings.work_dir / "tasks.md").read_text() == "buy milk\nwalk the dog\n"
+    first, again = llm.requests_for("planner")
+    assert again["messages"][1:] == first["messages"][1:2]  # from the start, not resumed
+    kinds = {b["properties"]["kind"]["enum"][0] for b in _schema(again)["anyOf"]}
+    assert "work now" in kinds and not {"work later, once", "work later, repeating"} & kinds
+    assert not [t for t in stack.tasks.with_status("queued", "done") if t.type == "recurring"]
+    wait_history(stack, lambda h: ("assistant", "Added.") in h, message="the report")
+    at = _minute_with_time_left(stack)
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll set it."))
+    llm.script("planner", turn(unknown="", given="", kind="work later, repeating", schedule={
+        "prompt": "Remind the user to stretch.", "at": at, "days": "every day"},
+        submit_result=done))
+    post_input(stack, f"every day at {at} remind me to stretch")
+    wait_history(stack, lambda h: any(t.startswith("Task created (recurring") for _r, t in h),
+                 message="the schedule made")
+    assert len(llm.requests_for("planner")) == 3

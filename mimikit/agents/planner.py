@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,12 +13,13 @@ from mimikit.agents.now import time_line
 from mimikit.agents.prompts import build_prompts, choose_mode
 from mimikit.agents.servers import planner_view
 from mimikit.agents.verdicts import verdict
+from mimikit.lifecycle.actions import json_object
 from mimikit.lifecycle.execution import RunControl, execute
 from mimikit.llm.record import RunRecord
 from mimikit.memory.inject import MEMORY_HEADER, memory_passages
 from mimikit.memory.tokenize import tokenize
 from mimikit.models import Result, Task
-from mimikit.roles import ANSWER, ASK_THE_USER
+from mimikit.roles import ANSWER, ASK_THE_USER, WORK_LATER
 from mimikit.store.journal import RunJournal
 from mimikit.store.runtime import Runtime
 from mimikit.summaries import timing_words
@@ -40,7 +42,9 @@ log = logging.getLogger("mimikit.planner")
 def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
     """One delivery of a Planner task. A plan that asks the person a question while Memory
     showed it something, which with the request and the current time gives the answer already
-    (so the model judges, asked on its own), is made again without that question."""
+    (so the model judges, asked on its own), is made again without that question; one that
+    schedules work at the time of day it was shown as now, which the request does not name,
+    is made again without work for later."""
 
     def body(control: RunControl) -> Result:
         task = control.task
@@ -56,6 +60,11 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
             journal.clear()  # made again from the start, not resumed after the question
             plan = make_plan(runtime, control, journal, NOT_ASKED.format(
                 question=result.question, known=known))
+            result = planner_result(task, plan.record)
+        elif (at := scheduled_now(plan, task.prompt)) is not None:
+            runtime.events.log("schedule_at_now", traceId=task.traceId, taskId=task.id, timeOfDay=at)
+            journal.clear()  # its schedule is staged, not made: made again, for now
+            plan = make_plan(runtime, control, journal, withheld=WORK_LATER)
             result = planner_result(task, plan.record)
         if result.status == "done":  # its delegations commit with the result
             control.delivery.staged = with_the_request(task, list(plan.ctx.staged))
@@ -85,14 +94,16 @@ class Plan:
 
 
 def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
-              not_asked: str = "") -> Plan:
+              not_asked: str = "", withheld: tuple[str, ...] = ()) -> Plan:
     """Run the Planner on the task (``not_asked``: the section that says what question it may
-    not ask, and what it was given in its place)."""
+    not ask, and what it was given in its place; ``withheld``: kinds of answer it may not
+    give)."""
     task = control.task
     ctx = ToolContext(runtime=runtime, role="planner", trace_id=task.traceId, task=task)
+    ctx.withheld_kinds = withheld
     carried = carries_answer(task.prompt)
     if carried or not_asked:  # asked again, it would ask the same
-        ctx.withheld_kinds = (ASK_THE_USER,)
+        ctx.withheld_kinds += (ASK_THE_USER,)
     # the person's answer was asked for to do the work (given it, the 1.5B model once answered
     # "You use vim.", an example's words); what a file holds is the work directory's to say
     if carried or named_paths(task.prompt):
@@ -116,6 +127,22 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
     record = run_role(runtime, ctx, system, user, control.remaining(),
                       on_step=control.step, owners=(task.id,), journal=journal, tools=tools)
     return Plan(ctx, record, now, memory)
+
+
+def scheduled_now(plan: Plan, request: str) -> str | None:
+    """The time of day a plan scheduled work at, where it is the time its prompt gave as now
+    and the request does not name it (None where it is not): the 1.5B and 0.5B models made
+    "add a line 'walk the dog' at the end of tasks.md" a daily schedule at the minute they
+    were asked, 7 of 269 recorded schedules (none of the others was at that minute)."""
+    shown = _CLOCK.search(plan.time_line)
+    for call in plan.record.toolCalls:
+        at = json_object(call.arguments).get("at") if call.name == "schedule" and call.ok else None
+        if shown and at == shown[0] and at not in request and at.lstrip("0") not in request:
+            return str(at)
+    return None
+
+
+_CLOCK = re.compile(r"\d\d:\d\d")
 
 
 def memory_lines(sections: list[str]) -> list[str]:

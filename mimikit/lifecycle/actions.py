@@ -75,7 +75,7 @@ def without_account(text: str) -> str:
     return _ACCOUNT.split(text, maxsplit=1)[0].rstrip()
 
 
-def _object(text: str | None) -> dict[str, Any]:
+def json_object(text: str | None) -> dict[str, Any]:
     """``text`` read as a JSON object ({} when it is none: a file's text, an error)."""
     try:
         value = json.loads(text or "{}")
@@ -85,8 +85,8 @@ def _object(text: str | None) -> dict[str, Any]:
 
 
 def _line(call: dict[str, Any]) -> str | None:
-    arguments = _object(call.get("arguments"))
-    content = _object(call.get("content")) if call.get("ok") else {}
+    arguments = json_object(call.get("arguments"))
+    content = json_object(call.get("content")) if call.get("ok") else {}
     if call.get("name") == "list_files" and call.get("ok"):
         entries = [str(entry) for entry in content.get("entries", [])
                    if not str(entry).startswith(".")]
