@@ -62,7 +62,8 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
                 question=result.question, known=known))
             result = planner_result(task, plan.record)
         elif (at := scheduled_now(plan, task.prompt)) is not None:
-            runtime.events.log("schedule_at_now", traceId=task.traceId, taskId=task.id, timeOfDay=at)
+            runtime.events.log("schedule_at_now", traceId=task.traceId, taskId=task.id,
+                               timeOfDay=at)
             journal.clear()  # its schedule is staged, not made: made again, for now
             plan = make_plan(runtime, control, journal, withheld=WORK_LATER)
             result = planner_result(task, plan.record)
@@ -136,7 +137,9 @@ def scheduled_now(plan: Plan, request: str) -> str | None:
     were asked, 7 of 269 recorded schedules (none of the others was at that minute)."""
     shown = _CLOCK.search(plan.time_line)
     for call in plan.record.toolCalls:
-        at = json_object(call.arguments).get("at") if call.name == "schedule" and call.ok else None
+        if call.name != "schedule" or not call.ok:
+            continue
+        at = json_object(call.arguments).get("at")
         if shown and at == shown[0] and at not in request and at.lstrip("0") not in request:
             return str(at)
     return None
