@@ -2,8 +2,8 @@
 was not there when the run began, is not there at the end, in a run that wrote nothing and
 ran no command that succeeded, is never reported as made (real stack, scripted model). A
 Worker that made no call at all is left to its words: the report says it made none, and which
-of the files its task or its result names are not there. The Worker is shown, before its first step, the
-paths its task names that are in the work directory."""
+of the files its task or its result names are not there. The Worker is shown, before its
+first step, the paths its task names that are in the work directory."""
 
 from __future__ import annotations
 
