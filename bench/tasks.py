@@ -29,11 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from checks import FOURTH_WORDING, OTHER_WORDING, REQUESTS, THIRD_WORDING, Request, World
+from chores import CHORES
 from errands import ERRANDS
 from recorder import ROLES, Recorder
 from stack import Client
 
 READY_SECONDS = 180
+SETS: dict[str, list[Request]] = {"everyday": REQUESTS, "errands": ERRANDS, "chores": CHORES}
 SETTLED_QUIET_SECONDS = 4.0  # nothing running, nothing new, this long: settled
 
 
@@ -299,14 +301,15 @@ def main() -> int:
                         default="first",
                         help="the requests as first worded, or worded one of three other ways "
                              "(a real model only: the scripted server knows the first wording)")
-    parser.add_argument("--set", choices=("everyday", "errands"), default="everyday",
-                        help="the twelve everyday requests (checks.py), or twenty other "
-                             "errands (errands.py: files changed in place, folders, more "
-                             "schedules; a real model only)")
+    parser.add_argument("--set", choices=tuple(SETS), default="everyday",
+                        help="the twelve everyday requests (checks.py), twenty other errands "
+                             "(errands.py: files changed in place, folders, more schedules) or "
+                             "fourteen chores (chores.py: a file copied, a CSV averaged, the "
+                             "reminders listed); the last two with a real model only")
     args = parser.parse_args()
-    requests = ERRANDS if args.set == "errands" else REQUESTS
-    if args.set == "errands" and (args.scripted or args.wording != "first"):
-        parser.error("--set errands runs with a real model (--url and --model), as worded")
+    requests = SETS[args.set]
+    if args.set != "everyday" and (args.scripted or args.wording != "first"):
+        parser.error(f"--set {args.set} runs with a real model (--url and --model), as worded")
     chosen = [r for r in requests if not args.only or r.name in args.only.split(",")]
     wordings = {"other": OTHER_WORDING, "third": THIRD_WORDING, "fourth": FOURTH_WORDING}
     if args.wording in wordings:

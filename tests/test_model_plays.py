@@ -162,7 +162,7 @@ def test_a_model_running_on_into_its_next_input_is_stopped_at_its_heading(stack,
     wait_history(stack, lambda h: ("assistant", "Hi!") in h, message="reply")
     body = llm.requests_for("teller")[0]
     shown = body["messages"][-1]["content"]
-    assert shown.startswith("Today is ") and "\n\n## Pending inputs\n" in shown
+    assert "\nToday is " in shown and "\n\n## Pending inputs\n" in shown  # the stops below
     assert {"\nToday is ", "\n## Pending inputs"} <= set(body["stop"])
     assert len(body["stop"]) <= 4  # OpenAI's limit
 
@@ -659,7 +659,7 @@ def test_the_teller_is_told_the_weekday_before_the_inputs(stack, llm):
     wait_history(stack, lambda h: ("assistant", "It is the weekend.") in h, message="reply")
     days.add(datetime.now(stack.settings.tz).strftime("%A"))  # midnight may have passed
     shown = llm.requests_for("teller")[0]["messages"][-1]["content"]
-    line, _, inputs = shown.partition("\n\n")
+    line, _, inputs = shown[shown.index("Today is "):].partition("\n\n")  # after the context
     assert inputs.startswith("## Pending inputs\n") and "what day is it?" in inputs
     assert line.split(" ")[2] in days  # "Today is Saturday 2026-11-28; the time is ..."
 
@@ -671,8 +671,8 @@ def test_a_person_who_writes_chinese_is_told_the_weekday_in_chinese(stack, llm):
     wait_history(stack, lambda h: ("assistant", "今天是周末。") in h, message="reply")
     days.add("一二三四五六日"[datetime.now(stack.settings.tz).weekday()])
     shown = llm.requests_for("teller")[0]["messages"][-1]["content"]
-    line = shown.partition("\n\n")[0]
-    assert line.startswith("今天是 ") and "Today" not in line
+    line, _, inputs = shown[shown.index("今天是 "):].partition("\n\n")  # after the context
+    assert inputs.startswith("## Pending inputs\n") and "Today" not in shown
     assert shown.endswith("\n\n(The user writes in Chinese: reply in Chinese.)")
     assert line.split()[2][2] in days  # "今天是 2026-11-29 星期日，现在是 ..."
 

@@ -14,6 +14,7 @@ from mimikit.agents.prompts import role_text
 from mimikit.conversation.tries import held_back
 from mimikit.memory.archive import copies_chat
 from mimikit.memory.inject import extract_keywords, format_history, format_memory, select_history
+from mimikit.memory.kept import kept_facts
 from mimikit.memory.search import MemoryHit
 from mimikit.memory.service import index_for
 from mimikit.models import Message, Usage
@@ -39,7 +40,7 @@ SCALE_MARGIN = 1.01
 SCALE_REREAD_SECONDS = 30.0  # what another process learned reaches this one within this
 _scales: WeakKeyDictionary[Any, dict[str, tuple[float, float]]] = WeakKeyDictionary()
 INPUTS_TOKENS = 100
-MEMORY_TOKENS = 120
+MEMORY_TOKENS = 160  # the kept facts first, then what a search finds
 # A passage of a chat copy holding a line this long (its first SAID_CHARS) of the run's input or
 # History is a copy of it; shorter lines ("ok", "pnpm") are found in passages that say more.
 SAID_MIN_TOKENS = 4
@@ -126,13 +127,12 @@ def context_sections(runtime: Runtime, pending_texts: list[str],
                             min_count=MIN_MESSAGES if history_room >= MIN_HISTORY_TOKENS else
                             FEWEST_MESSAGES)
     history = _anchored(chosen, recent, total)
-    memory = ""
+    kept = kept_facts(runtime.settings.state_dir) if pending_texts else []
     keywords = extract_keywords(pending_texts, shown)
-    if keywords:
-        hits = index_for(runtime.settings).search(" ".join(keywords), limit=5)
-        shown_now = [*pending_texts, *(message.text for message in history)]
-        memory = format_memory(_beyond(hits, shown_now),
-                               budget_tokens=max(0, min(MEMORY_TOKENS, room)))
+    hits = index_for(runtime.settings).search(" ".join(keywords), limit=5) if keywords else []
+    shown_now = [*pending_texts, *(message.text for message in history)]
+    memory = format_memory(kept + _beyond(_unkept(hits, kept), shown_now),
+                           budget_tokens=max(0, min(MEMORY_TOKENS, room)))
     history = _fitted(history, room - estimate_tokens(memory))
     if history:
         sections.append("## History\n" + format_history(history))
@@ -165,6 +165,12 @@ def _beyond(hits: list[MemoryHit], shown: list[str]) -> list[MemoryHit]:
     lines = (" ".join(line.split()) for text in shown for line in text.splitlines())
     said = [line[:SAID_CHARS] for line in lines if estimate_tokens(line) >= SAID_MIN_TOKENS]
     return [hit for hit in hits if not copies_chat(hit.source) or not _holds_any(hit, said)]
+
+
+def _unkept(hits: list[MemoryHit], kept: list[MemoryHit]) -> list[MemoryHit]:
+    """``hits`` that are not among the ``kept`` facts shown already."""
+    facts = {(fact.source, fact.content) for fact in kept}
+    return [hit for hit in hits if (hit.source, hit.content) not in facts]
 
 
 def _holds_any(hit: MemoryHit, lines: list[str]) -> bool:

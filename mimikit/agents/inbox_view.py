@@ -78,6 +78,14 @@ def writes_chinese(items: list[InboxItem]) -> bool:
     return bool(said) and has_chinese(said[-1])
 
 
+def reports_chinese(runtime: Runtime, items: list[InboxItem]) -> bool:
+    """Whether a task whose result is among ``items`` was asked for in Chinese: a report alone
+    has no message of the person's to go by (the 1.5B model reported "I used pnpm." to
+    "我喜欢用什么包管理器？")."""
+    done = [item.taskId for item in items if isinstance(item, ResultItem)]
+    return any(has_chinese(task.prompt) for task in runtime.tasks.by_id(done))
+
+
 def _render_answer(item: AnswerItem) -> str:
     """An answer in words, not JSON: small models copy a JSON answer's keys into their calls."""
     asked = f"- Answer to your question {item.question!r}"

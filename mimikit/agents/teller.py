@@ -20,8 +20,15 @@ from redis.exceptions import RedisError
 
 from mimikit.agents.common import answer_path, run_role
 from mimikit.agents.context import context_sections
-from mimikit.agents.inbox_view import CHINESE_START, render_inbox, report_hint, writes_chinese
+from mimikit.agents.inbox_view import (
+    CHINESE_START,
+    render_inbox,
+    report_hint,
+    reports_chinese,
+    writes_chinese,
+)
 from mimikit.agents.prompts import build_prompts, choose_mode, example_replies
+from mimikit.agents.surroundings import surroundings
 from mimikit.agents.typed_answers import judged
 from mimikit.conversation import gate as teller_gate
 from mimikit.conversation import outage, tries
@@ -187,14 +194,16 @@ def teller_pass(runtime: Runtime, items: list[InboxItem], pass_journal: RunJourn
             _ask_for_the_planner(runtime, ctx):
         return ANSWERED  # the Planner's question is the whole report: no words of a model
     inputs = [item for item in items if isinstance(item, InputItem)]
+    inbox = render_inbox(runtime, items)
     if ctx.turn_only is None:
+        seen = [*backlog_section(runtime), *surroundings(runtime)]
         sections = context_sections(runtime, [item.message["text"] for item in inputs],
-                                    exclude_ids={item.message["id"] for item in inputs})
-        sections += backlog_section(runtime)
+                                    exclude_ids={item.message["id"] for item in inputs},
+                                    beside="\n\n".join([*seen, inbox])) + seen
     else:  # a report is shown the history alone: the prompt stays the one the server cached
         sections = [s for s in context_sections(runtime, []) if s.startswith("## History")]
     system, user = build_prompts("teller", choose_mode("teller", bool(sections)), sections,
-                                 render_inbox(runtime, items))
+                                 inbox)
     if not pass_journal.entries():
         pass_journal.append({"kind": "pass", "items": [item.id for item in items]})
     try:
@@ -228,7 +237,7 @@ def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None)
     if not any(isinstance(item, InputItem | AnswerItem) for item in items):
         ctx.turn_only = "reply"  # results and notices: to report, nothing to hand over
         ctx.told += example_replies("teller")  # a report copied from one: the results' words
-    if writes_chinese(items):
+    if writes_chinese(items) or (ctx.turn_only and reports_chinese(runtime, items)):
         ctx.reply_pattern = CHINESE_START  # a small model answers an English prompt in English
     return ctx
 

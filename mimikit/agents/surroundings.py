@@ -1,0 +1,67 @@
+"""What the Teller is shown of the person's world, so that it answers what it can see instead
+of inventing it: the work that will run later (``## Scheduled``) and the names in the work
+directory (``## Work directory``). Asked "what reminders do I have?" with neither, the 1.5B
+model named a reminder that was a fact in its history and left out one it had set; asked which
+files there were, it named a file that did not exist.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from mimikit.models import IntervalSchedule, Task
+from mimikit.store.runtime import Runtime
+from mimikit.summaries import timing_words
+
+SCHEDULED_SHOWN = 12  # the oldest first; more are counted
+SCHEDULED_CHARS = 100  # of each one's title or prompt
+WORK_DIR_NAMES = 40  # names shown, in order; more are counted
+
+
+def surroundings(runtime: Runtime) -> list[str]:
+    """The ``## Scheduled`` and ``## Work directory`` sections of a Teller run."""
+    return [section for section in (scheduled(runtime), work_directory(runtime)) if section]
+
+
+def scheduled(runtime: Runtime) -> str:
+    """One line per trigger (recurring, scheduled or conditional work), with when it runs; ''
+    when there is none."""
+    triggers = sorted(runtime.triggers.all(), key=lambda task: task.createdAt)
+    lines = [f"- {task.type}{timing_words(task)}{_next_run(task)}: "
+             f"{' '.join((task.title or task.prompt).split())[:SCHEDULED_CHARS]}"
+             for task in triggers[:SCHEDULED_SHOWN]]
+    if len(triggers) > SCHEDULED_SHOWN:
+        lines.append(f"- and {len(triggers) - SCHEDULED_SHOWN} more")
+    return "## Scheduled\n" + "\n".join(lines) if lines else ""
+
+
+def _next_run(task: Task) -> str:
+    """When a repeating one runs next, with its day's name (a small model reading "cron 0 17 *
+    * 5" on a Sunday said "tomorrow at 5 PM")."""
+    schedule = task.schedule
+    if not isinstance(schedule, IntervalSchedule) or schedule.nextRunAt is None:
+        return ""
+    try:
+        zone = ZoneInfo(schedule.timezone or "UTC")
+    except (ValueError, ZoneInfoNotFoundError):
+        zone = ZoneInfo("UTC")
+    return f" (next: {schedule.nextRunAt.astimezone(zone):%A %Y-%m-%d %H:%M})"
+
+
+def work_directory(runtime: Runtime) -> str:
+    """The names at the top of the work directory (a folder's with a ``/``), Mimikit's own
+    state and hidden names left out."""
+    root = Path(runtime.settings.work_dir).resolve()
+    state = Path(runtime.settings.state_dir).resolve()
+    own = state.name if state.parent == root else None
+    try:
+        entries = sorted(os.scandir(root), key=lambda entry: entry.name)
+    except OSError:
+        return ""
+    names = [entry.name + ("/" if entry.is_dir() else "") for entry in entries
+             if not entry.name.startswith(".") and entry.name != own]
+    shown = ", ".join(names[:WORK_DIR_NAMES]) or "(empty)"
+    more = f", and {len(names) - WORK_DIR_NAMES} more" if len(names) > WORK_DIR_NAMES else ""
+    return f"## Work directory\n{shown}{more}"
