@@ -6,7 +6,7 @@ as a person sends them."""
 
 from __future__ import annotations
 
-from checks import Request, World, _says, script_output
+from checks import Request, World, _listed, _says, script_output
 from errands import _at_minutes, _cron, _lines, _no_trigger, _trigger
 
 
@@ -61,14 +61,6 @@ def _reminders_named(world: World) -> tuple[bool, str]:
         "both reminders named"
 
 
-def _listed_zh(world: World) -> tuple[bool, str]:
-    names = sorted(p.name for p in world.work.iterdir() if not p.name.startswith("."))
-    said = world.said()
-    missing = [name for name in names if name not in said]
-    return not missing and bool(names), f"reply lacks {missing}" if missing else \
-        f"all of {names} named"
-
-
 def _backup_gone(world: World) -> tuple[bool, str]:
     gone = not (world.work / "backup.txt").exists()
     return gone, "backup.txt deleted" if gone else "backup.txt still there"
@@ -92,6 +84,6 @@ CHORES: list[Request] = [
     Request("scores", "make scores.csv with the header name,score and two rows ann,90 and "
             "bob,85, then tell me the average score", _scores),
     Request("birthday-recall", "when is my birthday?", _birthday_said),
-    Request("list-zh", "工作目录里有哪些文件？", _listed_zh),
+    Request("list-zh", "工作目录里有哪些文件？", _listed),
     Request("remove", "remove backup.txt", _backup_gone),
 ]

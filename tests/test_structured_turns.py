@@ -137,25 +137,29 @@ def test_a_preference_in_chinese_is_kept_in_the_persons_words(llamacpp, stack, l
     assert not stack.tasks.with_status("queued", "running", "done")
 
 
+def _answered_by_the_planner(stack, llm, said: str, answer: str, report: str) -> dict:
+    """``said`` handed over, the Planner's ``answer`` reported as ``report``: the schema of the
+    report pass's reply."""
+    llm.script("teller", turn(delegate=True, remember=False, reply="…"))
+    llm.script("planner", turn(unknown="", given="", kind="answer", submit_result={
+        "status": "done", "result": {"text": answer}}))
+    llm.default("teller", turn(reply=report))
+    post_input(stack, said)
+    wait_history(stack, lambda h: ("assistant", report) in h, message="the report")
+    schema = _schema(llm.requests_for("teller")[-1])
+    assert list(schema["properties"]) == ["reply"]
+    return schema["properties"]["reply"]
+
+
 def test_the_report_of_a_request_made_in_chinese_is_held_to_chinese(llamacpp, stack, llm):
     """A report has no message of the person's to go by: the 1.5B model reported "I used
     pnpm." to "我喜欢用什么包管理器？"."""
-    llm.script("teller", turn(delegate=True, remember=False, reply="我来查一下。"))
-    llm.script("planner", turn(unknown="", given="", kind="answer", submit_result={
-        "status": "done", "result": {"text": "You use pnpm."}}))
-    llm.default("teller", turn(reply="你用 pnpm。"))
-    post_input(stack, "我喜欢用什么包管理器？")
-    wait_history(stack, lambda h: ("assistant", "你用 pnpm。") in h, message="the report")
-    report = llm.requests_for("teller")[1]
-    assert list(_schema(report)["properties"]) == ["reply"]
-    assert _schema(report)["properties"]["reply"]["pattern"] == "^[\u4e00-\u9fff].*$"
-    llm.script("teller", turn(delegate=True, remember=False, reply="On it."))
-    llm.script("planner", turn(unknown="", given="", kind="answer", submit_result={
-        "status": "done", "result": {"text": "It is Sunday."}}))
-    llm.default("teller", turn(reply="It is Sunday."))
-    post_input(stack, "what day is it?")
-    wait_history(stack, lambda h: ("assistant", "It is Sunday.") in h, message="the next report")
-    assert "pattern" not in _schema(llm.requests_for("teller")[3])["properties"]["reply"]
+    reply = _answered_by_the_planner(stack, llm, "我喜欢用什么包管理器？", "You use pnpm.",
+                                     "你用 pnpm。")
+    assert reply["pattern"] == "^[\u4e00-\u9fff].*$"
+    reply = _answered_by_the_planner(stack, llm, "what day is it?", "It is Sunday.",
+                                     "It is Sunday.")
+    assert "pattern" not in reply
 
 
 def test_a_planner_says_what_a_request_is_before_it_acts_and_asks_what_only_the_user_knows(
