@@ -654,6 +654,28 @@ def test_a_report_copied_from_the_prompts_example_is_told_in_the_results_words(
     assert len(llm.requests_for("teller")) == 1  # no correction: the results say it
 
 
+def test_a_report_naming_a_file_its_results_do_not_is_told_in_the_results_words(
+        llamacpp, stack, llm):
+    """The 1.5B model told a failed "remove backup.txt" as an earlier failure of scores.csv,
+    whose report was in its history."""
+    (stack.settings.work_dir / "backup.txt").write_text("eggs\n")
+    llm.script("worker", turn(write_file={"path": "backup.txt", "content": ""}),  # refused
+               turn(submit_result={"status": "failed", "error": "backup.txt already exists"}))
+    llm.script("teller", turn(reply="That failed: scores.csv has a syntax error."))
+    llm.default("teller", turn(reply="Removed."))
+    submit(stack, [Task(role="worker", prompt="Remove backup.txt.")])
+    wait_history(stack, lambda h: any(r == "assistant" and "backup.txt already exists" in t
+                                      for r, t in h), message="the report")
+    assert not any("scores.csv" in reply for reply in _replies(stack))
+    assert len(llm.requests_for("teller")) == 1  # no correction: the results say it
+    llm.script("worker", turn(write_file={"path": "notes.txt", "content": "hi"}),
+               turn(submit_result={"status": "done", "result": {"text": "Written."}}))
+    llm.script("teller", turn(reply="notes.txt is written: 2 bytes."))
+    submit(stack, [Task(role="worker", prompt="Write notes.txt.")])  # the file its run wrote
+    wait_history(stack, lambda h: ("assistant", "notes.txt is written: 2 bytes.") in h,
+                 message="a report naming the file written")
+
+
 def _minute_with_time_left(stack) -> str:
     """The time of day now (HH:MM), at least 15 s before the next minute begins."""
     now = datetime.now(stack.settings.tz)

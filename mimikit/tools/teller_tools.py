@@ -20,6 +20,7 @@ from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, Message, PendingQuestion, T
 from mimikit.store import fingerprints as fingerprint
 from mimikit.tools.args import Args, Seconds
 from mimikit.tools.context import ToolContext
+from mimikit.workspace.named import named_paths
 
 USERS_WORDS_CHARS = 4000  # of each of the person's messages appended to a delegation
 USERS_WORDS_HEADING = "\n\n## The user's words\n"
@@ -85,6 +86,10 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
                         "prompt's markup or the errors you were told; write your answer to "
                         "the user itself")
     if text in ctx.replies:  # said already in this pass (a model repeating its reply)
+        return None
+    if not may_repeat and ctx.reported_paths is not None and \
+            not set(named_paths(text)) <= ctx.reported_paths:
+        ctx.copied_report = True  # another task's report: the results are told as they are
         return None
     if not may_repeat and _copied_reply(ctx, text):
         if not ctx.heard:
