@@ -6,6 +6,7 @@ promised to ask for the date it had been told.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from mimikit.memory.archive import copies_chat
@@ -29,13 +30,12 @@ def kept_facts(state_dir: Path, count: int = KEPT_SHOWN) -> list[MemoryHit]:
 
 
 def _dated(state_dir: Path, count: int) -> list[MemoryHit]:
-    folder = state_dir / RECENT_DIR
     try:
-        names = sorted((p.name for p in folder.iterdir() if p.suffix == ".md" and p.is_file()),
-                       reverse=True)[:CANDIDATES]
+        names = os.listdir(state_dir / RECENT_DIR)  # names only: a year of them is not read
     except OSError:
         return []
-    sources = [f"{RECENT_DIR}/{name}" for name in names if not copies_chat(f"{RECENT_DIR}/{name}")]
+    sources = sorted((f"{RECENT_DIR}/{name}" for name in names if name.endswith(".md")
+                      and not copies_chat(f"{RECENT_DIR}/{name}")), reverse=True)[:CANDIDATES]
     facts = []
     for source in sorted(sources, key=lambda s: _mtime(state_dir / s), reverse=True)[:count]:
         text = _read(state_dir / source)
