@@ -41,16 +41,17 @@ def _scores(world: World) -> tuple[bool, str]:
     return said, "scores.csv right; the reply " + ("has 87.5" if said else "lacks 87.5")
 
 
+MAY_3 = ("5月3", "5 月 3", "May 3", "5/3", "05-03", "3 May")  # the birthday, as written
+
+
 def _birthday_kept(world: World) -> tuple[bool, str]:
-    memory = world.memory()
-    about = "生日" in memory or "birthday" in memory.lower()
-    kept = about and "5" in memory and "3" in memory
+    kept = any(form in world.memory() for form in MAY_3)
     return kept, "memory has the birthday" if kept else "memory lacks the birthday"
 
 
 def _birthday_said(world: World) -> tuple[bool, str]:
     said = world.said()
-    right = any(form in said for form in ("5月3", "5 月 3", "May 3", "5/3", "05-03", "3 May"))
+    right = any(form in said for form in MAY_3)
     return right, f"reply {'has' if right else 'lacks'} May 3: {said[:60]!r}"
 
 
