@@ -28,8 +28,10 @@ class Oracle(ScriptedLLM):
         system = body["messages"][0]["content"]
         if "response_format" not in body:
             return tool_call("reply", text="ok")  # a probe of native calls
-        if "Is water wet?" in body["messages"][-1]["content"]:
-            return _object(answer="yes")
+        schema = body["response_format"]["json_schema"]["schema"]
+        asked = schema.get("properties", {}).get("answer")
+        if asked is not None:  # a short question alone: yes, and no answer given already
+            return _object(answer="yes" if "enum" in asked else "")
         role = next((r for r in ("teller", "planner", "worker") if f"Mimikit {r}" in system
                      or f"runtime {r}" in system), "worker")
         return {"teller": _teller, "planner": _planner, "worker": _worker}[role](body)

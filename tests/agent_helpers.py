@@ -53,6 +53,7 @@ def script_deploy_question(llm: Any) -> None:
                                      ("reply", {"text": "Let me plan that."})]))
     llm.script("planner", tool_call("submit_result", status="needs_input", resultType="text",
                                     result={"text": "two targets"},
-                                    question="staging or production?"))
+                                    question="staging or production?"),
+               tool_call("answer", answer=""))  # asked alone, it finds no answer given already
     llm.script("teller", tool_call("ask_user", question="Deploy to staging or production?",
                                    options=["staging", "production"]))

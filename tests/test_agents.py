@@ -111,7 +111,8 @@ def test_needs_input_asks_the_user_and_the_answer_redelegates(stack, llm):
     from mimikit.conversation.gate import wake
 
     wake(stack)
-    wait_for(lambda: len(llm.requests_for("planner")) == 2, timeout=30, message="re-delegation")
+    # the plan, the look for an answer given already, the plan with the person's answer
+    wait_for(lambda: len(llm.requests_for("planner")) == 3, timeout=30, message="re-delegation")
     # The Teller run that got the answer (the Planner's "ok" wakes it once more afterwards).
     assert any("Answer to your question 'Deploy to staging or production?' (asked for task "
                in user_prompt(r) and "), from the user: staging" in user_prompt(r)

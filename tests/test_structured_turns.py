@@ -137,6 +137,15 @@ def test_a_preference_in_chinese_is_kept_in_the_persons_words(llamacpp, stack, l
     assert not stack.tasks.with_status("queued", "running", "done")
 
 
+def test_a_question_marked_to_keep_is_answered_and_not_kept(llamacpp, stack, llm):
+    llm.script("teller", turn(delegate=False, remember=True, reply="你用 pnpm。"))  # as the 1.5B
+    post_input(stack, "你还记得我用什么管理包吗？")
+    wait_history(stack, lambda h: ("assistant", "你用 pnpm。") in h, message="reply")
+    kept = [f.name for f in (stack.settings.state_dir / "memory").glob("*.md")
+            if not f.name.endswith("-chat.md")]
+    assert kept == []
+
+
 def _answered_by_the_planner(stack, llm, said: str, answer: str, report: str) -> dict:
     """``said`` handed over, the Planner's ``answer`` reported as ``report``: the schema of the
     report pass's reply."""
@@ -167,7 +176,8 @@ def test_a_planner_says_what_a_request_is_before_it_acts_and_asks_what_only_the_
     llm.script("teller", turn(delegate=True, remember=False, reply="I'll make it."))
     llm.script("planner", turn(unknown="my favorite color", given="", kind="ask the user",
                                submit_result={"status": "needs_input",
-                                              "question": "What is your favorite color?"}))
+                                              "question": "What is your favorite color?"}),
+               turn(answer="blue"))  # asked alone for an answer given already: a guess
     post_input(stack, "create an empty file named after my favorite color")
     wait_for(lambda: stack.conversation.question() is not None, message="the question")
     assert stack.conversation.question().question == "What is your favorite color?"
@@ -190,16 +200,16 @@ def test_a_planner_says_what_a_request_is_before_it_acts_and_asks_what_only_the_
     llm.default("worker", turn(submit_result={"status": "done", "result": {"text": "made"}}))
     llm.default("teller", turn(reply="Done."))
     assert answer_question(stack, "teal")
-    wait_for(lambda: len(llm.requests_for("planner")) == 2, message="the plan going on")
+    wait_for(lambda: len(llm.requests_for("planner")) == 3, message="the plan going on")
     answered = _schema(llm.requests_for("teller")[1])["properties"]
     assert answered["delegate"] == {"enum": [True]}  # an answer goes on to its task, always
-    going_on = llm.requests_for("planner")[1]["messages"][1]["content"]
+    going_on = llm.requests_for("planner")[2]["messages"][1]["content"]
     request = going_on.split("## User request\n", 1)[1]  # the request the answer is for,
     assert request.startswith(  # then the question and its answer
         "create an empty file named after my favorite color\n\n## Earlier attempt (task-")
     assert "\nQuestion: What is your favorite color?\nAnswer (user): teal" in request
     going_on_kinds = {b["properties"]["kind"]["enum"][0]
-                      for b in _schema(llm.requests_for("planner")[1])["anyOf"]}
+                      for b in _schema(llm.requests_for("planner")[2])["anyOf"]}
     assert "ask the user" not in going_on_kinds  # what was answered is not asked again
     assert "answer" not in going_on_kinds  # it was asked for to do the work: it does it
     assert {"work now", "fail"} <= going_on_kinds
@@ -588,6 +598,7 @@ def test_a_task_that_lost_the_persons_answer_is_given_their_request_and_answer_i
     llm.script("planner", turn(unknown="my favorite color", given="", kind="ask the user",
                                submit_result={"status": "needs_input",
                                               "question": "What is your favorite color?"}),
+               turn(answer=""),  # asked alone, it finds no answer given already
                turn(unknown="my favorite color", given="", kind="work now", delegate={
                    "prompt": "Create an empty file named 'my favorite color'."},  # as a 1.5B
                    submit_result={"status": "done", "result": {"text": "A worker will."}}))

@@ -1,8 +1,8 @@
 """Answers typed in the chat box while a question is pending, on the real stack with the
 scripted server named as llama.cpp's (answers held to a schema): the model is asked alone
 whether the message answers the question (``agents.typed_answers``), one that does not is the
-message it is, and a Planner that asks again what was already answered ends instead of asking
-forever."""
+message it is, a Planner question that the request or Memory answers already is not asked, and
+a Planner that asks again what was already answered ends instead of asking forever."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ def _schema(body: dict) -> dict:
 def _planner_asks(stack, llm, question: str = "Staging or production?"):
     """A request whose Planner asks ``question``; returns the Planner task once it is asked."""
     llm.script("teller", turn(delegate=True, remember=False, reply="I'll deploy it."))
-    llm.script("planner", turn(submit_result={"status": "needs_input", "question": question}))
+    llm.script("planner", turn(submit_result={"status": "needs_input", "question": question}),
+               turn(answer=""))  # asked alone, it finds no answer given already
     llm.default("teller", turn(reply="The planner has a question."))
     post_input(stack, "deploy the app")
     pending = wait_for(stack.conversation.question, timeout=30, message="the question")
@@ -124,7 +125,7 @@ def test_a_planner_asking_again_what_was_answered_ends_and_the_person_is_told(
     assert "so this was not done: deploy the app" in next(
         text for _role, text in told if "asked again" in text)
     assert stack.conversation.question() is None  # not asked a third time
-    assert len(llm.requests_for("planner")) == 2
+    assert len(llm.requests_for("planner")) == 3  # two plans, one look for a given answer
     assert sum(text == "What is your name?" for _role, text in history(stack)) == 1
 
 
@@ -163,45 +164,73 @@ def _remembered(stack, fact: str) -> None:
                                                         encoding="utf-8")
 
 
-@pytest.mark.parametrize("given", [True, False], ids=["given_already", "only_the_user_knows"])
-def test_a_planner_question_that_memory_answers_is_not_asked(llamacpp, stack, llm, given):
+@pytest.mark.parametrize(("request_text", "copied", "source"), [
+    ("set up a node project with my usual package manager", "pnpm", "Memory"),
+    ("set up a node project, I always use yarn", "yarn", "the request"),
+    ("set up a node project with my usual package manager", "npm", None),  # a guess
+    ("set up a node project with my usual package manager", "package manager", None),
+], ids=["given_by_memory", "given_by_the_request", "only_the_user_knows", "the_question_echoed"])
+def test_a_planner_question_answered_already_is_not_asked(llamacpp, stack, llm, request_text,
+                                                           copied, source):
     _remembered(stack, "The user uses pnpm as package manager.")
     llm.script("teller", turn(delegate=True, remember=False, reply="Let me see."))
     llm.script("planner", turn(unknown="my package manager", given="", kind="ask the user",
                                submit_result={"status": "needs_input",
                                               "question": "Which package manager do you want?"}),
-               turn(answer="yes" if given else "no"),  # asked alone: does Memory answer it?
-               turn(unknown="", given="The user uses pnpm.", kind="work now",
-                    delegate={"prompt": "Set up a node project with pnpm."},
+               turn(answer=copied),  # asked alone: the answer, copied from what it was shown
+               turn(unknown="", given="", kind="work now",
+                    delegate={"prompt": f"Set up a node project with {copied}."},
                     submit_result={"status": "done", "result": {"text": "A worker will."}}))
     llm.default("worker", turn(submit_result={"status": "done", "result": {"text": "made"}}))
     llm.default("teller", turn(reply="Done."))
-    post_input(stack, "set up a node project with my usual package manager")
-    if not given:
+    post_input(stack, request_text)
+    if source is None:
         asked = wait_for(stack.conversation.question, timeout=30, message="the question")
         assert asked.question == "Which package manager do you want?"
-        assert len(llm.requests_for("planner")) == 2  # the plan and the verdict
+        assert len(llm.requests_for("planner")) == 2  # the plan and the look for an answer
         return
     done = wait_for(lambda: [t for t in stack.tasks.with_status("done") if t.role == "planner"],
                     timeout=30, message="the plan")
     result = stack.tasks.results_by_id([done[0].id])[done[0].id]
     assert (result.status, result.result) == ("done", {"text": "A worker will."})
     assert stack.conversation.question() is None
-    first, judged, again = llm.requests_for("planner")
-    asked, verdicts = _judgment(judged)
-    assert asked.startswith('The user asked: "set up a node project with my usual package '
-                            'manager"\nToday is ')
+    first, looked, again = llm.requests_for("planner")
+    asked = looked["messages"][-1]["content"]
+    assert asked.startswith(f'The user wrote: "{request_text}"\nToday is ')
     assert "\nMemory: # Memory - The user uses pnpm as package manager.\n" in asked
-    assert asked.endswith('You want to ask the user: "Which package manager do you want?"\nDo '
-                          "the request, the current time or the memory already answer that "
-                          "question?")
-    assert verdicts == ["yes", "no"]
+    assert asked.endswith('Question: "Which package manager do you want?"\nAnswer the question '
+                          "with words copied from what the user wrote or from the lines above, "
+                          'or "" when they do not say.')
+    assert _schema(looked)["properties"]["answer"] == {"type": "string", "maxLength": 60}
     not_asked = user_prompt(again).partition("## Not to ask\n")[2].partition("## User")[0]
-    assert not_asked.startswith('"Which package manager do you want?" is answered by what you '
-                                "were given:\nToday is ")  # and the lines themselves
-    assert not_asked.endswith("\nMemory: # Memory - The user uses pnpm as package manager.\n"
-                              "Answer the request, or do it, with that.\n\n")
-    assert "## Memory" in user_prompt(first) and "## Memory" not in user_prompt(again)
+    assert not_asked == (f'"Which package manager do you want?" is answered already: {copied} '
+                         f"({source}).\nAnswer the request, or do it, with that.\n\n")
+    assert "## Memory" in user_prompt(again)  # its other lines are still shown
     kinds = {b["properties"]["kind"]["enum"][0] for b in _schema(again)["anyOf"]}
     assert "ask the user" in {b["properties"]["kind"]["enum"][0]
                               for b in _schema(first)["anyOf"]} and "ask the user" not in kinds
+
+
+NOW = "Today is Sunday 2026-11-29; the time is 14:55 (time zone UTC)."
+
+
+@pytest.mark.parametrize(("request_text", "question", "answer", "source"), [
+    # what the 1.5B model copied, asked alone
+    ("以后记得我用 pnpm 管理包", "你用什么包管理工具？", "pnpm", "the request"),
+    ("remind me at 5pm to call mom", "What time should I remind you?", "5pm", "the request"),
+    ("save today's date in d.txt", "What is today's date?", "Sunday 2026-11-29",
+     "the current time"),
+    ("remind me about the meeting", "When is the meeting?", "14:55", None),  # the clock's time
+    ("write my home address into address.txt", "What is your home address?",
+     "write my home address into address.txt", None),  # the request itself
+    ("book a table for two", "Which restaurant should I book a table at?", "a table",
+     None),  # what the question names
+    ("create notes named after my favorite fruit", "What is your favorite fruit?", "apple",
+     None),  # a guess
+    ("write my name into name.txt", "What is your name?", "Ana", "Memory"),
+])
+def test_where_an_answer_copied_before_asking_is_found(request_text, question, answer, source):
+    from mimikit.agents.answered import found_in
+
+    given = found_in(answer, request_text, question, NOW, ["Memory: My name is Ana."])
+    assert (given.source if given else None) == source

@@ -591,7 +591,8 @@ def test_an_answer_posted_to_the_api_wakes_the_teller_with_the_users_answer(stac
                                     result={"text": "ok"}))
     tellers_before = len(llm.requests_for("teller"))
     assert api.post("/api/question/answer", json={"answer": "staging"}).status_code == 200
-    wait_for(lambda: len(llm.requests_for("planner")) == 2, timeout=30, message="re-delegation")
+    # the plan, the look for an answer given already, the plan with the person's answer
+    wait_for(lambda: len(llm.requests_for("planner")) == 3, timeout=30, message="re-delegation")
     answered = user_prompt(llm.requests_for("teller")[tellers_before])
     assert "), from the user: staging" in answered
     assert "staging" in user_prompt(llm.requests_for("planner")[-1])

@@ -7,12 +7,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from mimikit.agents.answered import answered_already
 from mimikit.agents.common import run_role
 from mimikit.agents.context import MEMORY_TOKENS, context_sections, first_request_room
 from mimikit.agents.now import time_line
 from mimikit.agents.prompts import build_prompts, choose_mode
 from mimikit.agents.servers import planner_view
-from mimikit.agents.verdicts import verdict
 from mimikit.lifecycle.actions import json_object
 from mimikit.lifecycle.execution import RunControl, execute
 from mimikit.llm.record import RunRecord
@@ -40,26 +40,26 @@ log = logging.getLogger("mimikit.planner")
 
 
 def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
-    """One delivery of a Planner task. A plan that asks the person a question while Memory
-    showed it something, which with the request and the current time gives the answer already
-    (so the model judges, asked on its own), is made again without that question; one that
-    schedules work at the time of day it was shown as now, which the request does not name,
-    is made again without work for later."""
+    """One delivery of a Planner task. A plan that asks the person a question which the
+    request, Memory or the current time answers already (``agents.answered``) is made again
+    without that question, shown the answer; one that schedules work at the time of day it
+    was shown as now, which the request does not name, is made again without work for
+    later."""
 
     def body(control: RunControl) -> Result:
         task = control.task
         journal = RunJournal(runtime.redis, runtime.keys, task.id)
         plan = make_plan(runtime, control, journal)
         result = planner_result(task, plan.record)
-        known = "\n".join([plan.time_line, *plan.memory])
-        if result.question and plan.memory and ASK_THE_USER not in plan.ctx.withheld_kinds and \
-                verdict(runtime, "planner", task.traceId, GIVEN_ALREADY.format(
-                    request=task.prompt, known=known, question=result.question)):
+        if result.question and ASK_THE_USER not in plan.ctx.withheld_kinds and (
+                given := answered_already(runtime, task.traceId, task.prompt, result.question,
+                                          plan.time_line, plan.memory)) is not None:
             runtime.events.log("question_not_asked", traceId=task.traceId, taskId=task.id,
-                               question=result.question[:300])
+                               question=result.question[:300], answer=given.answer,
+                               source=given.source)
             journal.clear()  # made again from the start, not resumed after the question
             plan = make_plan(runtime, control, journal, NOT_ASKED.format(
-                question=result.question, known=known))
+                question=result.question, answer=given.answer, source=given.source))
             result = planner_result(task, plan.record)
         elif (at := scheduled_now(plan, task.prompt)) is not None:
             runtime.events.log("schedule_at_now", traceId=task.traceId, taskId=task.id,
@@ -74,12 +74,11 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
     return execute(runtime, task_id, celery_id, runtime.settings.planner_timeout, body).outcome
 
 
-GIVEN_ALREADY = ('The user asked: "{request}"\n{known}\nYou want to ask the user: "{question}"\n'
-                 "Do the request, the current time or the memory already answer that question?")
-# Where a Planner may not ask, what it was given in place of the answer: with "the request,
-# the current time or Memory gives it" alone, the 1.5B model scheduled a daily reminder "to
-# use pnpm" when asked "我喜欢用什么包管理器？"; with the lines themselves, it answered.
-NOT_ASKED = ('## Not to ask\n"{question}" is answered by what you were given:\n{known}\n'
+# Where a Planner may not ask, the answer in place of the question: told only that "the
+# request, the current time or Memory gives it", the 1.5B model scheduled a daily reminder
+# "to use pnpm" when asked "我喜欢用什么包管理器？"; shown the answer, it answered (4 of 4
+# recorded contexts), and kept "以后记得我用 pnpm 管理包" as a fact (2 of 2).
+NOT_ASKED = ('## Not to ask\n"{question}" is answered already: {answer} ({source}).\n'
              "Answer the request, or do it, with that.\n\n")
 
 
@@ -120,8 +119,6 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
     sections = context_sections(runtime, [task.prompt], roles=("user",), role="planner",
                                 beside=inputs)
     memory = memory_lines(sections)
-    if not_asked:  # its lines are in that section: shown once, within 1,500 tokens
-        sections = [section for section in sections if not section.startswith(MEMORY_HEADER)]
     system, user = build_prompts("planner", choose_mode("planner", bool(sections)),
                                  sections, inputs)
     system, tools = planner_view(runtime, system)  # MCP servers, where configured

@@ -27,9 +27,14 @@ def is_answer(question: PendingQuestion, text: str) -> bool:
     answers)."""
     if _ASIDE.search(text):
         return False
-    if text.rstrip().endswith(("?", "？")):
+    if is_question(text):
         return is_option(question.options, text.strip().rstrip("?？"))
     return True
+
+
+def is_question(text: str) -> bool:
+    """Whether ``text`` ends in a question mark (in any script)."""
+    return text.rstrip().endswith(("?", "？"))
 
 
 def is_option(options: list[str] | None, text: str) -> bool:

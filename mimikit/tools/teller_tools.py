@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from mimikit.conversation.question import is_question
 from mimikit.exceptions import ToolError
 from mimikit.lifecycle.actions import without_account
 from mimikit.lifecycle.submit import submit
@@ -306,9 +307,10 @@ def register(registry: Registry) -> None:
     def remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
         """Keep a fact or preference the user states, as one sentence (longTerm: memory.md;
         else a dated memory file)."""
-        content = args.content.strip() or "\n".join(ctx.heard)
-        if not content:
-            return {"skipped": "nothing the user said in this turn to keep"}
+        content = args.content.strip() or "\n".join(said for said in ctx.heard
+                                                    if not is_question(said))
+        if not content:  # a question is no fact to keep: "你还记得我用什么管理包吗？"
+            return {"skipped": "nothing the user stated in this turn to keep"}
         if content in ctx.kept:  # a turn answered again after a refused reply keeps it once
             return {"skipped": "kept already in this turn"}
         kept = keep(ctx, content, args.longTerm)
