@@ -137,8 +137,8 @@ WORKER = Role(
     prompt_files=tuple(f"agents/worker/{part}.md"
                        for part in ("identity", "tools", "rules", "output")),
     answer_files=tuple(f"agents/worker/{part}.md" for part in ("identity", "answer", "rules")),
-    tools=("shell", "read_file", "write_file", "append_file", "rename", "make_dir", "list_files",
-           "submit_result"),
+    tools=("shell", "read_file", "write_file", "append_file", "rename", "copy", "remove",
+           "make_dir", "list_files", "submit_result"),
     timeout_setting="worker_timeout", model_setting="worker_model", report="policy",
     text_is_result=True,
     # each step first holds the last result against the task: the 1.5B model's fib.py printed

@@ -534,21 +534,27 @@ def test_a_report_that_only_says_an_earlier_report_again_is_told_in_the_results_
         "It ran every day at 9:00 in the morning. The" in reply for reply in _replies(stack))
 
 
-def test_a_report_tells_the_files_a_run_renamed_added_to_and_the_folders_it_made(
+def test_a_report_tells_the_files_a_run_renamed_added_to_copied_removed_and_the_folders_it_made(
         llamacpp, stack, llm):
     (stack.settings.work_dir / "todo.md").write_text("milk\n")
+    (stack.settings.work_dir / "old.md").write_text("x\n")
     llm.script("worker", turn(make_dir={"path": "photos"}),
                turn(rename={"path": "todo.md", "to": "tasks.md"}),
                turn(append_file={"path": "tasks.md", "content": "walk the dog\n"}),
                turn(rename={"path": "gone.md", "to": "here.md"}),  # refused: not there
+               turn(copy={"path": "tasks.md", "to": "backup.md"}),
+               turn(remove={"path": "old.md"}),
                turn(submit_result={"status": "done", "result": {"text": "All done."}}))
     llm.default("teller", turn(reply="All done."))
     submit(stack, [Task(role="worker", prompt="Make photos/, rename todo.md, add a line.")])
     wait_history(stack, lambda h: ("assistant", "All done.") in h, message="the report")
     shown = llm.requests_for("teller")[-1]["messages"][1]["content"]
     assert ("what its run did: made the folder photos/; renamed todo.md to tasks.md; "
-            "added to tasks.md (now 18 bytes)\n") in shown
+            "added to tasks.md (now 18 bytes); copied tasks.md to backup.md; removed old.md\n"
+            ) in shown
     assert (stack.settings.work_dir / "tasks.md").read_text() == "milk\nwalk the dog\n"
+    assert (stack.settings.work_dir / "backup.md").read_text() == "milk\nwalk the dog\n"
+    assert not (stack.settings.work_dir / "old.md").exists()
 
 
 def test_a_reminder_told_in_the_same_words_as_yesterday_is_still_told(llamacpp, stack, llm):

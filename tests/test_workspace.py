@@ -99,6 +99,53 @@ def test_rename_moves_a_file_or_folder_and_never_over_another(ws: Workspace) -> 
     assert (ws.root / "old/archive/tasks.md").is_file()
 
 
+def test_copy_copies_a_file_or_folder_and_never_over_another(ws: Workspace) -> None:
+    (ws.root / "shopping.txt").write_text("milk\nbread\n")
+    assert ws.copy("shopping.txt", "backup.txt") == {"path": "backup.txt", "was": "shopping.txt",
+                                                     "bytes": 11}
+    assert (ws.root / "backup.txt").read_text() == (ws.root / "shopping.txt").read_text()
+    with pytest.raises(ToolError, match="'backup.txt' already exists"):
+        ws.copy("shopping.txt", "backup.txt")
+    ws.make_dir("old")
+    assert ws.copy("shopping.txt", "old")["path"] == "old/shopping.txt"
+    assert ws.copy("old", "older") == {"path": "older", "was": "old"}
+    assert (ws.root / "older/shopping.txt").read_text() == "milk\nbread\n"
+    with pytest.raises(ToolError, match="'old' cannot be copied into itself"):
+        ws.copy("old", "old/inner")
+    with pytest.raises(ToolError, match="no such file or folder: 'gone.txt'"):
+        ws.copy("gone.txt", "x.txt")
+    with pytest.raises(ToolError, match="outside the work directory"):
+        ws.copy("shopping.txt", "../escaped.txt")
+    (ws.root / ".env").write_text("SECRET=1")
+    with pytest.raises(ToolError, match="private to Mimikit"):
+        ws.copy(".env", "leak.txt")
+
+
+def test_remove_deletes_a_file_a_link_or_an_empty_folder(ws: Workspace) -> None:
+    (ws.root / "backup.txt").write_text("x")
+    assert ws.remove("backup.txt") == {"removed": "backup.txt"}
+    assert not (ws.root / "backup.txt").exists()
+    with pytest.raises(ToolError, match="no such file or folder: 'backup.txt'"):
+        ws.remove("backup.txt")
+    (ws.root / "kept.txt").write_text("keep me")
+    (ws.root / "link.txt").symlink_to("kept.txt")
+    assert ws.remove("link.txt") == {"removed": "link.txt"}
+    assert (ws.root / "kept.txt").read_text() == "keep me"  # the link went, not its file
+    (ws.root / "photos").mkdir()
+    (ws.root / "photos/a.jpg").write_text("x")
+    with pytest.raises(ToolError, match="cannot remove 'photos'.*must be empty"):
+        ws.remove("photos")
+    ws.remove("photos/a.jpg")
+    assert ws.remove("photos") == {"removed": "photos"}
+    with pytest.raises(ToolError, match="the work directory itself cannot be removed"):
+        ws.remove(".")
+    with pytest.raises(ToolError, match="outside the work directory"):
+        ws.remove("../kept.txt")
+    (ws.root / ".env").write_text("SECRET=1")
+    with pytest.raises(ToolError, match="private to Mimikit"):
+        ws.remove(".env")
+
+
 def test_make_dir_makes_a_folder_once_and_not_over_a_file(ws: Workspace) -> None:
     assert ws.make_dir("photos/2026") == {"path": "photos/2026/", "created": True}
     assert ws.make_dir("photos") == {"path": "photos/", "created": False}

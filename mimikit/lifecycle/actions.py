@@ -100,6 +100,10 @@ def _line(call: dict[str, Any]) -> str | None:
         return f"added to {arguments.get('path')} (now {content.get('bytes')} bytes)"
     if call.get("name") == "rename" and call.get("ok"):
         return f"renamed {content.get('was')} to {content.get('path')}"
+    if call.get("name") == "copy" and call.get("ok"):
+        return f"copied {content.get('was')} to {content.get('path')}"
+    if call.get("name") == "remove" and call.get("ok"):
+        return f"removed {content.get('removed')}"
     if call.get("name") == "make_dir" and call.get("ok"):
         return f"made the folder {content.get('path')}"
     if call.get("name") == "cancel_task" and call.get("ok") and "canceled" in content:

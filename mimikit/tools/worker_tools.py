@@ -33,6 +33,10 @@ class RenameArgs(PathArgs):
     to: str = Field(min_length=1, max_length=4096, description="the new path")
 
 
+class CopyArgs(PathArgs):
+    to: str = Field(min_length=1, max_length=4096, description="the path of the copy")
+
+
 class ListArgs(Args):
     path: str = Field(".", max_length=4096)
 
@@ -71,6 +75,16 @@ def register(registry: Registry) -> None:
     def rename(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
         """Rename or move a file or folder inside the work directory."""
         return ctx.workspace.rename(args.path, args.to)
+
+    @registry.tool("copy", roles=worker, idempotent=True)
+    def copy(ctx: ToolContext, args: CopyArgs) -> dict[str, Any]:
+        """Copy a file or folder inside the work directory."""
+        return ctx.workspace.copy(args.path, args.to)
+
+    @registry.tool("remove", roles=worker)
+    def remove(ctx: ToolContext, args: PathArgs) -> dict[str, Any]:
+        """Delete a file or an empty folder inside the work directory."""
+        return ctx.workspace.remove(args.path)
 
     @registry.tool("make_dir", roles=worker, idempotent=True)
     def make_dir(ctx: ToolContext, args: PathArgs) -> dict[str, Any]:

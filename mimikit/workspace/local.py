@@ -200,6 +200,57 @@ class Workspace:
         self.changed = True
         return {"path": self._relative(target), "was": self._relative(real)}
 
+    def copy(self, path: str, to: str) -> dict[str, Any]:
+        """Copy a file or folder (into ``to`` when it is a folder); never over an existing
+        one; returns {path, was, bytes (a file's size)}."""
+        self.used = True
+        real, target = self.resolve(path), self.resolve(to)
+        if not real.exists():
+            raise ToolError(f"no such file or folder: {path!r}; use list_files to see what exists")
+        if target.is_dir():
+            target = self.resolve(self._relative(target / real.name))
+        if target.exists():
+            raise ToolError(f"{self._relative(target)!r} already exists; remove it first or "
+                            "choose another name")
+        if target.is_relative_to(real):
+            raise ToolError(f"{path!r} cannot be copied into itself; choose a path outside it")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if real.is_dir():
+                shutil.copytree(real, target, symlinks=True)
+            else:
+                shutil.copyfile(real, target)
+        except OSError as error:
+            raise ToolError(f"cannot copy {path!r} to {to!r}: {error.strerror}") from None
+        if real in self.seen:  # what it holds is known
+            self.seen.add(target)
+        self.changed = True
+        copied = {"path": self._relative(target), "was": self._relative(real)}
+        return copied | ({"bytes": target.stat().st_size} if target.is_file() else {})
+
+    def remove(self, path: str) -> dict[str, Any]:
+        """Delete a file, a link or an empty folder; returns {removed: path}."""
+        self.used = True
+        real = self.resolve(path)
+        link = Path(os.path.normpath(self.root / path))
+        doomed = link if link.is_symlink() else real  # the link, not what it points to
+        if doomed == self.root:
+            raise ToolError("the work directory itself cannot be removed; name a file or folder "
+                            "in it")
+        if not doomed.exists() and not doomed.is_symlink():
+            raise ToolError(f"no such file or folder: {path!r}; use list_files to see what exists")
+        try:
+            if doomed.is_dir() and not doomed.is_symlink():
+                doomed.rmdir()
+            else:
+                doomed.unlink()
+        except OSError as error:
+            raise ToolError(f"cannot remove {path!r}: {error.strerror} (a folder must be empty "
+                            "first)") from None
+        self.seen.discard(doomed)
+        self.changed = True
+        return {"removed": self._relative(doomed)}
+
     def make_dir(self, path: str) -> dict[str, Any]:
         """Create a folder (and its parents); returns {path, created}."""
         self.used = True
