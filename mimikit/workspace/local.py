@@ -175,22 +175,8 @@ class Workspace:
 
     def rename(self, path: str, to: str) -> dict[str, Any]:
         """Rename or move a file or folder (into ``to`` when it is a folder); never over an
-        existing file."""
-        self.used = True
-        real, target = self.resolve(path), self.resolve(to)
-        if not real.exists():
-            raise ToolError(f"no such file or folder: {path!r}; use list_files to see what exists")
-        if real == self.root:
-            raise ToolError("the work directory itself cannot be renamed; name a file or folder "
-                            "in it")
-        if target.is_dir():
-            target = self.resolve(self._relative(target / real.name))
-        if target.exists():
-            raise ToolError(f"{self._relative(target)!r} already exists; rename it first or "
-                            "choose another name")
-        if target.is_relative_to(real):
-            raise ToolError(f"{path!r} cannot be moved into itself; choose a path outside it")
-        target.parent.mkdir(parents=True, exist_ok=True)
+        existing one."""
+        real, target = self._from_to(path, to, "renamed", "moved")
         try:
             real.rename(target)
         except OSError as error:
@@ -203,18 +189,7 @@ class Workspace:
     def copy(self, path: str, to: str) -> dict[str, Any]:
         """Copy a file or folder (into ``to`` when it is a folder); never over an existing
         one; returns {path, was, bytes (a file's size)}."""
-        self.used = True
-        real, target = self.resolve(path), self.resolve(to)
-        if not real.exists():
-            raise ToolError(f"no such file or folder: {path!r}; use list_files to see what exists")
-        if target.is_dir():
-            target = self.resolve(self._relative(target / real.name))
-        if target.exists():
-            raise ToolError(f"{self._relative(target)!r} already exists; remove it first or "
-                            "choose another name")
-        if target.is_relative_to(real):
-            raise ToolError(f"{path!r} cannot be copied into itself; choose a path outside it")
-        target.parent.mkdir(parents=True, exist_ok=True)
+        real, target = self._from_to(path, to, "copied", "copied")
         try:
             if real.is_dir():
                 shutil.copytree(real, target, symlinks=True)
@@ -227,6 +202,27 @@ class Workspace:
         self.changed = True
         copied = {"path": self._relative(target), "was": self._relative(real)}
         return copied | ({"bytes": target.stat().st_size} if target.is_file() else {})
+
+    def _from_to(self, path: str, to: str, done: str, into: str) -> tuple[Path, Path]:
+        """The real paths a file or folder goes from and to (into ``to`` when it is a folder),
+        its parents made: refused when there is nothing to take, the target exists, or it
+        would go into itself (``done``, ``into``: the verbs of the refusals)."""
+        self.used = True
+        real, target = self.resolve(path), self.resolve(to)
+        if not real.exists():
+            raise ToolError(f"no such file or folder: {path!r}; use list_files to see what exists")
+        if real == self.root:
+            raise ToolError(f"the work directory itself cannot be {done}; name a file or folder "
+                            "in it")
+        if target.is_dir():
+            target = self.resolve(self._relative(target / real.name))
+        if target.exists():
+            raise ToolError(f"{self._relative(target)!r} already exists; remove or rename it "
+                            "first, or choose another name")
+        if target.is_relative_to(real):
+            raise ToolError(f"{path!r} cannot be {into} into itself; choose a path outside it")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return real, target
 
     def remove(self, path: str) -> dict[str, Any]:
         """Delete a file, a link or an empty folder; returns {removed: path}."""
