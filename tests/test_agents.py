@@ -188,8 +188,8 @@ def test_worker_is_never_offered_teller_tools():
     from mimikit.agents.common import registry
 
     names = registry().names_for("worker")
-    assert names == ["append_file", "list_files", "make_dir", "read_file", "rename", "shell",
-                     "submit_result", "write_file"]
+    assert names == ["append_file", "copy", "list_files", "make_dir", "read_file", "remove",
+                     "rename", "shell", "submit_result", "write_file"]
     assert registry().call("worker", "reply", '{"text": "x"}', None).content.startswith("error:")
 
 

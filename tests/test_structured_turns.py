@@ -137,6 +137,19 @@ def test_a_preference_in_chinese_is_kept_in_the_persons_words(llamacpp, stack, l
     assert not stack.tasks.with_status("queued", "running", "done")
 
 
+def test_an_examples_reply_copied_to_a_message_it_does_not_fit_is_not_said(llamacpp, stack,
+                                                                             llm):
+    llm.script("teller", turn(delegate=False, remember=False,  # as the 0.5B model did
+                              reply="I'll create todo.txt with milk in it."),
+               turn(delegate=False, remember=False, reply="17 times 23 is 391."))
+    post_input(stack, "What is 17 times 23?")
+    wait_history(stack, lambda h: ("assistant", "17 times 23 is 391.") in h, message="reply")
+    assert [text for role, text in history(stack) if role == "assistant"] == [
+        "17 times 23 is 391."]
+    assert "write your answer to the user itself" in llm.requests_for("teller")[1][
+        "messages"][-1]["content"]
+
+
 def test_a_question_marked_to_keep_is_answered_and_not_kept(llamacpp, stack, llm):
     llm.script("teller", turn(delegate=False, remember=True, reply="你用 pnpm。"))  # as the 1.5B
     post_input(stack, "你还记得我用什么管理包吗？")

@@ -21,7 +21,9 @@ from importlib.resources import files
 from typing import Literal
 
 from mimikit.llm.profile import Path
+from mimikit.memory.tokenize import tokenize
 from mimikit.roles import role as role_spec
+from mimikit.workspace.named import named_paths
 
 PromptMode = Literal["full", "minimal", "none"]
 SystemPrompt = Callable[[Path], str]  # the system prompt for the path requests take
@@ -55,6 +57,16 @@ def example_replies(role: str) -> tuple[str, ...]:
     call's ``text``): a small model copies one whatever its results say."""
     texts = role_text(role, "constrained") + role_text(role, "native")
     return tuple(dict.fromkeys(json.loads(found) for found in _EXAMPLE_REPLY.findall(texts)))
+
+
+def unsaid_examples(role: str, heard: list[str]) -> list[str]:
+    """The replies of ``role``'s examples that name a file or a number and share no word with
+    what the person said (``heard``): said to such a message, one is a copy (the 0.5B model
+    answered "What is 17 times 23?" with "I'll create todo.txt with milk in it.")."""
+    said = set(tokenize(" ".join(heard)))
+    return [reply for reply in example_replies(role)
+            if (named_paths(reply) or any(char.isdigit() for char in reply))
+            and not set(tokenize(reply)) & said]
 
 
 def choose_mode(role: str, has_context: bool) -> PromptMode:

@@ -27,7 +27,12 @@ from mimikit.agents.inbox_view import (
     reports_chinese,
     writes_chinese,
 )
-from mimikit.agents.prompts import build_prompts, choose_mode, example_replies
+from mimikit.agents.prompts import (
+    build_prompts,
+    choose_mode,
+    example_replies,
+    unsaid_examples,
+)
 from mimikit.agents.surroundings import surroundings
 from mimikit.agents.typed_answers import judged
 from mimikit.conversation import gate as teller_gate
@@ -238,6 +243,8 @@ def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None)
     if not any(isinstance(item, InputItem | AnswerItem) for item in items):
         ctx.turn_only = "reply"  # results and notices: to report, nothing to hand over
         ctx.told += example_replies("teller")  # a report copied from one: the results' words
+    else:
+        ctx.told += unsaid_examples("teller", ctx.heard)
     if writes_chinese(items) or (ctx.turn_only and reports_chinese(runtime, items)):
         ctx.reply_pattern = CHINESE_START  # a small model answers an English prompt in English
     return ctx
