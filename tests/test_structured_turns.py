@@ -11,6 +11,7 @@ import time
 from datetime import UTC, datetime
 from typing import get_args
 
+import pytest
 from agent_helpers import history, post_input, wait_history
 from llm_server import error, streamed, text, tool_call, turn, with_usage
 from processes import wait_for
@@ -137,10 +138,11 @@ def test_a_preference_in_chinese_is_kept_in_the_persons_words(llamacpp, stack, l
     assert not stack.tasks.with_status("queued", "running", "done")
 
 
+@pytest.mark.parametrize("copied", ["I'll create todo.txt with milk in it.",
+                                    "That failed: it was not done."])  # as the 0.5B model did
 def test_an_examples_reply_copied_to_a_message_it_does_not_fit_is_not_said(llamacpp, stack,
-                                                                             llm):
-    llm.script("teller", turn(delegate=False, remember=False,  # as the 0.5B model did
-                              reply="I'll create todo.txt with milk in it."),
+                                                                             llm, copied):
+    llm.script("teller", turn(delegate=False, remember=False, reply=copied),
                turn(delegate=False, remember=False, reply="17 times 23 is 391."))
     post_input(stack, "What is 17 times 23?")
     wait_history(stack, lambda h: ("assistant", "17 times 23 is 391.") in h, message="reply")

@@ -31,6 +31,7 @@ SystemPrompt = Callable[[Path], str]  # the system prompt for the path requests 
 # so a prompts/ folder in the current directory never replaces it.
 PROMPTS_PACKAGE = "mimikit.prompts"
 TELLER_FIRST_LINE = "You are the Mimikit runtime teller."
+REPORT_EXAMPLE = "a task result"  # how an example of a report begins in the prompts
 _EXAMPLE_REPLY = re.compile(r'"(?:reply|text)": ("(?:[^"\\]|\\.)*")')
 
 
@@ -59,14 +60,25 @@ def example_replies(role: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(json.loads(found) for found in _EXAMPLE_REPLY.findall(texts)))
 
 
-def unsaid_examples(role: str, heard: list[str]) -> list[str]:
-    """The replies of ``role``'s examples that name a file or a number and share no word with
-    what the person said (``heard``): said to such a message, one is a copy (the 0.5B model
-    answered "What is 17 times 23?" with "I'll create todo.txt with milk in it.")."""
+def unsaid_examples(role: str, heard: list[str], results: bool) -> list[str]:
+    """The replies of ``role``'s examples that do not fit a pass with what the person said
+    (``heard``; ``results``: and results to report): those that name a file or a number and
+    share no word with it (the 0.5B model answered "What is 17 times 23?" with "I'll create
+    todo.txt with milk in it."), and, without results, the examples of a report (it then
+    answered it with "That failed: it was not done.")."""
     said = set(tokenize(" ".join(heard)))
-    return [reply for reply in example_replies(role)
-            if (named_paths(reply) or any(char.isdigit() for char in reply))
-            and not set(tokenize(reply)) & said]
+    reports = () if results else report_examples(role)
+    return [reply for reply in example_replies(role) if reply in reports or (
+        (named_paths(reply) or any(char.isdigit() for char in reply))
+        and not set(tokenize(reply)) & said)]
+
+
+@cache
+def report_examples(role: str) -> tuple[str, ...]:
+    """The replies of ``role``'s examples of a report (their lines begin "a task result")."""
+    lines = (role_text(role, "constrained") + "\n" + role_text(role, "native")).splitlines()
+    return tuple(json.loads(found) for line in lines if line.startswith(REPORT_EXAMPLE)
+                 for found in _EXAMPLE_REPLY.findall(line))
 
 
 def choose_mode(role: str, has_context: bool) -> PromptMode:

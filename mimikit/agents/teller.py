@@ -244,7 +244,7 @@ def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None)
         ctx.turn_only = "reply"  # results and notices: to report, nothing to hand over
         ctx.told += example_replies("teller")  # a report copied from one: the results' words
     else:
-        ctx.told += unsaid_examples("teller", ctx.heard)
+        ctx.told += unsaid_examples("teller", ctx.heard, ctx.results)
     if writes_chinese(items) or (ctx.turn_only and reports_chinese(runtime, items)):
         ctx.reply_pattern = CHINESE_START  # a small model answers an English prompt in English
     return ctx
