@@ -721,7 +721,7 @@ def test_work_scheduled_at_the_minute_shown_as_now_is_planned_again_for_now(
         llamacpp, stack, llm):
     """The 1.5B model made "add a line 'walk the dog' at the end of tasks.md" a daily schedule
     at the minute it was asked: such a plan is made again, without work for later; a time the
-    request names stands."""
+    request names, or its hour, stands."""
     (stack.settings.work_dir / "tasks.md").write_text("buy milk\n")
     done = {"status": "done", "result": {"text": "Planned."}}
 
@@ -760,3 +760,13 @@ def test_work_scheduled_at_the_minute_shown_as_now_is_planned_again_for_now(
     wait_history(stack, lambda h: any(t.startswith("Task created (recurring") for _r, t in h),
                  message="the schedule made")
     assert len(llm.requests_for("planner")) == 3
+    at = _minute_with_time_left(stack)  # the hour named, the minute the clock's: it stands
+    hour = int(at[:2]) % 12 or 12
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll remind you."))
+    llm.script("planner", turn(unknown="", given="", kind="work later, repeating", schedule={
+        "prompt": "Remind the user to back up the laptop.", "at": at, "days": "friday"},
+        submit_result=done))
+    post_input(stack, f"remind me every Friday at {hour} o'clock to back up my laptop")
+    wait_for(lambda: [t for t in stack.tasks.with_status("queued")
+                      if t.type == "recurring" and "laptop" in t.prompt], message="the schedule")
+    assert len(llm.requests_for("planner")) == 4

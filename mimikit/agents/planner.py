@@ -129,20 +129,32 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
 
 def scheduled_now(plan: Plan, request: str) -> str | None:
     """The time of day a plan scheduled work at, where it is the time its prompt gave as now
-    and the request does not name it (None where it is not): the 1.5B and 0.5B models made
-    "add a line 'walk the dog' at the end of tasks.md" a daily schedule at the minute they
-    were asked, 7 of 269 recorded schedules (none of the others was at that minute)."""
+    and the request names neither it nor its hour (None where it is not): the 1.5B and 0.5B
+    models made "add a line 'walk the dog' at the end of tasks.md" a daily schedule at the
+    minute they were asked, 7 of 269 recorded schedules (none of the others was at that
+    minute). Asked at 17:39 for "every Friday at 5pm", the 1.5B wrote "17:39" (2 of 2 runs in
+    that hour; shown that it is the current time, 3 of 3 again; held to another minute, 17:30
+    or 17:38): a few minutes late, but the work the person asked for, at their hour."""
     shown = _CLOCK.search(plan.time_line)
     for call in plan.record.toolCalls:
         if call.name != "schedule" or not call.ok:
             continue
         at = json_object(call.arguments).get("at")
-        if shown and at == shown[0] and at not in request and at.lstrip("0") not in request:
+        if shown and at == shown[0] and at not in request and at.lstrip("0") not in request \
+                and not _names_hour(request, at):
             return str(at)
     return None
 
 
 _CLOCK = re.compile(r"\d\d:\d\d")
+_NUMBER = re.compile(r"(?<!\d)\d{1,2}(?!\d)")
+
+
+def _names_hour(request: str, at: str) -> bool:
+    """Whether ``request`` holds the hour of ``at`` (HH:MM) as a number, on a 24- or 12-hour
+    clock ("5pm", "17:00" for 17:39)."""
+    hour = int(at.partition(":")[0])
+    return any(int(number) in (hour, hour % 12 or 12) for number in _NUMBER.findall(request))
 
 
 def memory_lines(sections: list[str]) -> list[str]:
