@@ -43,8 +43,8 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
     """One delivery of a Planner task. A plan that asks the person a question which the
     request, Memory or the current time answers already (``agents.answered``) is made again
     without that question, shown the answer; one that schedules work at the time of day it
-    was shown as now, which the request does not name, is made again without work for
-    later."""
+    was shown as now, where the request names neither that time nor its hour, is made again
+    without work for later."""
 
     def body(control: RunControl) -> Result:
         task = control.task

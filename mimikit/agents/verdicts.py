@@ -38,28 +38,28 @@ VERDICT_SECONDS = 120.0  # a slow server reads the short request in seconds; its
 
 def verdict(runtime: Runtime, role_name: str, trace_id: str | None, asked: str) -> bool | None:
     """The model of ``role_name`` on ``asked``: True for yes, False for no, None for none."""
-    said = _said(runtime, role_name, trace_id, asked, SCHEMA, VERDICT_TOKENS)
+    said = _said(runtime, role_name, trace_id, asked, SCHEMA, VERDICT_TOKENS, "yes or no")
     return {"yes": True, "no": False}.get(said) if isinstance(said, str) else None
 
 
 def copied(runtime: Runtime, role_name: str, trace_id: str | None, asked: str) -> str | None:
     """The words the model of ``role_name`` gives for ``asked`` ('' for none), or None when
     it gave no answer."""
-    said = _said(runtime, role_name, trace_id, asked, COPY_SCHEMA, COPY_TOKENS)
+    said = _said(runtime, role_name, trace_id, asked, COPY_SCHEMA, COPY_TOKENS, "words copied")
     return said.strip() if isinstance(said, str) else None
 
 
 def _said(runtime: Runtime, role_name: str, trace_id: str | None, asked: str,
-          schema: dict[str, Any], tokens: int) -> Any:
+          schema: dict[str, Any], tokens: int, kind: str) -> Any:
     try:
-        return _answer(runtime, role_name, trace_id, asked, schema, tokens)
+        return _answer(runtime, role_name, trace_id, asked, schema, tokens, kind)
     except (MimikitError, ValueError, KeyError, IndexError, TypeError) as error:
         log.warning("no answer to %r: %s", asked[:120], error)
         return None
 
 
 def _answer(runtime: Runtime, role_name: str, trace_id: str | None, asked: str,
-            schema: dict[str, Any], tokens: int) -> Any:
+            schema: dict[str, Any], tokens: int, kind: str) -> Any:
     ctx = ToolContext(runtime=runtime, role=role_name, trace_id=trace_id)
     model = runtime.settings.model_for(role_name)
     meter = metered(runtime, ctx, model, RunRecord(role=role_name, model=model,
@@ -71,7 +71,7 @@ def _answer(runtime: Runtime, role_name: str, trace_id: str | None, asked: str,
                                 deadline=deadline, retries=0)
         return json.loads(completion.content or "")[VERDICT]
     tool = {"type": "function", "function": {"name": VERDICT, "parameters": schema,
-                                             "description": "Your answer."}}
+                                             "description": f"Your answer: {kind}."}}
     completion = meter.chat(model, messages, [tool], deadline=deadline, retries=0,
                             max_tokens=tokens * 2, tool_choice={
                                 "type": "function", "function": {"name": VERDICT}})
