@@ -53,20 +53,19 @@ def found_in(answer: str, request: str, question: str, time_line: str,
     """Where ``answer`` is found, word for word: in the request, a line of memory, or, when it
     holds today's date, the line that gives the current time; None where it is not (or is
     the request itself, or shares a word with the question)."""
-    words = tokenize(answer)
-    if not words or set(words) & set(tokenize(question)) or words == tokenize(request):
+    words, asked = tokenize(answer), tokenize(request)
+    if not words or set(words) & set(tokenize(question)) or words == asked:
         return None
-    if _within(words, request):
+    if _within(words, asked):
         return Given(answer, "the request")
-    if any(_within(words, line) for line in memory):
+    if any(_within(words, tokenize(line)) for line in memory):
         return Given(answer, "Memory")
     today = _DATE.search(time_line)
-    if today and today[0] in answer and _within(words, time_line):
+    if today and today[0] in answer and _within(words, tokenize(time_line)):
         return Given(answer, "the current time")
     return None
 
 
-def _within(words: list[str], text: str) -> bool:
-    """Whether ``words`` follow one another in ``text``."""
-    found = tokenize(text)
+def _within(words: list[str], found: list[str]) -> bool:
+    """Whether ``words`` follow one another in ``found`` (the words of a text)."""
     return any(found[at:at + len(words)] == words for at in range(len(found) - len(words) + 1))

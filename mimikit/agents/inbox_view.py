@@ -28,19 +28,25 @@ FAILURE_HINT = ("(Tell the user what failed and why: that work was not done. Say
 CHINESE_START = "^[\u4e00-\u9fff].*$"
 
 
-def render_inbox(runtime: Runtime, items: list[InboxItem]) -> str:
-    """The Teller's user prompt: pending inputs, answers, task results, notices."""
-    inputs, results, notices = [], [], []
+def done_tasks(runtime: Runtime, items: list[InboxItem]) -> dict[str, Task]:
+    """The tasks whose results are among ``items``, by id (read once for a pass)."""
     done_ids = [item.taskId for item in items if isinstance(item, ResultItem)]
-    done_tasks = {task.id: task for task in runtime.tasks.by_id(done_ids)}
-    done_results = runtime.tasks.results_by_id(done_ids)
+    return {task.id: task for task in runtime.tasks.by_id(done_ids)}
+
+
+def render_inbox(runtime: Runtime, items: list[InboxItem], done: dict[str, Task]) -> str:
+    """The Teller's user prompt: pending inputs, answers, task results (``done``: their
+    tasks), notices."""
+    inputs, results, notices = [], [], []
+    done_results = runtime.tasks.results_by_id(
+        [item.taskId for item in items if isinstance(item, ResultItem)])
     for item in items:
         if isinstance(item, InputItem):
             inputs.append(f"- [{item.message['createdAt']}] user: {item.message['text']}")
         elif isinstance(item, AnswerItem):
             inputs.append(_render_answer(item))
         elif isinstance(item, ResultItem):
-            results.append(_render_result(runtime, item.taskId, done_tasks.get(item.taskId),
+            results.append(_render_result(runtime, item.taskId, done.get(item.taskId),
                                           done_results.get(item.taskId)))
         else:
             notices.append(f"- {item.text}")
@@ -78,12 +84,11 @@ def writes_chinese(items: list[InboxItem]) -> bool:
     return bool(said) and has_chinese(said[-1])
 
 
-def reports_chinese(runtime: Runtime, items: list[InboxItem]) -> bool:
-    """Whether a task whose result is among ``items`` was asked for in Chinese: a report alone
-    has no message of the person's to go by (the 1.5B model reported "I used pnpm." to
-    "我喜欢用什么包管理器？")."""
-    done = [item.taskId for item in items if isinstance(item, ResultItem)]
-    return any(has_chinese(task.prompt) for task in runtime.tasks.by_id(done))
+def reports_chinese(done: dict[str, Task]) -> bool:
+    """Whether a task whose result is to be reported (``done``) was asked for in Chinese: a
+    report alone has no message of the person's to go by (the 1.5B model reported "I used
+    pnpm." to "我喜欢用什么包管理器？")."""
+    return any(has_chinese(task.prompt) for task in done.values())
 
 
 def _render_answer(item: AnswerItem) -> str:

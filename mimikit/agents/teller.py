@@ -22,6 +22,7 @@ from mimikit.agents.common import answer_path, run_role
 from mimikit.agents.context import context_sections
 from mimikit.agents.inbox_view import (
     CHINESE_START,
+    done_tasks,
     render_inbox,
     report_hint,
     reports_chinese,
@@ -44,7 +45,7 @@ from mimikit.lifecycle.actions import with_actions
 from mimikit.llm.echoes import without_echoes
 from mimikit.llm.record import RunRecord
 from mimikit.memory import backlog
-from mimikit.models import PendingQuestion
+from mimikit.models import PendingQuestion, Task
 from mimikit.store.identity import owner_alive
 from mimikit.store.inbox import AnswerItem, InboxItem, InputItem, ResultItem
 from mimikit.store.journal import RunJournal
@@ -192,14 +193,15 @@ def teller_pass(runtime: Runtime, items: list[InboxItem], pass_journal: RunJourn
     """
     items, reopened = judged(runtime, items, answered_trace(items))
     trace_id = answered_trace(items)
-    ctx = pass_context(runtime, items, trace_id)
+    done = done_tasks(runtime, items)
+    ctx = pass_context(runtime, items, trace_id, done)
     ctx.reopened += reopened  # typed while their question was pending, but no answers to it
     question_alone = len(items) == 1 and bool(ctx.needs_input)
     if question_alone and answer_path(runtime, "teller") == "constrained" and \
             _ask_for_the_planner(runtime, ctx):
         return ANSWERED  # the Planner's question is the whole report: no words of a model
     inputs = [item for item in items if isinstance(item, InputItem)]
-    inbox = render_inbox(runtime, items)
+    inbox = render_inbox(runtime, items, done)
     if ctx.turn_only is None:
         seen = [*backlog_section(runtime), *surroundings(runtime)]
         sections = context_sections(runtime, [item.message["text"] for item in inputs],
@@ -224,7 +226,8 @@ def teller_pass(runtime: Runtime, items: list[InboxItem], pass_journal: RunJourn
     return _outcome(runtime, ctx, record, items)
 
 
-def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None) -> ToolContext:
+def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None,
+                 done: dict[str, Task]) -> ToolContext:
     ctx = ToolContext(runtime=runtime, role="teller", trace_id=trace_id)
     ctx.needs_input = [item.taskId for item in items
                        if isinstance(item, ResultItem) and item.status == "needs_input"]
@@ -245,7 +248,7 @@ def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None)
         ctx.told += example_replies("teller")  # a report copied from one: the results' words
     else:
         ctx.told += unsaid_examples("teller", ctx.heard, ctx.results)
-    if writes_chinese(items) or (ctx.turn_only and reports_chinese(runtime, items)):
+    if writes_chinese(items) or (ctx.turn_only and reports_chinese(done)):
         ctx.reply_pattern = CHINESE_START  # a small model answers an English prompt in English
     return ctx
 
