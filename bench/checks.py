@@ -265,3 +265,24 @@ FOURTH_WORDING: dict[str, str] = {
                 "characters that file contains.",
     "choice": "please create an empty file and name it after my favorite color",
 }
+
+
+# A fifth wording: the same twelve, put as people also put them (an "x" for times, a fact kept
+# in Chinese asked for in English, a reminder turned off).
+FIFTH_WORDING: dict[str, str] = {
+    "chat": "good evening! what's your name?",
+    "arithmetic": "what is 17 x 23",
+    "file": "write the word hello into a new file called notes.txt and let me know its size in "
+            "bytes",
+    "script": "I want a fib.py script that prints the first 10 Fibonacci numbers. Run it and "
+              "tell me what it printed.",
+    "daily": "please remind me daily at 9 am to drink some water",
+    "relative": "10 minutes from now, remind me to stretch",
+    "preference": "记一下：我习惯用 pnpm",
+    "list": "show me the files in the work directory",
+    "recall": "which package manager do I like to use?",
+    "cancel": "turn off the water reminder",
+    "two-step": "create date.txt holding today's date in YYYY-MM-DD format, and tell me how many "
+                "characters are in it",
+    "choice": "create a blank file whose name is my favourite color",
+}

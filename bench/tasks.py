@@ -28,7 +28,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from checks import FOURTH_WORDING, OTHER_WORDING, REQUESTS, THIRD_WORDING, Request, World
+from checks import (
+    FIFTH_WORDING,
+    FOURTH_WORDING,
+    OTHER_WORDING,
+    REQUESTS,
+    THIRD_WORDING,
+    Request,
+    World,
+)
 from chores import CHORES
 from errands import ERRANDS
 from recorder import ROLES, Recorder
@@ -297,9 +305,9 @@ def main() -> int:
     parser.add_argument("--only", help="comma-separated names of the requests to run")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per request")
     parser.add_argument("--json", help="also write the rows to this file")
-    parser.add_argument("--wording", choices=("first", "other", "third", "fourth"),
+    parser.add_argument("--wording", choices=("first", "other", "third", "fourth", "fifth"),
                         default="first",
-                        help="the requests as first worded, or worded one of three other ways "
+                        help="the requests as first worded, or worded one of four other ways "
                              "(a real model only: the scripted server knows the first wording)")
     parser.add_argument("--set", choices=tuple(SETS), default="everyday",
                         help="the twelve everyday requests (checks.py), twenty other errands "
@@ -311,7 +319,8 @@ def main() -> int:
     if args.set != "everyday" and (args.scripted or args.wording != "first"):
         parser.error(f"--set {args.set} runs with a real model (--url and --model), as worded")
     chosen = [r for r in requests if not args.only or r.name in args.only.split(",")]
-    wordings = {"other": OTHER_WORDING, "third": THIRD_WORDING, "fourth": FOURTH_WORDING}
+    wordings = {"other": OTHER_WORDING, "third": THIRD_WORDING, "fourth": FOURTH_WORDING,
+                 "fifth": FIFTH_WORDING}
     if args.wording in wordings:
         if args.scripted:
             parser.error(f"--wording {args.wording} needs a real model (--url and --model)")
