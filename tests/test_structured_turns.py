@@ -708,6 +708,28 @@ def test_a_report_naming_a_file_its_results_do_not_is_told_in_the_results_words(
                  message="a report naming the file written")
 
 
+def test_a_report_leaves_out_an_earlier_reports_sentences_its_results_do_not_say(
+        llamacpp, stack, llm):
+    """The 1.5B model reported a date written with its report before it, word for word."""
+    earlier = "The water reminder is canceled. What its run did: canceled task-3b61."
+    stack.conversation.append(Message(role="assistant", text=earlier))
+    llm.script("worker", turn(write_file={"path": "date.txt", "content": "2026-11-29"}),
+               turn(submit_result={"status": "done",
+                                   "result": {"text": "date.txt holds 10 characters."}}))
+    llm.script("teller", turn(reply="I wrote date.txt: 10 characters. " + earlier))
+    submit(stack, [Task(role="worker", prompt="Write the date into date.txt.")])
+    wait_history(stack, lambda h: ("assistant", "I wrote date.txt: 10 characters.") in h,
+                 message="the report without the earlier one")
+    assert _replies(stack).count(earlier) == 1  # the earlier report only
+    done = turn(submit_result={"status": "done", "result": {"text": "Drink some water."}})
+    llm.script("worker", done, done)
+    llm.script("teller", turn(reply="Drink some water."), turn(reply="Drink some water."))
+    for times in (1, 2):  # a reminder's words, said again as its results say them
+        submit(stack, [Task(role="worker", prompt="Remind the user to drink water.")])
+        wait_history(stack, lambda h, n=times: sum(t == "Drink some water." for _r, t in h) == n,
+                     message=f"the reminder, {times} times")
+
+
 def _minute_with_time_left(stack) -> str:
     """The time of day now (HH:MM), at least 15 s before the next minute begins."""
     now = datetime.now(stack.settings.tz)

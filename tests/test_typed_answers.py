@@ -6,10 +6,14 @@ a Planner that asks again what was already answered ends instead of asking forev
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 from agent_helpers import history, post_input, user_prompt, wait_history
 from llm_server import tool_call, turn
 from processes import wait_for
+
+from mimikit.models import TaskStatus
 
 
 def _schema(body: dict) -> dict:
@@ -209,6 +213,44 @@ def test_a_planner_question_answered_already_is_not_asked(llamacpp, stack, llm, 
     kinds = {b["properties"]["kind"]["enum"][0] for b in _schema(again)["anyOf"]}
     assert "ask the user" in {b["properties"]["kind"]["enum"][0]
                               for b in _schema(first)["anyOf"]} and "ask the user" not in kinds
+
+
+
+@pytest.mark.parametrize(("request_text", "copied", "answered"), [
+    ("which package manager do I like to use?", "pnpm", True),
+    ("which package manager do I like to use?", "npm", False),  # not what Memory says
+    ("what does pnpm.txt hold?", "pnpm", False),  # a file's: the work directory says
+    ("tell me which package manager I use", "pnpm", False),  # no question: not looked for
+], ids=["memory_answers", "a_guess", "names_a_file", "not_a_question"])
+def test_a_question_handed_to_a_worker_that_memory_answers_is_answered(
+        llamacpp, stack, llm, request_text, copied, answered):
+    """Shown "记一下：我习惯用 pnpm" in Memory, the 1.5B model planned "which package manager do I
+    like to use?" as work, and its Worker wrote package_manager.txt holding "pip"."""
+    _remembered(stack, "记一下：我习惯用 pnpm")
+    llm.script("teller", turn(delegate=True, remember=False, reply="Let me see."))
+    llm.script("planner", turn(unknown="", given="", kind="work now",
+                               delegate={"prompt": request_text},
+                               submit_result={"status": "done", "result": {"text": "A worker."}}))
+    if request_text.endswith("?") and ".txt" not in request_text:
+        llm.script("planner", turn(answer=copied))  # asked alone, as for a question it asks
+    llm.script("planner", turn(unknown="", given="pnpm", kind="answer", submit_result={
+        "status": "done", "result": {"text": "You use pnpm."}}))
+    llm.default("worker", turn(submit_result={"status": "done", "result": {"text": "made"}}))
+    llm.default("teller", turn(reply="Done."))
+    post_input(stack, request_text)
+    done = wait_for(lambda: [t for t in stack.tasks.with_status("done") if t.role == "planner"],
+                    timeout=30, message="the plan")
+    result = stack.tasks.results_by_id([done[0].id])[done[0].id]
+    workers = [t for t in stack.tasks.with_status(*get_args(TaskStatus)) if t.role == "worker"]
+    looked = request_text.endswith("?") and ".txt" not in request_text
+    assert len(llm.requests_for("planner")) == 1 + looked + answered
+    if not answered:
+        assert result.result == {"text": "A worker."} and len(workers) == 1
+        return
+    assert result.result == {"text": "You use pnpm."} and workers == []
+    again = llm.requests_for("planner")[-1]
+    assert '"which package manager do I like to use?" is answered already: pnpm (Memory).' \
+        in user_prompt(again)
 
 
 NOW = "Today is Sunday 2026-11-29; the time is 14:55 (time zone UTC)."

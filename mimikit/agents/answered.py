@@ -18,8 +18,10 @@ import re
 from dataclasses import dataclass
 
 from mimikit.agents.verdicts import copied
+from mimikit.conversation.question import is_question
 from mimikit.memory.tokenize import tokenize
 from mimikit.store.runtime import Runtime
+from mimikit.workspace.named import named_paths
 
 ASKED = ('The user wrote: "{request}"\n{known}\nQuestion: "{question}"\n'
          "Answer the question with words copied from what the user wrote or from the lines "
@@ -46,6 +48,17 @@ def answered_already(runtime: Runtime, trace_id: str | None, request: str, quest
     if not said:
         return None
     return found_in(said, request, question, time_line, memory)
+
+
+def remembered_answer(runtime: Runtime, trace_id: str | None, request: str, time_line: str,
+                      memory: list[str]) -> Given | None:
+    """The answer Memory (or the current time) gives to a request that is a question naming
+    no file, as ``answered_already`` finds it; None when it gives none. Shown "记一下：我习惯用
+    pnpm" in Memory, the 1.5B model planned "which package manager do I like to use?" as work
+    for a Worker, which wrote package_manager.txt holding "pip"."""
+    if not (memory and is_question(request)) or named_paths(request):
+        return None
+    return answered_already(runtime, trace_id, request, request, time_line, memory)
 
 
 def found_in(answer: str, request: str, question: str, time_line: str,

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from mimikit.agents.answered import answered_already
+from mimikit.agents.answered import Given, answered_already, remembered_answer
 from mimikit.agents.common import run_role
 from mimikit.agents.context import MEMORY_TOKENS, context_sections, first_request_room
 from mimikit.agents.now import time_line
@@ -42,7 +42,8 @@ log = logging.getLogger("mimikit.planner")
 def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
     """One delivery of a Planner task. A plan that asks the person a question which the
     request, Memory or the current time answers already (``agents.answered``) is made again
-    without that question, shown the answer; one that schedules work at the time of day it
+    without that question, shown the answer, as is one that hands over work for a request
+    that is a question Memory answers; one that schedules work at the time of day it
     was shown as now, where the request names neither that time nor its hour, is made again
     without work for later."""
 
@@ -51,15 +52,14 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         journal = RunJournal(runtime.redis, runtime.keys, task.id)
         plan = make_plan(runtime, control, journal)
         result = planner_result(task, plan.record)
-        if result.question and ASK_THE_USER not in plan.ctx.withheld_kinds and (
-                given := answered_already(runtime, task.traceId, task.prompt, result.question,
-                                          plan.time_line, plan.memory)) is not None:
+        question, given = _answered(runtime, task, plan, result)
+        if given is not None:
             runtime.events.log("question_not_asked", traceId=task.traceId, taskId=task.id,
-                               question=result.question[:300], answer=given.answer,
+                               question=question[:300], answer=given.answer,
                                source=given.source)
-            journal.clear()  # made again from the start, not resumed after the question
+            journal.clear()  # made again from the start: its question or work is staged
             plan = make_plan(runtime, control, journal, NOT_ASKED.format(
-                question=result.question, answer=given.answer, source=given.source))
+                question=question, answer=given.answer, source=given.source))
             result = planner_result(task, plan.record)
         elif (at := scheduled_now(plan, task.prompt)) is not None:
             runtime.events.log("schedule_at_now", traceId=task.traceId, taskId=task.id,
@@ -72,6 +72,21 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         return result
 
     return execute(runtime, task_id, celery_id, runtime.settings.planner_timeout, body).outcome
+
+
+def _answered(runtime: Runtime, task: Task, plan: Plan,
+              result: Result) -> tuple[str, Given | None]:
+    """The question a plan asks or, where it hands over work for a request that is itself
+    a question, the request; and the answer the request, Memory or the current time gives
+    to it (None when they give none)."""
+    if result.question and ASK_THE_USER not in plan.ctx.withheld_kinds:
+        return result.question, answered_already(runtime, task.traceId, task.prompt,
+                                                 result.question, plan.time_line, plan.memory)
+    request = first_request(task)
+    if plan.ctx.staged:
+        return request, remembered_answer(runtime, task.traceId, request, plan.time_line,
+                                          plan.memory)
+    return request, None
 
 
 # Where a Planner may not ask, the answer in place of the question: told only that "the

@@ -209,7 +209,7 @@ def teller_pass(runtime: Runtime, items: list[InboxItem], pass_journal: RunJourn
                                     beside="\n\n".join([*seen, inbox])) + seen
     else:  # a report is shown the history alone: the prompt stays the one the server cached
         sections = [s for s in context_sections(runtime, []) if s.startswith("## History")]
-        ctx.reported_paths = frozenset(named_paths(inbox))
+        ctx.reported = inbox
     system, user = build_prompts("teller", choose_mode("teller", bool(sections)), sections,
                                  inbox)
     if not pass_journal.entries():

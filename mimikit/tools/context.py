@@ -61,9 +61,10 @@ class ToolContext:
     reopened: list[Any] = field(default_factory=list)
     # A report pass whose reply only said earlier replies again (``teller_tools.post_reply``).
     copied_report: bool = False
-    # A report pass: the files its results name (a report naming another is a copy of an
-    # earlier one: the 1.5B told a failed "remove backup.txt" as the failure of scores.csv).
-    reported_paths: frozenset[str] | None = None
+    # A report pass: its results as shown to the model (a report naming a file they do not
+    # name is a copy of an earlier one: the 1.5B told a failed "remove backup.txt" as the
+    # failure of scores.csv; one saying an earlier report's sentences again adds them to it).
+    reported: str | None = None
     # A Worker run: the files its task names that the work directory did not hold when it
     # began (``workspace.named.NamedFiles``), looked for again when it says it is done.
     named: NamedFiles | None = None

@@ -77,6 +77,8 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
             person's words.
     """
     text = without_echoes(text, ctx.told)
+    if not may_repeat and ctx.reported is not None:
+        text = _without_earlier_sentences(ctx, text, ctx.reported)
     if not (may_repeat or ctx.results):  # no run was reported: an account copied from history
         text = without_account(text)
     if not text and not ctx.heard:  # a report that only copied its prompt: the results' words
@@ -88,8 +90,8 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
                         "the user itself")
     if text in ctx.replies:  # said already in this pass (a model repeating its reply)
         return None
-    if not may_repeat and ctx.reported_paths is not None and \
-            not set(named_paths(text)) <= ctx.reported_paths:
+    if not may_repeat and ctx.reported is not None and \
+            not set(named_paths(text)) <= set(named_paths(ctx.reported)):
         ctx.copied_report = True  # another task's report: the results are told as they are
         return None
     if not may_repeat and _copied_reply(ctx, text):
@@ -111,6 +113,7 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
 COPIED_REPLY_CHARS = 60  # a reply this long made of earlier replies' sentences is a copy
 EARLIER_REPLIES = 6  # the earlier replies a new one is compared with
 _SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s*")
+_SENTENCES = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])(\s*)")  # the blanks kept
 
 
 def _copied_reply(ctx: ToolContext, text: str) -> bool:
@@ -119,10 +122,27 @@ def _copied_reply(ctx: ToolContext, text: str) -> bool:
     it is shown, and sometimes shuffles its sentences)."""
     if len(text) < COPIED_REPLY_CHARS:
         return False
+    return _sentences(text) <= _earlier_sentences(ctx)
+
+
+def _earlier_sentences(ctx: ToolContext) -> set[str]:
     said = [m.text for m in ctx.runtime.conversation.recent(EARLIER_REPLIES * 3)
             if m.role == "assistant"][-EARLIER_REPLIES:]
-    earlier = {sentence for reply in said for sentence in _sentences(reply)}
-    return _sentences(text) <= earlier
+    return {sentence for reply in said for sentence in _sentences(reply)}
+
+
+def _without_earlier_sentences(ctx: ToolContext, text: str, reported: str) -> str:
+    """A report without the sentences that earlier replies said and its results do not: the
+    1.5B model reported a date written as "The task was completed: I wrote date.txt (10
+    bytes) … The water reminder is canceled. What its run did: canceled task-3b61…", its
+    report before, word for word."""
+    parts = _SENTENCES.split(text)
+    earlier, shown = _earlier_sentences(ctx), plain(reported)
+    kept = [(sentence, blank) for sentence, blank in zip(parts[::2], [*parts[1::2], ""], strict=True)
+            if plain(sentence) not in earlier or plain(sentence) in shown]
+    if len(kept) == len(parts[::2]):
+        return text
+    return "".join(sentence + blank for sentence, blank in kept).strip()
 
 
 def _sentences(text: str) -> set[str]:
