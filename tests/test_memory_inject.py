@@ -13,6 +13,7 @@ from mimikit.memory import (
     format_memory,
     select_history,
 )
+from mimikit.memory.inject import memory_passages
 from mimikit.memory.passages import TRUNCATION_MARK
 from mimikit.models import Message
 
@@ -136,6 +137,19 @@ def test_memory_block_uses_the_seed_format_best_first():
         "## Memory\n[memory.md] 用户偏好使用 pnpm 而非 npm。\n"
         "[docs/dev-conventions.md] 提交信息使用 conventional commits 格式。"
     )
+
+
+def test_memory_passages_leave_out_the_chats_copies_where_only_kept_facts_count():
+    block = format_memory([
+        hit("memory/2026-11-29-chat.md", "# Chat 2026-11-29 ### 19:10 user wrote fib.py", 3.0),
+        hit("memory/summary/2026-11.md", "The user wrote notes.txt.", 2.5),
+        hit("memory/2026-11-29-记一下-我习惯用-pnpm.md", "记一下：我习惯用 pnpm", 2.0),
+        hit("memory.md", "The user's name is Ana.", 1.0),
+    ])
+    assert memory_passages(block) == [
+        "# Chat 2026-11-29 ### 19:10 user wrote fib.py", "The user wrote notes.txt.",
+        "记一下：我习惯用 pnpm", "The user's name is Ana."]
+    assert memory_passages(block, said=False) == ["记一下：我习惯用 pnpm", "The user's name is Ana."]
 
 
 def test_memory_block_is_empty_without_hits():

@@ -71,6 +71,25 @@ def test_a_worker_that_ran_a_file_it_never_wrote_is_told_and_then_writes_it(
     assert len(llm.requests_for("worker")) == 5
 
 
+def test_a_worker_that_wrote_a_script_and_never_ran_it_is_told_once(llamacpp, stack, llm):
+    """The 0.5B model reported "hello.py printed 22 bytes" of a script it wrote and never
+    ran. Told once, it runs it; a second ``done`` stands (a task may ask for the file alone)."""
+    written = turn(write_file={"path": "hello.py", "content": "print('Hello')\n"})
+    llm.script("worker", written, DONE, turn(shell={"command": "python3 hello.py"}), DONE)
+    _request(stack, llm, "Write hello.py that prints Hello and run it.")
+    assert _worker(stack).status == "done"
+    told = llm.requests_for("worker")[2]["messages"][-1]["content"]
+    assert "this run never ran hello.py" in told
+    assert len(llm.requests_for("worker")) == 4
+    _reported(stack, 1)
+    llm.script("worker", turn(write_file={"path": "add.py", "content": "print(1 + 1)\n"}),
+               DONE, DONE)
+    _request(stack, llm, "Write add.py that adds 1 and 1.")
+    wait_for(lambda: len([t for t in stack.tasks.with_status("done") if t.role == "worker"])
+             == 2, message="the second Worker task done")
+    assert len(llm.requests_for("worker")) == 7  # told once; its second done stands
+
+
 def test_a_worker_that_says_done_twice_for_a_file_it_never_made_ends_failed(
         llamacpp, stack, llm):
     llm.script("worker", turn(read_file={"path": "notes.txt"}))

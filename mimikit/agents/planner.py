@@ -78,14 +78,15 @@ def _answered(runtime: Runtime, task: Task, plan: Plan,
               result: Result) -> tuple[str, Given | None]:
     """The question a plan asks or, where it hands over work for a request that is itself
     a question, the request; and the answer the request, Memory or the current time gives
-    to it (None when they give none)."""
+    to it (None when they give none; for the request, what the person asked to keep: a
+    copy of the chat may name a file of the work directory as it was)."""
     if result.question and ASK_THE_USER not in plan.ctx.withheld_kinds:
         return result.question, answered_already(runtime, task.traceId, task.prompt,
                                                  result.question, plan.time_line, plan.memory)
     request = first_request(task)
     if plan.ctx.staged:
         return request, remembered_answer(runtime, task.traceId, request, plan.time_line,
-                                          plan.memory)
+                                          plan.kept)
     return request, None
 
 
@@ -100,12 +101,14 @@ NOT_ASKED = ('## Not to ask\n"{question}" is answered already: {answer} ({source
 @dataclass(frozen=True)
 class Plan:
     """One run of the Planner: its tools' context, its record, and what its prompt gave
-    beside the request: the current time, and the lines of Memory ("Memory: ...")."""
+    beside the request: the current time, and the lines of Memory ("Memory: ..."), and of
+    them those the person asked to keep (not the chat's copies)."""
 
     ctx: ToolContext
     record: RunRecord
     time_line: str
     memory: list[str]
+    kept: list[str]
 
 
 def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
@@ -133,13 +136,13 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
     # what the user said, not what the assistant answered: a small model copies replies
     sections = context_sections(runtime, [task.prompt], roles=("user",), role="planner",
                                 beside=inputs)
-    memory = memory_lines(sections)
+    memory, kept = memory_lines(sections), memory_lines(sections, said=False)
     system, user = build_prompts("planner", choose_mode("planner", bool(sections)),
                                  sections, inputs)
     system, tools = planner_view(runtime, system)  # MCP servers, where configured
     record = run_role(runtime, ctx, system, user, control.remaining(),
                       on_step=control.step, owners=(task.id,), journal=journal, tools=tools)
-    return Plan(ctx, record, now, memory)
+    return Plan(ctx, record, now, memory, kept)
 
 
 def scheduled_now(plan: Plan, request: str) -> str | None:
@@ -172,11 +175,11 @@ def _names_hour(request: str, at: str) -> bool:
     return any(int(number) in (hour, hour % 12 or 12) for number in _NUMBER.findall(request))
 
 
-def memory_lines(sections: list[str]) -> list[str]:
+def memory_lines(sections: list[str], said: bool = True) -> list[str]:
     """The lines of the ``## Memory`` section among ``sections``, each as "Memory: <text>" (the
-    file it came from left out)."""
+    file it came from left out); those of the chat's copies too, unless not ``said``."""
     memory = next((section for section in sections if section.startswith(MEMORY_HEADER)), "")
-    return [f"Memory: {passage}" for passage in memory_passages(memory)]
+    return [f"Memory: {passage}" for passage in memory_passages(memory, said)]
 
 
 REQUEST_HEADING = "\n\n## The request, in the user's words\n"

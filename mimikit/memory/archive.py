@@ -14,6 +14,8 @@ from mimikit.exceptions import InvalidValue
 from mimikit.memory.files import RECENT_DIR, SUMMARY_DIR, as_utc
 from mimikit.models import Message
 
+CHAT_FILE_END = "-chat.md"  # a day's chat copied as is: what was said, not what was kept
+
 COPY_MAX_AGE_DAYS = 5
 DAILY_MAX_AGE_DAYS = 90
 ARCHIVE_MIN_MESSAGES = 100  # archive when the history holds more than this
@@ -82,7 +84,7 @@ def _by_day(history: Sequence[Message]) -> dict[date, list[Message]]:
 
 def _copy_day(state_dir: Path, day: date, messages: list[Message]) -> Path | None:
     """Write the day's chat as is; None when the file already holds exactly that."""
-    path = Path(state_dir) / RECENT_DIR / f"{day:%Y-%m-%d}-chat.md"
+    path = Path(state_dir) / RECENT_DIR / f"{day:%Y-%m-%d}{CHAT_FILE_END}"
     text = f"# Chat {day:%Y-%m-%d}\n\n" + "\n".join(message_markdown(m) for m in messages)
     if path.is_file() and path.read_text(encoding="utf-8") == text:
         return None

@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 from datetime import date
 from typing import TYPE_CHECKING
 
+from mimikit.memory.archive import CHAT_FILE_END
+from mimikit.memory.files import SUMMARY_DIR
 from mimikit.memory.passages import truncate
 from mimikit.memory.tokenize import cut_chinese, is_stop_word
 from mimikit.models import Message
@@ -176,6 +178,14 @@ def format_memory(
 _SOURCE = re.compile(r"^\[[^\]\n]*\]\s*")  # the "[source] " ``format_memory`` puts first
 
 
-def memory_passages(block: str) -> list[str]:
-    """The passages a ``## Memory`` block (``format_memory``) shows, without their sources."""
-    return [_SOURCE.sub("", line) for line in block.splitlines()[1:] if line.strip()]
+def memory_passages(block: str, said: bool = True) -> list[str]:
+    """The passages a ``## Memory`` block (``format_memory``) shows, without their sources;
+    those of the chat's copies and summaries too, unless not ``said``."""
+    return [_SOURCE.sub("", line) for line in block.splitlines()[1:] if line.strip() and (
+        said or not _said(_SOURCE.match(line)))]
+
+
+def _said(source: re.Match[str] | None) -> bool:
+    """Whether a passage's source is a copy or a summary of the chat."""
+    name = source[0].strip().strip("[]") if source else ""
+    return name.endswith(CHAT_FILE_END) or name.startswith(SUMMARY_DIR + "/")

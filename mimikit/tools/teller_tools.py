@@ -132,17 +132,16 @@ def _earlier_sentences(ctx: ToolContext) -> set[str]:
 
 
 def _without_earlier_sentences(ctx: ToolContext, text: str, reported: str) -> str:
-    """A report without the sentences that earlier replies said and its results do not: the
-    1.5B model reported a date written as "The task was completed: I wrote date.txt (10
-    bytes) … The water reminder is canceled. What its run did: canceled task-3b61…", its
-    report before, word for word."""
-    parts = _SENTENCES.split(text)
+    """A report without the sentences that earlier replies said and its results do not,
+    where it says something else too: the 1.5B model reported a date written as "The task was
+    completed: I wrote date.txt (10 bytes) … The water reminder is canceled. What its run did:
+    canceled task-3b61…", its report before, word for word."""
+    parts = _SENTENCES.split(text)  # sentence, blank, sentence, ..., sentence
     earlier, shown = _earlier_sentences(ctx), plain(reported)
-    kept = [(sentence, blank) for sentence, blank in zip(parts[::2], [*parts[1::2], ""], strict=True)
-            if plain(sentence) not in earlier or plain(sentence) in shown]
-    if len(kept) == len(parts[::2]):
-        return text
-    return "".join(sentence + blank for sentence, blank in kept).strip()
+    pairs = zip(parts[::2], [*parts[1::2], ""], strict=True)
+    left = "".join(sentence + blank for sentence, blank in pairs
+                   if plain(sentence) not in earlier or plain(sentence) in shown).strip()
+    return left or text  # all of it said before: a copy, if long enough (``_copied_reply``)
 
 
 def _sentences(text: str) -> set[str]:

@@ -67,6 +67,7 @@ class Workspace:
         self.live_pgids: set[int] = set()
         self.used = False  # a file action or a command was asked for
         self.changed = False  # a file was written or a command succeeded
+        self.ran = False  # a command was asked for
         self.seen: set[Path] = set()  # files this run read or wrote: it knows what they hold
         self._canceled = threading.Event()
 
@@ -283,7 +284,7 @@ class Workspace:
             waited for a free host slot, and ``note`` when a failure looks like the sandbox's
             doing (no network).
         """
-        self.used = True
+        self.used = self.ran = True
         seconds = self._check_command(command, timeout)
         try:
             with self._slot() as waited:

@@ -7,7 +7,10 @@ for a task that names a file that was not in the work directory when the run beg
 there now, has not done the task whatever its result says: the Worker is told so once, and a
 second ``done`` ends the task failed, naming the files that were never made. A run that made
 no call at all answered from the task's words alone (a reminder, a question); its report says
-that it made no call.
+that it made no call. A run that wrote files and ran no command, for a task that names a
+script, is told once that it never ran it (the 0.5B model reported "hello.py printed 22
+bytes" of a script it wrote and never ran); a second ``done`` stands, as a task may only ask
+for the script written.
 
 The paths that are there are shown to the Worker before its first step (``state_lines``): a
 small model asked to add a line to a file it did not know was there wrote it anew, was refused,
@@ -32,6 +35,8 @@ if TYPE_CHECKING:
 _PATH = re.compile(r"(?<![\w/.@:~-])(?:\./)?((?:[\w-]+/)*[\w-]+\.[a-z][a-z0-9]{0,7})(?!\.?[\w/-])",
                    re.ASCII)
 MIN_NAME_CHARS = 4
+# The files that are programs to run: a task naming one may ask for what it prints.
+SCRIPT_SUFFIXES = (".py", ".sh", ".bash", ".js", ".mjs", ".ts", ".rb", ".pl", ".php", ".lua")
 SHOWN_PATHS = 8  # paths a task names whose state its Worker is shown
 COUNTED_BYTES = 1_000_000  # a larger file's lines are not counted
 
@@ -44,14 +49,19 @@ def named_paths(text: str) -> list[str]:
 
 @dataclass
 class NamedFiles:
-    """The files a task names that were not in the work directory when its run began."""
+    """The files a task names that were not in the work directory when its run began, and
+    the scripts it names."""
 
     absent: tuple[str, ...]
+    scripts: tuple[str, ...] = ()  # the programs it names
     refused: bool = False  # the Worker was told once that they were never made
+    unrun_told: bool = False  # the Worker was told once that it ran none of the scripts
 
     @classmethod
     def of(cls, workspace: Workspace, text: str) -> NamedFiles:
-        return cls(tuple(path for path in named_paths(text) if _absent(workspace, path)))
+        paths = named_paths(text)
+        return cls(tuple(path for path in paths if _absent(workspace, path)),
+                   tuple(path for path in paths if path.endswith(SCRIPT_SUFFIXES)))
 
     def unmade(self, workspace: Workspace) -> list[str]:
         """The files still missing, when the run tried and made nothing that could have made
@@ -63,9 +73,10 @@ class NamedFiles:
     def check_done(self, workspace: Workspace) -> str | None:
         """Before a ``done``: None when it stands; the error of a task that was not done when
         the Worker was already told (its ``done`` becomes ``failed``). Raises ``ToolError`` the
-        first time."""
+        first time, and the first time it wrote a script it never ran."""
         unmade = self.unmade(workspace)
         if not unmade:
+            self._check_run(workspace)
             return None
         files = ", ".join(unmade)
         if self.refused:
@@ -76,6 +87,15 @@ class NamedFiles:
                         "Make it first (write_file, then run it if the task says so) and then "
                         "call submit_result; or call submit_result with status failed and what "
                         "went wrong.")
+
+    def _check_run(self, workspace: Workspace) -> None:
+        written = [path for path in self.scripts if not _absent(workspace, path)]
+        if self.unrun_told or not written or not workspace.changed or workspace.ran:
+            return
+        self.unrun_told = True
+        raise ToolError(f"this run never ran {', '.join(written)}: where the task asks what it "
+                        "prints or does, run it (shell) and then call submit_result with what "
+                        "it printed; else call submit_result again.")
 
 
 def state_lines(workspace: Workspace, text: str) -> list[str]:
