@@ -1,8 +1,9 @@
 """A Worker's ``done`` for a file its task names, checked in the work directory: a file that
 was not there when the run began, is not there at the end, in a run that wrote nothing and
 ran no command that succeeded, is never reported as made (real stack, scripted model). A
-Worker that made no call at all is left to its words: the report says it made none, and which
-of the files its task or its result names are not there. The Worker is shown, before its
+Worker that made no call at all for files that are not there is told so once, then left to its
+words: the report says it made none, and which of the files its task or its result names are
+not there. One that wrote a script and ran nothing is told once that it never ran it. The Worker is shown, before its
 first step, the paths its task names that are in the work directory."""
 
 from __future__ import annotations
@@ -125,11 +126,14 @@ def test_a_done_stands_when_the_file_was_there_a_command_did_the_work_or_no_call
              == 2, message="the second Worker task done")
     assert len(llm.requests_for("worker")) == 3  # the command did the work: no question
     _reported(stack, 2)
-    llm.script("worker", turn(submit_result={"status": "done", "result": {"text": "Hi."}}))
+    hi = turn(submit_result={"status": "done", "result": {"text": "Hi."}})
+    llm.script("worker", hi, hi)
     _request(stack, llm, "Say hello from hello.py.")
     wait_for(lambda: len([t for t in stack.tasks.with_status("done") if t.role == "worker"])
              == 3, message="the third Worker task done")
-    assert len(llm.requests_for("worker")) == 4  # no call: its words stand, the report tells
+    assert len(llm.requests_for("worker")) == 5  # no call: told once, then its words stand
+    assert "hello.py is not in the work directory, and this run made no call" in \
+        llm.requests_for("worker")[4]["messages"][-1]["content"]
     assert "## In the work directory now" not in llm.requests_for("worker")[3]["messages"][1][
         "content"]  # only the paths that are there are shown
     reports = wait_for(lambda: [body["messages"][1]["content"] for body in

@@ -6,11 +6,13 @@ file call or ran a command) and made nothing (no file written, no command that s
 for a task that names a file that was not in the work directory when the run began and is not
 there now, has not done the task whatever its result says: the Worker is told so once, and a
 second ``done`` ends the task failed, naming the files that were never made. A run that made
-no call at all answered from the task's words alone (a reminder, a question); its report says
-that it made no call. A run that wrote files and ran no command, for a task that names a
-script, is told once that it never ran it (the 0.5B model reported "hello.py printed 22
-bytes" of a script it wrote and never ran); a second ``done`` stands, as a task may only ask
-for the script written.
+no call at all, for a task naming files that are not there, is told so once (the 0.5B model
+submitted "backup.txt holds 3 bytes." as its first answer to "Copy shopping.txt to
+backup.txt"); a second ``done`` stands, as a run may answer from the task's words alone (a
+reminder, a question), and its report says that it made no call. A run that wrote files and
+ran no command, for a task that names a script, is told once that it never ran it (the 0.5B
+model reported "hello.py printed 22 bytes" of a script it wrote and never ran); a second
+``done`` stands, as a task may only ask for the script written.
 
 The paths that are there are shown to the Worker before its first step (``state_lines``): a
 small model asked to add a line to a file it did not know was there wrote it anew, was refused,
@@ -20,7 +22,7 @@ and gave up.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,8 +56,7 @@ class NamedFiles:
 
     absent: tuple[str, ...]
     scripts: tuple[str, ...] = ()  # the programs it names
-    refused: bool = False  # the Worker was told once that they were never made
-    unrun_told: bool = False  # the Worker was told once that it ran none of the scripts
+    told: set[str] = field(default_factory=set)  # what the Worker was told once (``_tell``)
 
     @classmethod
     def of(cls, workspace: Workspace, text: str) -> NamedFiles:
@@ -73,29 +74,36 @@ class NamedFiles:
     def check_done(self, workspace: Workspace) -> str | None:
         """Before a ``done``: None when it stands; the error of a task that was not done when
         the Worker was already told (its ``done`` becomes ``failed``). Raises ``ToolError`` the
-        first time, and the first time it wrote a script it never ran."""
+        first time, and the first time it made no call for files that are not there, or
+        wrote a script it never ran."""
         unmade = self.unmade(workspace)
-        if not unmade:
-            self._check_run(workspace)
-            return None
         files = ", ".join(unmade)
-        if self.refused:
+        if unmade and "unmade" in self.told:
             return (f"the task names {files}, which was never made: the worker wrote no file "
                     "and no command of its succeeded")
-        self.refused = True
-        raise ToolError(f"{files} is not in the work directory: nothing this run did made it. "
-                        "Make it first (write_file, then run it if the task says so) and then "
-                        "call submit_result; or call submit_result with status failed and what "
-                        "went wrong.")
-
-    def _check_run(self, workspace: Workspace) -> None:
+        if unmade:
+            self._tell("unmade", f"{files} is not in the work directory: nothing this run did "
+                       "made it. Make it first (write_file, then run it if the task says so) "
+                       "and then call submit_result; or call submit_result with status failed "
+                       "and what went wrong.")
+        missing = [path for path in self.absent if _absent(workspace, path)]
+        if missing and not workspace.used:
+            self._tell("untried", f"{', '.join(missing)} is not in the work directory, and this "
+                       "run made no call: do the task with the tools first, then call "
+                       "submit_result; where it asks nothing of the work directory, call "
+                       "submit_result again.")
         written = [path for path in self.scripts if not _absent(workspace, path)]
-        if self.unrun_told or not written or not workspace.changed or workspace.ran:
-            return
-        self.unrun_told = True
-        raise ToolError(f"this run never ran {', '.join(written)}: where the task asks what it "
-                        "prints or does, run it (shell) and then call submit_result with what "
-                        "it printed; else call submit_result again.")
+        if written and workspace.changed and not workspace.ran:
+            self._tell("unrun", f"this run never ran {', '.join(written)}: where the task asks "
+                       "what it prints or does, run it (shell) and then call submit_result "
+                       "with what it printed; else call submit_result again.")
+        return None
+
+    def _tell(self, what: str, error: str) -> None:
+        """Raise ``error`` for the Worker the first time only."""
+        if what not in self.told:
+            self.told.add(what)
+            raise ToolError(error)
 
 
 def state_lines(workspace: Workspace, text: str) -> list[str]:
