@@ -253,6 +253,38 @@ def test_a_question_handed_to_a_worker_that_memory_answers_is_answered(
         in user_prompt(again)
 
 
+
+@pytest.mark.parametrize(("given", "asked"), [
+    ("The user uses vim.", True),  # an example's words: nothing it was shown says so
+    ("The user uses pnpm.", False),  # Memory's words
+], ids=["invented", "shown"])
+def test_a_plan_that_gives_what_only_the_user_knows_in_invented_words_asks(
+        llamacpp, stack, llm, given, asked):
+    _remembered(stack, "The user uses pnpm as package manager.")
+    llm.script("teller", turn(delegate=True, remember=False, reply="Let me see."))
+    work = turn(unknown="my favorite color", given=given, kind="work now",
+                delegate={"prompt": "Create an empty file named after the favorite color."},
+                submit_result={"status": "done", "result": {"text": "A worker will."}})
+    llm.script("planner", work)
+    if asked:
+        llm.script("planner", turn(unknown="my favorite color", given="", kind="ask the user",
+                                   submit_result={"status": "needs_input",
+                                                  "question": "What is your favorite color?"}),
+                   turn(answer=""))  # asked alone, it finds no answer given already
+    llm.default("worker", turn(submit_result={"status": "done", "result": {"text": "made"}}))
+    llm.default("teller", turn(reply="Done."))
+    post_input(stack, "create an empty file named after my favorite color")
+    if not asked:
+        wait_for(lambda: [t for t in stack.tasks.with_status("done") if t.role == "planner"],
+                 timeout=30, message="the plan")
+        assert len(llm.requests_for("planner")) == 1
+        return
+    question = wait_for(stack.conversation.question, timeout=30, message="the question")
+    assert question.question == "What is your favorite color?"
+    again = _schema(llm.requests_for("planner")[1])
+    assert again["properties"]["kind"]["enum"] == ["ask the user"]  # the one kind it may give
+
+
 NOW = "Today is Sunday 2026-11-29; the time is 14:55 (time zone UTC)."
 
 

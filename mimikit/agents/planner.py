@@ -19,7 +19,7 @@ from mimikit.llm.record import RunRecord
 from mimikit.memory.inject import MEMORY_HEADER, memory_passages
 from mimikit.memory.tokenize import tokenize
 from mimikit.models import Result, Task
-from mimikit.roles import ANSWER, ASK_THE_USER, WORK_LATER
+from mimikit.roles import ANSWER, ASK_THE_USER, PLANNER, WORK_LATER
 from mimikit.store.journal import RunJournal
 from mimikit.store.runtime import Runtime
 from mimikit.summaries import timing_words
@@ -40,7 +40,9 @@ log = logging.getLogger("mimikit.planner")
 
 
 def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
-    """One delivery of a Planner task. A plan that asks the person a question which the
+    """One delivery of a Planner task. A plan that names what only the person knows and says
+    History or Memory give it, in words its prompt does not hold, is made again as a
+    question. A plan that asks the person a question which the
     request, Memory or the current time answers already (``agents.answered``) is made again
     without that question, shown the answer, as is one that hands over work for a request
     that is a question Memory answers; one that schedules work at the time of day it
@@ -51,6 +53,11 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         task = control.task
         journal = RunJournal(runtime.redis, runtime.keys, task.id)
         plan = make_plan(runtime, control, journal)
+        if (invented := invented_given(plan)) is not None:
+            runtime.events.log("given_invented", traceId=task.traceId, taskId=task.id,
+                               given=invented[:300])
+            journal.clear()  # its work is staged, not made: made again, as a question
+            plan = make_plan(runtime, control, journal, withheld=ONLY_ASK)
         result = planner_result(task, plan.record)
         question, given = _answered(runtime, task, plan, result)
         if given is not None:
@@ -143,6 +150,29 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
     record = run_role(runtime, ctx, system, user, control.remaining(),
                       on_step=control.step, owners=(task.id,), journal=journal, tools=tools)
     return Plan(ctx, record, now, memory, kept)
+
+
+# Every kind of answer but a question: what a plan may not give when it must ask.
+ONLY_ASK = tuple(dict.fromkeys(kind.words for kind in PLANNER.turn_kinds
+                               if kind.words != ASK_THE_USER))
+
+
+def invented_given(plan: Plan) -> str | None:
+    """The ``given`` of a plan that names what only the person knows (``unknown``) and does
+    not ask for it, where ``given`` holds words that the prompt it was shown does not (None
+    otherwise). The 1.5B model answered "please create an empty file and name it after my
+    favorite color" with ``"unknown": "my favorite color", "given": "The user uses vim."``
+    (an example's words; 2 of 2 runs of that wording), and its Worker named the file "red"."""
+    notes = json_object(next((m.get("content") for m in plan.record.messages
+                              if m.get("role") == "assistant"), None))
+    unknown, given = str(notes.get("unknown") or ""), str(notes.get("given") or "")
+    if not (unknown.strip() and given.strip()) or notes.get("kind") == ASK_THE_USER or \
+            ASK_THE_USER in plan.ctx.withheld_kinds:
+        return None
+    prompt = next((str(m.get("content")) for m in plan.record.messages
+                   if m.get("role") == "user"), "")
+    shown = set(tokenize(prompt))
+    return given if any(word not in shown for word in tokenize(given)) else None
 
 
 def scheduled_now(plan: Plan, request: str) -> str | None:
