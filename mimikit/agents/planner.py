@@ -40,14 +40,13 @@ log = logging.getLogger("mimikit.planner")
 
 
 def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
-    """One delivery of a Planner task. A plan that names what only the person knows and says
-    History or Memory give it, in words its prompt does not hold, is made again as a
-    question. A plan that asks the person a question which the
-    request, Memory or the current time answers already (``agents.answered``) is made again
-    without that question, shown the answer, as is one that hands over work for a request
-    that is a question Memory answers; one that schedules work at the time of day it
-    was shown as now, where the request names neither that time nor its hour, is made again
-    without work for later."""
+    """One delivery of a Planner task, whose plan may be made again: as a question, where it
+    names what only the person knows and gives it in words its prompt does not hold
+    (``invented_given``); without the question, shown the answer, where the request, Memory
+    or the current time answers what it asks, or a fact kept answers a request that is itself
+    a question it handed over as work (``agents.answered``); without work for later, where
+    it schedules work at the time of day it was shown as now and the request names neither
+    that time nor its hour."""
 
     def body(control: RunControl) -> Result:
         task = control.task
