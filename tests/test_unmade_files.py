@@ -91,22 +91,6 @@ def test_a_worker_that_wrote_a_script_and_never_ran_it_is_told_once(llamacpp, st
     assert len(llm.requests_for("worker")) == 7  # told once; its second done stands
 
 
-def test_a_worker_failing_with_the_words_it_was_told_is_told_they_say_nothing(
-        llamacpp, stack, llm):
-    """The 0.5B model, told that date.txt was not there and it had made no call, failed the
-    task with those words as its error, file name and all: the person was shown them."""
-    told = ("date.txt is not in the work directory, and this run made no call: do the task "
-            "with the tools first, then call submit_result; where it asks nothing of the work "
-            "directory, call submit_result again.")
-    llm.script("worker", DONE, turn(submit_result={"status": "failed", "error": told}),
-               turn(submit_result={"status": "failed", "error": "I could not get the date."}))
-    _request(stack, llm, "Write the date into date.txt.")
-    worker = _worker(stack)
-    assert stack.tasks.result(worker.id).error == "I could not get the date."
-    refused = llm.requests_for("worker")[2]["messages"][-1]["content"]
-    assert "only repeats the corrections you were given" in refused
-
-
 def test_a_worker_that_says_done_twice_for_a_file_it_never_made_ends_failed(
         llamacpp, stack, llm):
     llm.script("worker", turn(read_file={"path": "notes.txt"}))

@@ -22,9 +22,8 @@ _TEMPLATE_TAGS = re.compile(r"</?tool_response>|<\|(?:im_start|im_end|endoftext|
                             r"start_header_id|end_header_id)\|>(?:assistant|user|system|tool)?")
 
 
-# A sentence or clause, with the mark that ends it (a dot inside a word, as in "date.txt" or
-# "1.5", ends none).
-_PIECE = re.compile(r"(?:[^.!?;\n。！？；]|[.!?;](?=[^\s.!?;]))+[.!?;。！？；]*")
+# A sentence or clause, with the mark that ends it.
+_PIECE = re.compile(r"[^.!?;\n。！？；]+[.!?;。！？；]*")
 _WORD = re.compile(r"\w+")
 TOLD_SHARE = 0.8  # of a piece's words found in order in what was told: a copy
 TOLD_MIN_WORDS = 2
