@@ -77,8 +77,10 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
             person's words.
     """
     text = without_echoes(text, ctx.told)
+    earlier = None  # the sentences of earlier replies, read where they are needed
     if not may_repeat and ctx.reported is not None:
-        text = _without_earlier_sentences(ctx, text, ctx.reported)
+        earlier = _earlier_sentences(ctx)
+        text = _without_earlier_sentences(text, earlier, ctx.reported)
     if not (may_repeat or ctx.results):  # no run was reported: an account copied from history
         text = without_account(text)
     if not text and not ctx.heard:  # a report that only copied its prompt: the results' words
@@ -94,7 +96,7 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
             not set(named_paths(text)) <= set(named_paths(ctx.reported)):
         ctx.copied_report = True  # another task's report: the results are told as they are
         return None
-    if not may_repeat and _copied_reply(ctx, text):
+    if not may_repeat and _copied_reply(ctx, text, earlier):
         if not ctx.heard:
             ctx.copied_report = True  # the results are told without the model's words
             return None
@@ -116,13 +118,13 @@ _SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s*")
 _SENTENCES = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])(\s*)")  # the blanks kept
 
 
-def _copied_reply(ctx: ToolContext, text: str) -> bool:
+def _copied_reply(ctx: ToolContext, text: str, earlier: set[str] | None) -> bool:
     """Whether ``text`` only says again, sentence for sentence in any order, what earlier
-    replies of the conversation said (a small model copies its last reply from the history
-    it is shown, and sometimes shuffles its sentences)."""
+    replies of the conversation said (``earlier``, read here if None: a small model copies
+    its last reply from the history it is shown, and sometimes shuffles its sentences)."""
     if len(text) < COPIED_REPLY_CHARS:
         return False
-    return _sentences(text) <= _earlier_sentences(ctx)
+    return _sentences(text) <= (earlier if earlier is not None else _earlier_sentences(ctx))
 
 
 def _earlier_sentences(ctx: ToolContext) -> set[str]:
@@ -131,13 +133,13 @@ def _earlier_sentences(ctx: ToolContext) -> set[str]:
     return {sentence for reply in said for sentence in _sentences(reply)}
 
 
-def _without_earlier_sentences(ctx: ToolContext, text: str, reported: str) -> str:
+def _without_earlier_sentences(text: str, earlier: set[str], reported: str) -> str:
     """A report without the sentences that earlier replies said and its results do not,
     where it says something else too: the 1.5B model reported a date written as "The task was
     completed: I wrote date.txt (10 bytes) … The water reminder is canceled. What its run did:
     canceled task-3b61…", its report before, word for word."""
     parts = _SENTENCES.split(text)  # sentence, blank, sentence, ..., sentence
-    earlier, shown = _earlier_sentences(ctx), plain(reported)
+    shown = plain(reported)
     pairs = zip(parts[::2], [*parts[1::2], ""], strict=True)
     left = "".join(sentence + blank for sentence, blank in pairs
                    if plain(sentence) not in earlier or plain(sentence) in shown).strip()
