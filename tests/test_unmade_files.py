@@ -3,8 +3,9 @@ was not there when the run began, is not there at the end, in a run that wrote n
 ran no command that succeeded, is never reported as made (real stack, scripted model). A
 Worker that made no call at all for files that are not there is told so once, then left to its
 words: the report says it made none, and which of the files its task or its result names are
-not there. One that wrote a script and ran nothing is told once that it never ran it. The Worker is shown, before its
-first step, the paths its task names that are in the work directory."""
+not there. One that wrote a script and ran nothing is told once that it never ran it. The
+Worker is shown, before its first step, the paths its task names that are in the work
+directory."""
 
 from __future__ import annotations
 
