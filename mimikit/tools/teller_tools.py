@@ -114,8 +114,8 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
 
 COPIED_REPLY_CHARS = 60  # a reply this long made of earlier replies' sentences is a copy
 EARLIER_REPLIES = 6  # the earlier replies a new one is compared with
-_SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s*")
-_SENTENCES = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])(\s*)")  # the blanks kept
+# Where a sentence ends: the blanks after its mark are kept by ``split`` (odd places).
+_SENTENCES = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])(\s*)")
 
 
 def _copied_reply(ctx: ToolContext, text: str, earlier: set[str] | None) -> bool:
@@ -147,7 +147,7 @@ def _without_earlier_sentences(text: str, earlier: set[str], reported: str) -> s
 
 
 def _sentences(text: str) -> set[str]:
-    return {plain(part) for part in _SENTENCE_END.split(text) if part.strip()}
+    return {plain(part) for part in _SENTENCES.split(text)[::2] if part.strip()}
 
 
 def pose_question(ctx: ToolContext, question: PendingQuestion) -> PendingQuestion:

@@ -64,19 +64,14 @@ class NamedFiles:
         return cls(tuple(path for path in paths if _absent(workspace, path)),
                    tuple(path for path in paths if path.endswith(SCRIPT_SUFFIXES)))
 
-    def unmade(self, workspace: Workspace) -> list[str]:
-        """The files still missing, when the run tried and made nothing that could have made
-        them."""
-        if workspace.changed or not workspace.used:
-            return []
-        return [path for path in self.absent if _absent(workspace, path)]
-
     def check_done(self, workspace: Workspace) -> str | None:
         """Before a ``done``: None when it stands; the error of a task that was not done when
         the Worker was already told (its ``done`` becomes ``failed``). Raises ``ToolError`` the
         first time, and the first time it made no call for files that are not there, or
         wrote a script it never ran."""
-        unmade = self.unmade(workspace)
+        missing = [path for path in self.absent if _absent(workspace, path)]
+        # still missing though the run tried, and made nothing that could have made them
+        unmade = missing if workspace.used and not workspace.changed else []
         files = ", ".join(unmade)
         if unmade and "unmade" in self.told:
             return (f"the task names {files}, which was never made: the worker wrote no file "
@@ -86,7 +81,6 @@ class NamedFiles:
                        "made it. Make it first (write_file, then run it if the task says so) "
                        "and then call submit_result; or call submit_result with status failed "
                        "and what went wrong.")
-        missing = [path for path in self.absent if _absent(workspace, path)]
         if missing and not workspace.used:
             self._tell("untried", f"{', '.join(missing)} is not in the work directory, and this "
                        "run made no call: do the task with the tools first, then call "
