@@ -39,11 +39,13 @@ from checks import (
 )
 from chores import CHORES
 from errands import ERRANDS
+from household import HOUSEHOLD
 from recorder import ROLES, Recorder
 from stack import Client
 
 READY_SECONDS = 180
-SETS: dict[str, list[Request]] = {"everyday": REQUESTS, "errands": ERRANDS, "chores": CHORES}
+SETS: dict[str, list[Request]] = {"everyday": REQUESTS, "errands": ERRANDS, "chores": CHORES,
+                                  "household": HOUSEHOLD}
 SETTLED_QUIET_SECONDS = 4.0  # nothing running, nothing new, this long: settled
 
 
@@ -311,9 +313,11 @@ def main() -> int:
                              "(a real model only: the scripted server knows the first wording)")
     parser.add_argument("--set", choices=tuple(SETS), default="everyday",
                         help="the twelve everyday requests (checks.py), twenty other errands "
-                             "(errands.py: files changed in place, folders, more schedules) or "
+                             "(errands.py: files changed in place, folders, more schedules), "
                              "fourteen chores (chores.py: a file copied, a CSV averaged, the "
-                             "reminders listed); the last two with a real model only")
+                             "reminders listed) or fifteen household requests (household.py: "
+                             "the twelve kinds with other things in them, and the date); the "
+                             "last three with a real model only")
     args = parser.parse_args()
     requests = SETS[args.set]
     if args.set != "everyday" and (args.scripted or args.wording != "first"):

@@ -92,6 +92,27 @@ def test_a_worker_that_wrote_a_script_and_never_ran_it_is_told_once(llamacpp, st
     assert len(llm.requests_for("worker")) == 7  # told once; its second done stands
 
 
+def test_a_folder_at_a_file_the_task_names_is_made_only_when_asked_twice(llamacpp, stack, llm):
+    """The 1.5B model answered "make a file groceries.txt listing ..." with a folder of that
+    name, and could then write no file there. Told once, it writes the file; a second call
+    makes the folder (a folder may be named like a file: "photos.d")."""
+    folder = turn(make_dir={"path": "./groceries.txt/"})
+    llm.script("worker", folder,
+               turn(write_file={"path": "groceries.txt", "content": "apples\nmilk\n"}), DONE)
+    _request(stack, llm, "Make a file groceries.txt listing apples and milk.")
+    assert _worker(stack).status == "done"
+    told = llm.requests_for("worker")[1]["messages"][-1]["content"]
+    assert "the task names groceries.txt as a file, not a folder" in told
+    assert (stack.settings.work_dir / "groceries.txt").read_text() == "apples\nmilk\n"
+    _reported(stack, 1)
+    llm.script("worker", turn(make_dir={"path": "photos.d"}), turn(make_dir={"path": "photos.d"}),
+               DONE)
+    _request(stack, llm, "Make a folder photos.d.")
+    wait_for(lambda: len([t for t in stack.tasks.with_status("done") if t.role == "worker"])
+             == 2, message="the second Worker task done")
+    assert (stack.settings.work_dir / "photos.d").is_dir()
+
+
 def test_a_worker_that_says_done_twice_for_a_file_it_never_made_ends_failed(
         llamacpp, stack, llm):
     llm.script("worker", turn(read_file={"path": "notes.txt"}))

@@ -89,6 +89,8 @@ def register(registry: Registry) -> None:
     @registry.tool("make_dir", roles=worker, idempotent=True)
     def make_dir(ctx: ToolContext, args: PathArgs) -> dict[str, Any]:
         """Create a folder inside the work directory."""
+        if ctx.named is not None:
+            ctx.named.check_folder(args.path)
         return ctx.workspace.make_dir(args.path)
 
     @registry.tool("list_files", roles=worker, reads=True, idempotent=True)

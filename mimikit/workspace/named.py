@@ -93,6 +93,16 @@ class NamedFiles:
                        "with what it printed; else call submit_result again.")
         return None
 
+    def check_folder(self, path: str) -> None:
+        """Before a folder is made at ``path``: the Worker is told once where the task names
+        a file there (the 1.5B model answered "make a file groceries.txt listing apples, milk
+        and rice" with ``make_dir`` groceries.txt, then could not write the file, 2 of 2
+        runs; told so, it wrote the file, 3 of 3). A second call makes the folder."""
+        name = path.strip().removeprefix("./").rstrip("/")
+        if name in self.absent:
+            self._tell(f"folder {name}", f"the task names {name} as a file, not a folder: make "
+                       "it with write_file.")
+
     def _tell(self, what: str, error: str) -> None:
         """Raise ``error`` for the Worker the first time only."""
         if what not in self.told:
