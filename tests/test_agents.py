@@ -362,3 +362,19 @@ def test_a_planner_answer_without_delegations_reaches_the_user_once(stack, llm):
     assert len(reports) == 1
     time.sleep(1.0)  # no second report arrives
     assert len(llm.requests_for("teller")) == 2
+
+
+def test_a_worker_running_what_a_schedule_fired_is_told_a_reminder_needs_no_tool(runtime,
+                                                                                tmp_path):
+    """Given "Remind the user to turn off the lights." as it fired, the 1.5B model ran
+    ``sudo shutdown -h now``: a task a schedule runs says so; one handed over now does not."""
+    from mimikit.agents.worker import SCHEDULED_NOTE, worker_prompt
+    from mimikit.models import Task
+    from mimikit.workspace.local import Workspace
+
+    workspace = Workspace(tmp_path)
+    fired = Task(prompt="Remind the user to turn off the lights.", triggerId="task-0123abcd4567")
+    now = Task(prompt="Create notes.txt containing hello.")
+    assert worker_prompt(runtime, fired, workspace).endswith(
+        "Remind the user to turn off the lights.\n\n" + SCHEDULED_NOTE)
+    assert SCHEDULED_NOTE not in worker_prompt(runtime, now, workspace)

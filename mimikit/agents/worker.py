@@ -31,6 +31,13 @@ from mimikit.workspace.slots import slots_for
 log = logging.getLogger("mimikit.worker")
 UPSTREAM_RESULT_CHARS = 8000
 FILES_HEADING = "## In the work directory now\n"
+# What a task a schedule runs is told: given "Remind the user to turn off the lights." as it
+# fired, the 1.5B model ran ``sudo shutdown -h now``, and 15 of 15 such reminders made a call
+# first (``echo``, a file reminder.txt, ``sudo reboot``); with this line and the reminder
+# example of the Worker's prompt, 13 of 15 gave the words as the result (6 with the example
+# alone, none with the line alone), and work a schedule runs still acted (3 of 3).
+SCHEDULED_NOTE = ("(The user scheduled this for now. A reminder needs no tool: submit_result "
+                  "with the words to tell the user.)")
 
 
 def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
@@ -94,6 +101,8 @@ def worker_prompt(runtime: Runtime, task: Task, workspace: Workspace) -> str:
         if result.error:
             block += f"\nerror: {result.error[:UPSTREAM_RESULT_CHARS]}"
         parts.append(block)
+    if task.triggerId:
+        parts.append(SCHEDULED_NOTE)
     if task.catchUp:
         parts.append("(This run catches up on runs missed while the scheduler was down.)")
     return "\n\n".join(parts)
