@@ -216,17 +216,26 @@ def test_a_planner_question_answered_already_is_not_asked(llamacpp, stack, llm, 
 
 
 
-@pytest.mark.parametrize(("request_text", "copied", "answered"), [
-    ("which package manager do I like to use?", "pnpm", True),
-    ("which package manager do I like to use?", "npm", False),  # not what Memory says
-    ("what does pnpm.txt hold?", "pnpm", False),  # a file's: the work directory says
-    ("tell me which package manager I use", "pnpm", False),  # no question: not looked for
-], ids=["memory_answers", "a_guess", "names_a_file", "not_a_question"])
+PNPM_KEPT = "记一下：我习惯用 pnpm"
+
+
+@pytest.mark.parametrize(("request_text", "copied", "answered", "kept"), [
+    ("which package manager do I like to use?", "pnpm", True, PNPM_KEPT),
+    ("which package manager do I like to use?", "npm", False, PNPM_KEPT),  # not Memory's
+    ("what does pnpm.txt hold?", "pnpm", False, PNPM_KEPT),  # a file's: the work dir says
+    ("tell me which package manager I use", "pnpm", False, PNPM_KEPT),  # no question
+    ("what's in my working directory right now?", "I'm allergic to peanuts", False,
+     "please remember that I'm allergic to peanuts"),  # a line that shares no word with it
+    ("what am I allergic to?", "peanuts", True, "please remember that I'm allergic to peanuts"),
+], ids=["memory_answers", "a_guess", "names_a_file", "not_a_question", "an_unrelated_line",
+        "a_line_sharing_a_word"])
 def test_a_question_handed_to_a_worker_that_memory_answers_is_answered(
-        llamacpp, stack, llm, request_text, copied, answered):
+        llamacpp, stack, llm, request_text, copied, answered, kept):
     """Shown "记一下：我习惯用 pnpm" in Memory, the 1.5B model planned "which package manager do I
-    like to use?" as work, and its Worker wrote package_manager.txt holding "pip"."""
-    _remembered(stack, "记一下：我习惯用 pnpm")
+    like to use?" as work, and its Worker wrote package_manager.txt holding "pip". A line in
+    the request's own script that shares no word with it answers nothing: asked "what's in my
+    working directory right now?", the model copied "I'm allergic to peanuts"."""
+    _remembered(stack, kept)
     llm.script("teller", turn(delegate=True, remember=False, reply="Let me see."))
     llm.script("planner", turn(unknown="", given="", kind="work now",
                                delegate={"prompt": request_text},
@@ -249,8 +258,7 @@ def test_a_question_handed_to_a_worker_that_memory_answers_is_answered(
         return
     assert result.result == {"text": "You use pnpm."} and workers == []
     again = llm.requests_for("planner")[-1]
-    assert '"which package manager do I like to use?" is answered already: pnpm (Memory).' \
-        in user_prompt(again)
+    assert f'"{request_text}" is answered already: {copied} (Memory).' in user_prompt(again)
 
 
 
