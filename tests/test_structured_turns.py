@@ -138,26 +138,6 @@ def test_a_preference_in_chinese_is_kept_in_the_persons_words(llamacpp, stack, l
     assert not stack.tasks.with_status("queued", "running", "done")
 
 
-def test_a_reply_handing_over_work_holds_no_number_the_message_does_not(llamacpp, stack, llm):
-    """Handing "how many lines does shopping.txt have?" over, the 1.5B model replied "The file
-    shopping.txt has 3 lines." of a file it never read."""
-    llm.script("teller", turn(delegate=True, remember=False, reply="I'll count them."),
-               turn(reply="Counted."), turn(delegate=True, remember=False, reply="我来写。"),
-               turn(reply="写好了。"), turn(delegate=False, remember=False, reply="Hi!"))
-    llm.default("planner", turn(unknown="", given="", kind="answer",
-                                submit_result={"status": "done", "result": {"text": "Done."}}))
-    for n, message in enumerate(("how many lines does shopping.txt have?",
-                                 "把 2026 写进 year.txt", "hi there"), 1):
-        post_input(stack, message)
-        wait_for(lambda n=n: len(llm.requests_for("teller")) >= 2 * n - (n == 3),
-                 message=f"the Teller's turns for message {n}")
-    requests = llm.requests_for("teller")
-    patterns = [_schema(requests[i])["properties"]["reply"].get("pattern") for i in (0, 2, 4)]
-    assert patterns == ["^[^0123456789]*$", "^[\u4e00-\u9fff][^1345789]*$", None]
-    assert re.fullmatch(patterns[0], "I'll count the lines of shopping.txt.")
-    assert not re.fullmatch(patterns[0], "The file shopping.txt has 3 lines.")
-
-
 @pytest.mark.parametrize("copied", ["I'll create todo.txt with milk in it.",
                                     "That failed: it was not done."])  # as the 0.5B model did
 def test_an_examples_reply_copied_to_a_message_it_does_not_fit_is_not_said(llamacpp, stack,

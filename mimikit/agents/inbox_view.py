@@ -26,16 +26,6 @@ FAILURE_HINT = ("(Tell the user what failed and why: that work was not done. Say
 # A reply held to a schema begins with a Chinese character (anchored at both ends, as
 # llama.cpp's grammar takes a pattern).
 CHINESE_START = "^[\u4e00-\u9fff].*$"
-DIGITS = "0123456789"
-
-
-def reply_pattern(chinese: bool, digits: str = DIGITS) -> str | None:
-    """The pattern a reply is held to: beginning with a Chinese character where ``chinese``,
-    and holding no digit but ``digits`` (None: no pattern)."""
-    barred = "".join(digit for digit in DIGITS if digit not in digits)
-    if not barred:
-        return CHINESE_START if chinese else None
-    return "^" + ("[\u4e00-\u9fff]" if chinese else "") + f"[^{barred}]*$"
 
 
 def done_tasks(runtime: Runtime, items: list[InboxItem]) -> dict[str, Task]:

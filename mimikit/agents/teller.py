@@ -21,10 +21,9 @@ from redis.exceptions import RedisError
 from mimikit.agents.common import answer_path, run_role
 from mimikit.agents.context import context_sections
 from mimikit.agents.inbox_view import (
-    DIGITS,
+    CHINESE_START,
     done_tasks,
     render_inbox,
-    reply_pattern,
     report_hint,
     reports_chinese,
     writes_chinese,
@@ -249,12 +248,8 @@ def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None,
         ctx.told += example_replies("teller")  # a report copied from one: the results' words
     else:
         ctx.told += unsaid_examples("teller", ctx.heard, ctx.results)
-    # a small model answers an English prompt in English; handing work over, it said what the
-    # work would find ("The file shopping.txt has 3 lines.", of a file it never read; "The size
-    # of groceries.txt is 167 bytes.", its reply before): no number the person did not write
-    chinese = writes_chinese(items) or bool(ctx.turn_only and reports_chinese(done))
-    said = [*ctx.heard, *(item.answer for item in ctx.answers)]
-    ctx.reply_pattern = reply_pattern(chinese, "".join(said) if ctx.turn_set else DIGITS)
+    if writes_chinese(items) or (ctx.turn_only and reports_chinese(done)):
+        ctx.reply_pattern = CHINESE_START  # a small model answers an English prompt in English
     return ctx
 
 
