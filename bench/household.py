@@ -12,12 +12,14 @@ from checks import Check, Request, World, _listed, _replied, _says, script_outpu
 from errands import _at_minutes, _cron, _lines, _no_trigger, _trigger
 
 
-def _size_said(name: str) -> Check:
+def _size_said(name: str, *lines: str) -> Check:
+    """The reply says the size of ``name``, which still holds ``lines`` (asked for its size,
+    nothing was to change it)."""
     def check(world: World) -> tuple[bool, str]:
-        path = world.work / name
-        if not path.is_file():
-            return False, f"{name} not there"
-        size = path.stat().st_size
+        held = _lines(name, *lines)(world)
+        if not held[0]:
+            return False, f"changed: {held[1]}"
+        size = (world.work / name).stat().st_size
         said = str(size) in world.said()
         return said, f"{name} is {size} bytes; the reply {'says' if said else 'lacks'} it"
     return check
@@ -90,7 +92,8 @@ HOUSEHOLD: list[Request] = [
     Request("minus", "what is 256 minus 89?", _says("167")),
     Request("groceries", "make a file groceries.txt listing apples, milk and rice, each on its "
             "own line", _lines("groceries.txt", "apples", "milk", "rice")),
-    Request("size", "how big is groceries.txt in bytes?", _size_said("groceries.txt")),
+    Request("size", "how big is groceries.txt in bytes?",
+            _size_said("groceries.txt", "apples", "milk", "rice")),
     Request("count", "create count.py that prints the numbers 1 to 5 on one line, separated "
             "by spaces; run it and tell me the output", _counting),
     Request("nightly", "每天晚上10点提醒我关灯", _nightly_lights),
