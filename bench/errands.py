@@ -25,14 +25,18 @@ def _lines(name: str, *lines: str) -> Check:
     return check
 
 
-def _squares(world: World) -> tuple[bool, str]:
-    printed = script_output(world, "squares.py")
-    if printed is None:
-        return False, "squares.py not written"
-    if printed.split() != ["1", "4", "9", "16", "25"]:
-        return False, f"squares.py prints {printed[:50]!r}"
-    return "25" in world.said(), "squares.py runs; the reply " + \
-        ("has its output" if "25" in world.said() else "lacks its output")
+def _prints(name: str, words: str, said: str) -> Check:
+    """The script ``name`` prints ``words`` (split on blanks), and a reply says ``said``."""
+    def check(world: World) -> tuple[bool, str]:
+        printed = script_output(world, name)
+        if printed is None:
+            return False, f"{name} not written"
+        if printed.split() != words.split():
+            return False, f"{name} prints {printed[:50]!r}"
+        told = said in " ".join(world.said().replace(",", " ").split())
+        return told, f"{name} runs; the reply " + ("has its output" if told else
+                                                    "lacks its output")
+    return check
 
 
 def _trigger(about: str, schedule_ok: Any) -> Check:
@@ -135,7 +139,7 @@ ERRANDS: list[Request] = [
             _lines("todo.md", "buy milk", "call mom", "pay rent")),
     Request("divide", "what's 144 divided by 12?", _says("12")),
     Request("squares", "write squares.py that prints the squares of the numbers 1 to 5, run "
-            "it, and tell me what it printed", _squares),
+            "it, and tell me what it printed", _prints("squares.py", "1 4 9 16 25", "25")),
     Request("weekly", "every Monday at 8am remind me to send the weekly report",
             _trigger("report", _cron("0", "8", "*", "*", "1"))),
     Request("hours", "remind me in 2 hours to check the oven",
