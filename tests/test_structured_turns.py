@@ -549,6 +549,20 @@ def test_a_report_that_only_says_an_earlier_report_again_is_told_in_the_results_
         "It ran every day at 9:00 in the morning. The" in reply for reply in _replies(stack))
 
 
+def test_a_report_that_only_says_the_reply_before_it_again_however_short_is_told_as_results_say(
+        llamacpp, stack, llm):
+    """The 1.5B model reported "17 乘以 23 是多少？", answered by the Planner, with its reply
+    before: "好的，我将计算 17 乘以 23 的结果。"."""
+    said = "好的，我将计算 17 乘以 23 的结果。"
+    llm.script("teller", turn(delegate=True, remember=False, reply=said), turn(reply=said))
+    llm.script("planner", turn(unknown="", given="", kind="answer", submit_result={
+        "status": "done", "result": {"text": "The product of 17 and 23 is 391."}}))
+    post_input(stack, "17 乘以 23 是多少？")
+    wait_history(stack, lambda h: any("391" in t for r, t in h if r == "assistant"),
+                 message="the result told in its own words")
+    assert _replies(stack).count(said) == 1
+
+
 def test_a_report_tells_the_files_a_run_renamed_added_to_copied_removed_and_the_folders_it_made(
         llamacpp, stack, llm):
     (stack.settings.work_dir / "todo.md").write_text("milk\n")

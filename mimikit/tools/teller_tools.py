@@ -134,16 +134,17 @@ def _earlier_sentences(ctx: ToolContext) -> set[str]:
 
 
 def _without_earlier_sentences(text: str, earlier: set[str], reported: str) -> str:
-    """A report without the sentences that earlier replies said and its results do not,
-    where it says something else too: the 1.5B model reported a date written as "The task was
-    completed: I wrote date.txt (10 bytes) … The water reminder is canceled. What its run did:
-    canceled task-3b61…", its report before, word for word."""
+    """A report without the sentences that earlier replies said and its results do not ('' when
+    that is all it says): the 1.5B model reported a date written as "The task was completed: I
+    wrote date.txt (10 bytes) … The water reminder is canceled. What its run did: canceled
+    task-3b61…", its report before, word for word."""
     parts = _SENTENCES.split(text)  # sentence, blank, sentence, ..., sentence
     shown = plain(reported)
     pairs = zip(parts[::2], [*parts[1::2], ""], strict=True)
-    left = "".join(sentence + blank for sentence, blank in pairs
+    # all of it said before and none of it in the results: a copy however short (the 1.5B
+    # reported "17 乘以 23 是多少？" answered as its reply before: "好的，我将计算 17 乘以 23 的结果。")
+    return "".join(sentence + blank for sentence, blank in pairs
                    if plain(sentence) not in earlier or plain(sentence) in shown).strip()
-    return left or text  # all of it said before: a copy, if long enough (``_copied_reply``)
 
 
 def _sentences(text: str) -> set[str]:
