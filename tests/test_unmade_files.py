@@ -44,7 +44,8 @@ def _request(stack, llm, prompt: str) -> None:
     llm.script("teller", turn(delegate=True, remember=False, reply="On it."))
     llm.script("planner", turn(delegate={"prompt": prompt},
                                submit_result={"status": "done", "result": {"text": "Planned."}}))
-    llm.default("teller", turn(reply="Reported."))
+    # each report its own words: a report that only says an earlier one again is a copy
+    llm.default("teller", turn(reply=f"Reported: {prompt}"))
     post_input(stack, prompt)
 
 
@@ -55,8 +56,8 @@ def _worker(stack):
 
 def _reported(stack, times: int) -> None:
     """Wait for the ``times``-th report: the next request's scripted turn is then its own."""
-    wait_for(lambda: [t for r, t in history(stack) if r == "assistant"].count("Reported.")
-             >= times, message=f"report {times}")
+    wait_for(lambda: sum(t.startswith("Reported: ") for r, t in history(stack)
+                         if r == "assistant") >= times, message=f"report {times}")
 
 
 def test_a_worker_that_ran_a_file_it_never_wrote_is_told_and_then_writes_it(
