@@ -378,3 +378,9 @@ def test_a_worker_running_what_a_schedule_fired_is_told_a_reminder_needs_no_tool
     assert worker_prompt(runtime, fired, workspace).endswith(
         "Remind the user to turn off the lights.\n\n" + SCHEDULED_NOTE)
     assert SCHEDULED_NOTE not in worker_prompt(runtime, now, workspace)
+    step_a = Task(prompt="Read a.txt.")
+    step_b = Task(type="conditional", prompt="Split what A read.",
+                  condition={"type": "task_done", "params": {"taskId": step_a.id}})
+    runtime.tasks.add([step_a, step_b])
+    chained = Task(prompt="Split what A read.", triggerId=step_b.id)  # a step of a chain
+    assert SCHEDULED_NOTE not in worker_prompt(runtime, chained, workspace)

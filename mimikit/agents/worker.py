@@ -91,7 +91,8 @@ def worker_prompt(runtime: Runtime, task: Task, workspace: Workspace) -> str:
     states = state_lines(workspace, task.prompt)
     if states:
         parts.append(FILES_HEADING + "\n".join(f"- {line}" for line in states))
-    for ref in _upstream_ids(runtime, task):
+    upstream = _upstream_ids(runtime, task)
+    for ref in upstream:
         result = runtime.tasks.result(ref)
         if result is None:
             continue
@@ -101,7 +102,7 @@ def worker_prompt(runtime: Runtime, task: Task, workspace: Workspace) -> str:
         if result.error:
             block += f"\nerror: {result.error[:UPSTREAM_RESULT_CHARS]}"
         parts.append(block)
-    if task.triggerId:
+    if task.triggerId and not upstream:  # a step of a chain is no one's reminder
         parts.append(SCHEDULED_NOTE)
     if task.catchUp:
         parts.append("(This run catches up on runs missed while the scheduler was down.)")
