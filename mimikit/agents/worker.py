@@ -34,8 +34,9 @@ FILES_HEADING = "## In the work directory now\n"
 # What a task a schedule runs is told: given "Remind the user to turn off the lights." as it
 # fired, the 1.5B model ran ``sudo shutdown -h now``, and 15 of 15 such reminders made a call
 # first (``echo``, a file reminder.txt, ``sudo reboot``); with this line and the reminder
-# example of the Worker's prompt, 13 of 15 gave the words as the result (6 with the example
-# alone, none with the line alone), and work a schedule runs still acted (3 of 3).
+# example last among the Worker's, 14 of 15 gave the words as the result (none with the line
+# alone), and work a schedule runs still acted (3 of 3). First among the examples, the 0.5B
+# model answered more file tasks with no call (17 of 20 recorded against 12; last: 15).
 SCHEDULED_NOTE = ("(The user scheduled this for now. A reminder needs no tool: submit_result "
                   "with the words to tell the user.)")
 
