@@ -39,15 +39,20 @@ def _prints(name: str, words: str, said: str) -> Check:
     return check
 
 
-def _trigger(about: str, schedule_ok: Any) -> Check:
-    """A trigger whose prompt names ``about``, its schedule accepted by ``schedule_ok``."""
+def _trigger(about: str | tuple[str, ...], schedule_ok: Any) -> Check:
+    """A trigger whose prompt names ``about`` (or one of its words), its schedule accepted by
+    ``schedule_ok``."""
     def check(world: World) -> tuple[bool, str]:
         for trigger in world.triggers():
-            if about in trigger["prompt"].lower():
+            if _names(trigger["prompt"], about):
                 schedule = trigger.get("schedule") or {}
                 return bool(schedule_ok(schedule, world)), f"schedule {schedule}"
         return False, f"no trigger about {about}"
     return check
+
+
+def _names(prompt: str, about: str | tuple[str, ...]) -> bool:
+    return any(word in prompt.lower() for word in ((about,) if isinstance(about, str) else about))
 
 
 def _cron(*fields: str) -> Any:
@@ -82,9 +87,9 @@ def _hourly(schedule: dict[str, Any], _world: World) -> bool:
         (len(cron) == 5 and cron[0] == "0" and cron[1:] == ["*"] * 4)
 
 
-def _no_trigger(about: str) -> Check:
+def _no_trigger(about: str | tuple[str, ...]) -> Check:
     def check(world: World) -> tuple[bool, str]:
-        left = [t for t in world.triggers() if about in t["prompt"].lower()]
+        left = [t for t in world.triggers() if _names(t["prompt"], about)]
         return not left, f"{len(left)} trigger(s) about {about} left" if left else \
             f"no trigger about {about} left"
     return check

@@ -25,22 +25,7 @@ def _size_said(name: str, *lines: str) -> Check:
     return check
 
 
-def _about_lights(prompt: str) -> bool:
-    return "light" in prompt.lower() or "\u706f" in prompt  # \u706f: lamp, as in "关灯"
-
-
-def _nightly_lights(world: World) -> tuple[bool, str]:
-    ok = _cron("0", "22", "*", "*", "*")
-    for trigger in world.triggers():
-        if _about_lights(trigger["prompt"]):
-            schedule = trigger.get("schedule") or {}
-            return bool(ok(schedule, world)), f"schedule {schedule}"
-    return False, "no trigger about the lights"
-
-
-def _lights_cancelled(world: World) -> tuple[bool, str]:
-    left = [t for t in world.triggers() if _about_lights(t["prompt"])]
-    return not left, f"{len(left)} lights trigger(s) left" if left else "no lights trigger left"
+LIGHTS = ("light", "\u706f")  # \u706f: lamp, as in "关灯"
 
 
 def _peanuts_kept(world: World) -> tuple[bool, str]:
@@ -87,14 +72,16 @@ HOUSEHOLD: list[Request] = [
     Request("count", "create count.py that prints the numbers 1 to 5 on one line, separated "
             "by spaces; run it and tell me the output",
             _prints("count.py", "1 2 3 4 5", "1 2 3 4 5")),
-    Request("nightly", "每天晚上10点提醒我关灯", _nightly_lights),
+    Request("nightly", "每天晚上10点提醒我关灯",
+            _trigger(LIGHTS, _cron("0", "22", "*", "*", "*"))),
     Request("plumber", "set a reminder 20 minutes from now to call the plumber",
             _trigger("plumber", _at_minutes(18, 22))),
     Request("allergy", "please remember that I'm allergic to peanuts", _peanuts_kept),
     Request("allergy-recall", "what am I allergic to?", _says("peanut")),
     Request("date", "what's the date today?", _date_said),
     Request("folder-list", "what's in my working directory right now?", _listed),
-    Request("lights-cancel", "never mind the lights reminder, delete it", _lights_cancelled),
+    Request("lights-cancel", "never mind the lights reminder, delete it",
+            _no_trigger(LIGHTS)),
     Request("sum", "write the numbers 3, 7 and 12 into nums.txt, one per line, then tell me "
             "their sum", _summed),
     Request("pet", "create a file named after my dog", _pet_file, answer="Biscuit"),
