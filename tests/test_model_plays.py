@@ -690,3 +690,6 @@ def test_the_time_line_gives_the_weekday_of_the_configured_zone(tmp_path, zone):
     assert line.split()[2] in (f"{before:%A}", f"{after:%A}")
     assert line.split()[3] in (f"{before:%Y-%m-%d};", f"{after:%Y-%m-%d};")
     assert line.split()[7] in (f"{before:%H:%M}", f"{after:%H:%M}")
+    hourly = time_line(settings, minute=False)  # a Planner's: it copied the minute shown
+    assert hourly.split()[5:8] in (["hour", "is", f"{before:%H}"], ["hour", "is", f"{after:%H}"])
+    assert hourly.endswith(f"(time zone {zone}).")

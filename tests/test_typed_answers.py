@@ -219,28 +219,30 @@ def test_a_planner_question_answered_already_is_not_asked(llamacpp, stack, llm, 
 PNPM_KEPT = "记一下：我习惯用 pnpm"
 
 
-@pytest.mark.parametrize(("request_text", "copied", "answered", "kept"), [
-    ("which package manager do I like to use?", "pnpm", True, PNPM_KEPT),
-    ("which package manager do I like to use?", "npm", False, PNPM_KEPT),  # not Memory's
-    ("what does pnpm.txt hold?", "pnpm", False, PNPM_KEPT),  # a file's: the work dir says
-    ("tell me which package manager I use", "pnpm", False, PNPM_KEPT),  # no question
-    ("what's in my working directory right now?", "I'm allergic to peanuts", False,
+@pytest.mark.parametrize(("request_text", "copied", "looked", "answered", "kept"), [
+    ("which package manager do I like to use?", "pnpm", True, True, PNPM_KEPT),
+    ("which package manager do I like to use?", "npm", True, False, PNPM_KEPT),  # a guess
+    ("what does pnpm.txt hold?", "pnpm", False, False, PNPM_KEPT),  # the work dir says
+    ("tell me which package manager I use", "pnpm", False, False, PNPM_KEPT),  # no question
+    ("what's in my working directory right now?", "", False, False,
      "please remember that I'm allergic to peanuts"),  # a line that shares no word with it
-    ("what am I allergic to?", "peanuts", True, "please remember that I'm allergic to peanuts"),
+    ("what am I allergic to?", "peanuts", True, True,
+     "please remember that I'm allergic to peanuts"),
 ], ids=["memory_answers", "a_guess", "names_a_file", "not_a_question", "an_unrelated_line",
         "a_line_sharing_a_word"])
 def test_a_question_handed_to_a_worker_that_memory_answers_is_answered(
-        llamacpp, stack, llm, request_text, copied, answered, kept):
+        llamacpp, stack, llm, request_text, copied, looked, answered, kept):
     """Shown "记一下：我习惯用 pnpm" in Memory, the 1.5B model planned "which package manager do I
     like to use?" as work, and its Worker wrote package_manager.txt holding "pip". A line in
-    the request's own script that shares no word with it answers nothing: asked "what's in my
-    working directory right now?", the model copied "I'm allergic to peanuts"."""
+    the request's own script that shares no word with it is not shown, and with none left the
+    model is not asked: asked "what's in my working directory right now?", it copied "I'm
+    allergic to peanuts"."""
     _remembered(stack, kept)
     llm.script("teller", turn(delegate=True, remember=False, reply="Let me see."))
     llm.script("planner", turn(unknown="", given="", kind="work now",
                                delegate={"prompt": request_text},
                                submit_result={"status": "done", "result": {"text": "A worker."}}))
-    if request_text.endswith("?") and ".txt" not in request_text:
+    if looked:
         llm.script("planner", turn(answer=copied))  # asked alone, as for a question it asks
     llm.script("planner", turn(unknown="", given="pnpm", kind="answer", submit_result={
         "status": "done", "result": {"text": "You use pnpm."}}))
@@ -251,7 +253,6 @@ def test_a_question_handed_to_a_worker_that_memory_answers_is_answered(
                     timeout=30, message="the plan")
     result = stack.tasks.results_by_id([done[0].id])[done[0].id]
     workers = [t for t in stack.tasks.with_status(*get_args(TaskStatus)) if t.role == "worker"]
-    looked = request_text.endswith("?") and ".txt" not in request_text
     assert len(llm.requests_for("planner")) == 1 + looked + answered
     if not answered:
         assert result.result == {"text": "A worker."} and len(workers) == 1

@@ -1,9 +1,9 @@
 """A Worker's ``done`` for a file its task names, checked in the work directory: a file that
 was not there when the run began, is not there at the end, in a run that wrote nothing and
 ran no command that succeeded, is never reported as made (real stack, scripted model). A
-Worker that made no call at all for files that are not there is told so once, then left to its
-words: the report says it made none, and which of the files its task or its result names are
-not there. One that wrote a script and ran nothing is told once that it never ran it. The
+Worker that made no call at all for files its task or its result names that are not there is
+told so once, then left to its words: the report says it made none, and which of those files
+are not there. One that wrote a script and ran nothing is told once that it never ran it. The
 Worker is shown, before its first step, the paths its task names that are in the work
 directory."""
 
@@ -170,15 +170,20 @@ def test_a_done_stands_when_the_file_was_there_a_command_did_the_work_or_no_call
     assert "what its run did" not in first  # data.csv was there: its words stand alone
 
 
-def test_a_file_a_result_names_that_no_call_made_is_reported_as_not_there(
+def test_a_file_a_result_names_that_no_call_made_is_told_once_and_reported_as_not_there(
         llamacpp, stack, llm):
     """The 0.5B model, asked which files the work directory holds, made no call and reported
-    "a.txt is written: 2 bytes" (an example's words): its report says a.txt is not there."""
+    "a.txt is written: 2 bytes" (an example's words): it is told once, and its report says
+    a.txt is not there."""
     (stack.settings.work_dir / "data.csv").write_text("a,b\n")
-    llm.script("worker", turn(submit_result={"status": "done", "result": {
-        "text": "a.txt is written: 2 bytes; data.csv is there."}}))
+    copied = turn(submit_result={"status": "done", "result": {
+        "text": "a.txt is written: 2 bytes; data.csv is there."}})
+    llm.script("worker", copied, copied)
     _request(stack, llm, "List the files in the work directory.")
     assert _worker(stack).status == "done"
+    told = llm.requests_for("worker")[1]["messages"][-1]["content"]
+    assert "a.txt is not in the work directory, and this run made no call" in told
+    assert "data.csv" not in told.partition("Results:")[2]
     report = wait_for(lambda: [body["messages"][1]["content"] for body in
                                llm.requests_for("teller") if "a.txt is written" in
                                body["messages"][1]["content"]], message="the report")[-1]
@@ -204,3 +209,25 @@ def test_a_reply_before_anything_ran_gives_no_account_of_a_run(llamacpp, stack, 
                        and said, message="the report")
     assert replies[0] == "I'll create notes.txt."
     assert replies[1] == "notes.txt holds hello. What its run did: wrote notes.txt (5 bytes)"
+
+
+def test_the_words_of_work_a_schedule_runs_may_name_a_file_that_is_not_there(runtime, tmp_path):
+    """A reminder a schedule runs needs no call, and its words may name a file ("Stretch, as
+    stretches.txt says."): a result naming one that is not there stands at once; the same
+    result of work handed over now is told once that no call made it."""
+    import json
+
+    from mimikit.agents.common import registry
+    from mimikit.tools.context import ToolContext
+    from mimikit.workspace.named import NamedFiles
+
+    done = json.dumps({"status": "done", "result": {"text": "Stretch, as stretches.txt says."}})
+    for scheduled, calls in ((True, 1), (False, 2)):
+        workspace = Workspace(tmp_path)
+        ctx = ToolContext(runtime=runtime, role="worker", trace_id="trace-1",
+                          workspace=workspace, named=NamedFiles.of(
+                              workspace, "Remind the user to stretch.", scheduled=scheduled))
+        outcomes = [registry().call("worker", "submit_result", done, ctx) for _ in range(calls)]
+        assert outcomes[-1].stop and all(not o.ok for o in outcomes[:-1])
+        assert all("stretches.txt is not in the work directory" in o.content
+                   for o in outcomes[:-1])

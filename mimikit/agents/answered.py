@@ -53,17 +53,14 @@ def answered_already(runtime: Runtime, trace_id: str | None, request: str, quest
 def remembered_answer(runtime: Runtime, trace_id: str | None, request: str, time_line: str,
                       memory: list[str]) -> Given | None:
     """The answer Memory (or the current time) gives to a request that is a question naming
-    no file, as ``answered_already`` finds it; None when it gives none. Shown "记一下：我习惯用
-    pnpm" in Memory, the 1.5B model planned "which package manager do I like to use?" as work
-    for a Worker, which wrote package_manager.txt holding "pip"."""
+    no file, as ``answered_already`` finds it in the lines of Memory that bear on it; None
+    when it gives none. Shown "记一下：我习惯用 pnpm" in Memory, the 1.5B model planned "which
+    package manager do I like to use?" as work for a Worker, which wrote package_manager.txt
+    holding "pip"."""
+    memory = [line for line in memory if _bears_on(line, request)]
     if not (memory and is_question(request)) or named_paths(request):
         return None
-    given = answered_already(runtime, trace_id, request, request, time_line, memory)
-    if given is not None and given.source == "Memory" and not any(
-            _bears_on(line, request) for line in memory if _within(tokenize(given.answer),
-                                                                   tokenize(line))):
-        return None
-    return given
+    return answered_already(runtime, trace_id, request, request, time_line, memory)
 
 
 def _bears_on(line: str, request: str) -> bool:

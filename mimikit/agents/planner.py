@@ -18,7 +18,7 @@ from mimikit.lifecycle.execution import RunControl, execute
 from mimikit.llm.record import RunRecord
 from mimikit.memory.inject import MEMORY_HEADER, memory_passages
 from mimikit.memory.tokenize import tokenize
-from mimikit.models import Result, Task
+from mimikit.models import Result, Task, utcnow
 from mimikit.roles import ANSWER, ASK_THE_USER, PLANNER, WORK_LATER
 from mimikit.store.journal import RunJournal
 from mimikit.store.runtime import Runtime
@@ -115,6 +115,7 @@ class Plan:
     time_line: str
     memory: list[str]
     kept: list[str]
+    clock: str = ""  # the time of day it was asked at (HH:MM; its History shows it)
 
 
 def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
@@ -132,7 +133,8 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
     # "You use vim.", an example's words); what a file holds is the work directory's to say
     if carried or named_paths(task.prompt):
         ctx.withheld_kinds += (ANSWER,)
-    now = time_line(runtime.settings)
+    now = time_line(runtime.settings, minute=False)  # its History shows the minute
+    clock = f"{utcnow().astimezone(runtime.settings.tz):%H:%M}"
     work = active_work(runtime, task, first_request_room(runtime, "planner") - estimate_tokens(
         f"{now}\n\n{not_asked}## User request\n{task.prompt}") - MEMORY_TOKENS)
     ctx.choices["cancel_task"] = work.choices  # an active task's id, or nothing
@@ -148,7 +150,7 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
     system, tools = planner_view(runtime, system)  # MCP servers, where configured
     record = run_role(runtime, ctx, system, user, control.remaining(),
                       on_step=control.step, owners=(task.id,), journal=journal, tools=tools)
-    return Plan(ctx, record, now, memory, kept)
+    return Plan(ctx, record, now, memory, kept, clock)
 
 
 # Every kind of answer but a question: what a plan may not give when it must ask.
@@ -175,25 +177,23 @@ def invented_given(plan: Plan) -> str | None:
 
 
 def scheduled_now(plan: Plan, request: str) -> str | None:
-    """The time of day a plan scheduled work at, where it is the time its prompt gave as now
-    and the request names neither it nor its hour (None where it is not): the 1.5B and 0.5B
-    models made "add a line 'walk the dog' at the end of tasks.md" a daily schedule at the
-    minute they were asked, 7 of 269 recorded schedules (none of the others was at that
-    minute). Asked at 17:39 for "every Friday at 5pm", the 1.5B wrote "17:39" (2 of 2 runs in
-    that hour; shown that it is the current time, 3 of 3 again; held to another minute, 17:30
-    or 17:38): a few minutes late, but the work the person asked for, at their hour."""
-    shown = _CLOCK.search(plan.time_line)
+    """The time of day a plan scheduled work at, where it is the minute it was asked at (its
+    History shows it) and the request names neither it nor its hour (None where it is not):
+    the 1.5B and 0.5B models made "add a line 'walk the dog' at the end of tasks.md" a daily
+    schedule at the minute they were asked, 7 of 269 recorded schedules (none of the others
+    was at that minute). Asked at 17:39 for "every Friday at 5pm", the 1.5B wrote "17:39"
+    (2 of 2 runs in that hour, when its time line gave the minute): a few minutes late, but
+    the work the person asked for, at their hour."""
     for call in plan.record.toolCalls:
         if call.name != "schedule" or not call.ok:
             continue
         at = json_object(call.arguments).get("at")
-        if shown and at == shown[0] and at not in request and at.lstrip("0") not in request \
+        if at == plan.clock and at not in request and at.lstrip("0") not in request \
                 and not _names_hour(request, at):
             return str(at)
     return None
 
 
-_CLOCK = re.compile(r"\d\d:\d\d")
 _NUMBER = re.compile(r"(?<!\d)\d{1,2}(?!\d)")
 
 
@@ -242,7 +242,10 @@ ACTIVE_WORK_CHARS = 120  # of each one's prompt
 # The lines of active work a first request holds: those that share most words with the request
 # (the one to cancel or change), then the newest; the others are counted, for ``list_tasks``.
 ACTIVE_WORK_TOKENS = 240
-ACTIVE_WORK_FEWEST_TOKENS = 70  # held where the request and a memory leave less: two lines
+# Lines held where the request and a memory leave less (the two that share most words with
+# the request): held to 70 tokens, the 1.5B model was shown the newer of two reminders (ids
+# and dates are a token a digit: 45 and 31 tokens), and canceled it for the other.
+ACTIVE_WORK_FEWEST_LINES = 2
 CANCEL_CHOICES = 200  # active tasks a Planner's cancel may name (the newest)
 
 
@@ -262,14 +265,13 @@ def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS)
     an id from elsewhere, or one digit short). Held to labels that begin with what a task does,
     it began with the words most tasks begin with ("Remind the user to") and was then held to
     the wrong task. Its lines take at most ``room`` (within ``ACTIVE_WORK_TOKENS``), but
-    never less than ``ACTIVE_WORK_FEWEST_TOKENS``."""
+    never fewer than ``ACTIVE_WORK_FEWEST_LINES`` are shown."""
     ids = [summary["id"] for summary in list_tasks(runtime, "all")[:CANCEL_CHOICES]]
     tasks = runtime.tasks.by_id([i for i in ids if i != current.id])
     lines = [f"- {task.id}: {task.type}{timing_words(task)}: "
              f"{' '.join(task.prompt.split())[:ACTIVE_WORK_CHARS]}"
              for task in tasks[:ACTIVE_WORK_SHOWN]]
-    budget = min(ACTIVE_WORK_TOKENS, max(ACTIVE_WORK_FEWEST_TOKENS, room))
-    shown = within_budget(lines, current.prompt, budget)
+    shown = within_budget(lines, current.prompt, min(ACTIVE_WORK_TOKENS, room))
     if len(shown) < len(tasks):
         shown.append(f"- and {len(tasks) - len(shown)} more (list_tasks lists them all)")
     section = "## Active work\n" + "\n".join(shown) + "\n\n" if lines else ""
@@ -278,13 +280,15 @@ def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS)
 
 def within_budget(lines: list[str], request: str, budget: int = ACTIVE_WORK_TOKENS) -> list[str]:
     """Of ``lines`` (newest first), those that fit ``budget``, the ones sharing most words
-    with ``request`` chosen first; in their order."""
+    with ``request`` chosen first (the first ``ACTIVE_WORK_FEWEST_LINES`` whatever they
+    cost); in their order."""
     asked = set(tokenize(request))
     shared = {line: len(asked & set(tokenize(line))) for line in lines}
-    chosen, spent = set(), 0
+    chosen: set[str] = set()
+    spent = 0
     for line in sorted(lines, key=lambda line: -shared[line]):  # stable: newest first
         cost = estimate_tokens(line)
-        if spent + cost <= budget:
+        if spent + cost <= budget or len(chosen) < ACTIVE_WORK_FEWEST_LINES:
             chosen.add(line)
             spent += cost
     return [line for line in lines if line in chosen]

@@ -49,8 +49,9 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         workspace = Workspace(settings.work_dir.resolve(), private=(settings.state_dir,),
                               sandbox=sandbox_for(settings), slots=slots_for(settings))
         control.on_stop(workspace.cancel)
+        named = NamedFiles.of(workspace, task.prompt, scheduled=bool(task.triggerId))
         ctx = ToolContext(runtime=runtime, role="worker", trace_id=task.traceId, task=task,
-                          workspace=workspace, named=NamedFiles.of(workspace, task.prompt))
+                          workspace=workspace, named=named)
         try:  # the MCP servers the task names (the codex backend has its own)
             servers = start_servers(runtime, task, control) \
                 if settings.worker_backend == "llm" else None

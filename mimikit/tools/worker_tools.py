@@ -101,8 +101,8 @@ def register(registry: Registry) -> None:
     @registry.tool("submit_result", roles=worker, alone=True, idempotent=True)
     def submit_result(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
         """Finish the task with its structured result (must match resultType's schema)."""
-        if args.status == "done" and ctx.named is not None and \
-                (unmade := ctx.named.check_done(ctx.workspace)):
+        if args.status == "done" and ctx.named is not None and (unmade := ctx.named.check_done(
+                ctx.workspace, str(args.result.get("text") or ""))):
             return StopRun({"status": "failed", "resultType": "text", "result": {},
                             "error": unmade})
         return finish_with_result(args, ctx.told)

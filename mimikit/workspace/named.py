@@ -8,11 +8,16 @@ there now, has not done the task whatever its result says: the Worker is told so
 second ``done`` ends the task failed, naming the files that were never made. A run that made
 no call at all, for a task naming files that are not there, is told so once (the 0.5B model
 submitted "backup.txt holds 3 bytes." as its first answer to "Copy shopping.txt to
-backup.txt"); a second ``done`` stands, as a run may answer from the task's words alone (a
-reminder, a question), and its report says that it made no call. A run that wrote files and
-ran no command, for a task that names a script, is told once that it never ran it (the 0.5B
-model reported "hello.py printed 22 bytes" of a script it wrote and never ran); a second
-``done`` stands, as a task may only ask for the script written.
+backup.txt"), as is one whose result names such files ("a.txt is written: 2 bytes", an
+example's words, for "which files are in the work dir?"; but for work a schedule runs: a
+reminder's words may name a file); a second ``done`` stands, as a run may answer from the
+task's words alone (a reminder, a question), and its report says that it made no call. (Held
+to a call after it, the 0.5B model ran ``touch notes.txt`` and reported "notes.txt holds
+hello", ``rm -rf todo.md`` for "rename todo.md to tasks.md", ``python3 fib.py`` of a script it
+never wrote: 3 of 12 everyday requests done, against 4, and less of them told truly.) A run
+that wrote files and ran no command, for a task that names a script, is told once that it
+never ran it (the 0.5B model reported "hello.py printed 22 bytes" of a script it wrote and
+never ran); a second ``done`` stands, as a task may only ask for the script written.
 
 The paths that are there are shown to the Worker before its first step (``state_lines``): a
 small model asked to add a line to a file it did not know was there wrote it anew, was refused,
@@ -56,19 +61,21 @@ class NamedFiles:
 
     absent: tuple[str, ...]
     scripts: tuple[str, ...] = ()  # the programs it names
+    scheduled: bool = False  # work a schedule runs (a reminder's words may name a file)
     told: set[str] = field(default_factory=set)  # what the Worker was told once (``_tell``)
 
     @classmethod
-    def of(cls, workspace: Workspace, text: str) -> NamedFiles:
+    def of(cls, workspace: Workspace, text: str, scheduled: bool = False) -> NamedFiles:
         paths = named_paths(text)
         return cls(tuple(path for path in paths if _absent(workspace, path)),
-                   tuple(path for path in paths if path.endswith(SCRIPT_SUFFIXES)))
+                   tuple(path for path in paths if path.endswith(SCRIPT_SUFFIXES)), scheduled)
 
-    def check_done(self, workspace: Workspace) -> str | None:
-        """Before a ``done``: None when it stands; the error of a task that was not done when
-        the Worker was already told (its ``done`` becomes ``failed``). Raises ``ToolError`` the
-        first time, and the first time it made no call for files that are not there, or
-        wrote a script it never ran."""
+    def check_done(self, workspace: Workspace, said: str = "") -> str | None:
+        """Before a ``done`` whose result says ``said``: None when it stands; the error of a
+        task that was not done when the Worker was already told (its ``done`` becomes
+        ``failed``). Raises ``ToolError`` the first time, and the first time it made no call
+        for files the task or its result names that are not there (for work a schedule runs,
+        those the task names), or wrote a script it never ran."""
         missing = [path for path in self.absent if _absent(workspace, path)]
         # still missing though the run tried, and made nothing that could have made them
         unmade = missing if workspace.used and not workspace.changed else []
@@ -81,8 +88,9 @@ class NamedFiles:
                        "made it. Make it first (write_file, then run it if the task says so) "
                        "and then call submit_result; or call submit_result with status failed "
                        "and what went wrong.")
-        if missing and not workspace.used:
-            self._tell("untried", f"{', '.join(missing)} is not in the work directory, and this "
+        claimed = missing or ([] if self.scheduled else _absent_in(workspace, said))
+        if claimed and not workspace.used:
+            self._tell("untried", f"{', '.join(claimed)} is not in the work directory, and this "
                        "run made no call: do the task with the tools first, then call "
                        "submit_result; where it asks nothing of the work directory, call "
                        "submit_result again.")
@@ -141,6 +149,11 @@ def _state(real: Path) -> str:
         return "exists"
     count = data.count(b"\n") + (not data.endswith(b"\n"))
     return f"exists ({count} line{'s' * (count != 1)})"
+
+
+def _absent_in(workspace: Workspace, text: str) -> list[str]:
+    """The files ``text`` names that could be in the work directory and are not."""
+    return [path for path in named_paths(text) if _absent(workspace, path)]
 
 
 def _absent(workspace: Workspace, path: str) -> bool:
