@@ -741,6 +741,28 @@ def test_a_report_naming_a_file_its_results_do_not_is_told_in_the_results_words(
                  message="a report naming the file written")
 
 
+def test_a_report_giving_an_account_of_a_run_its_results_do_not_is_told_in_the_results_words(
+        llamacpp, stack, llm):
+    """The 0.5B model told an empty file written as an earlier failure, its file's name put
+    in: "That failed: favorite_color.txt is not in the work directory ... What its run did:
+    it made no call, and favorite_color.txt is not in the work directory"."""
+    llm.script("worker", turn(write_file={"path": "teal.txt", "content": ""}),
+               turn(submit_result={"status": "done", "result": {"text": "teal.txt is empty."}}))
+    llm.script("teller", turn(reply="That failed: teal.txt is not there. What its run did: it "
+                                    "made no call, and teal.txt is not in the work directory"))
+    llm.default("teller", turn(reply="Done."))
+    submit(stack, [Task(role="worker", prompt="Create an empty file teal.txt.")])
+    told = "teal.txt is empty. What its run did: wrote teal.txt (0 bytes)"
+    wait_history(stack, lambda h: ("assistant", told) in h, message="the results' words")
+    assert not any("failed" in reply for reply in _replies(stack))
+    llm.script("worker", turn(write_file={"path": "red.txt", "content": "red"}),
+               turn(submit_result={"status": "done", "result": {"text": "red.txt is written."}}))
+    llm.script("teller", turn(reply="Done. What its run did: wrote red.txt (3 bytes)"))
+    submit(stack, [Task(role="worker", prompt="Write red into red.txt.")])  # its own account
+    wait_history(stack, lambda h: ("assistant", "Done. What its run did: wrote red.txt (3 "
+                                                "bytes)") in h, message="the model's report")
+
+
 def test_a_report_leaves_out_an_earlier_reports_sentences_its_results_do_not_say(
         llamacpp, stack, llm):
     """The 1.5B model reported a date written with its report before it, word for word."""

@@ -75,6 +75,12 @@ def without_account(text: str) -> str:
     return _ACCOUNT.split(text, maxsplit=1)[0].rstrip()
 
 
+def account_in(text: str) -> str:
+    """The account of a run ``text`` gives in the runtime's words ('' when it gives none)."""
+    parts = _ACCOUNT.split(text, maxsplit=1)
+    return parts[1].strip() if len(parts) > 1 else ""
+
+
 def json_object(text: str | None) -> dict[str, Any]:
     """``text`` read as a JSON object ({} when it is none: a file's text, an error)."""
     try:

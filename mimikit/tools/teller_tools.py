@@ -11,7 +11,7 @@ from pydantic import Field
 
 from mimikit.conversation.question import is_question
 from mimikit.exceptions import ToolError
-from mimikit.lifecycle.actions import without_account
+from mimikit.lifecycle.actions import account_in, without_account
 from mimikit.lifecycle.submit import submit
 from mimikit.llm.echoes import repeats, without_echoes
 from mimikit.llm.registry import Registry, StopRun
@@ -92,8 +92,9 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
                         "the user itself")
     if text in ctx.replies:  # said already in this pass (a model repeating its reply)
         return None
-    if not may_repeat and ctx.reported is not None and \
-            not set(named_paths(text)) <= set(named_paths(ctx.reported)):
+    if not may_repeat and ctx.reported is not None and (
+            not set(named_paths(text)) <= set(named_paths(ctx.reported))
+            or plain(account_in(text)) not in plain(ctx.reported)):
         ctx.copied_report = True  # another task's report: the results are told as they are
         return None
     if not may_repeat and _copied_reply(ctx, text, earlier):
