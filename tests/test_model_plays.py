@@ -22,6 +22,9 @@ from llm_server import (
 )
 from processes import wait_for
 
+from mimikit.lifecycle.submit import submit
+from mimikit.models import Task
+
 DELEGATE = {"name": "delegate", "arguments": {"prompt": "Create notes.txt with 'hello'"}}
 REPLY = {"name": "reply", "arguments": {"text": "I'll create notes.txt."}}
 WRITTEN = {
@@ -390,6 +393,21 @@ def test_a_planner_failing_with_the_correction_it_was_given_as_its_error_is_refu
     assert "only repeats the corrections you were given" in refused
 
 
+def test_a_worker_failing_with_its_tools_error_as_its_error_is_not_refused(stack, llm):
+    """A tool's error says what went wrong with the work ("backup.txt already exists"); only
+    a correction of the model's answers is no error of the work."""
+    (stack.settings.work_dir / "backup.txt").write_text("eggs\n")
+    llm.script("worker", tool_call("write_file", path="backup.txt", content="milk\n"))
+    llm.default("worker", lambda body: tool_call(
+        "submit_result", status="failed", resultType="text",
+        error=body["messages"][-1]["content"].removeprefix("error: ")))
+    task, = submit(stack, [Task(role="worker", prompt="Write milk into backup.txt.")])
+    wait_for(lambda: stack.tasks.result(task.id), message="the Worker's result")
+    result = stack.tasks.result(task.id)
+    assert result.status == "failed" and "already exists" in result.error
+    assert len(llm.requests_for("worker")) == 2
+
+
 def test_a_planner_question_that_only_repeats_the_request_is_refused(stack, llm):
     llm.script("teller", tool_calls([("delegate", {"prompt": "create notes.txt with hello"}),
                                      ("reply", {"text": "On it."})]))
@@ -466,6 +484,18 @@ def test_lines_the_model_copies_from_its_prompt_are_never_shown(stack, llm, echo
     wait_history(stack, lambda h: any(role == "assistant" for role, _t in h), message="a reply")
     replies = _replies(stack)
     assert replies == ["On it: Create notes.txt"]
+
+
+def test_a_piece_copied_from_what_the_model_was_told_goes_whole_a_file_name_with_it():
+    """A mark inside a word ends no piece: split at "groceries.txt", a report lost "txt is
+    not in the work directory" as a copy and kept "groceries." and "txt (failed)"."""
+    from mimikit.llm.echoes import without_echoes
+
+    told = ["error: groceries.txt is not in the work directory, and this run made no call"]
+    said = ("The task failed because groceries.txt already exists. groceries.txt is not in the "
+            "work directory, and this run made no call. It holds 3.5 KB.")
+    assert without_echoes(said, told) == ("The task failed because groceries.txt already "
+                                          "exists. It holds 3.5 KB.")
 
 
 def test_a_reply_written_as_a_transcript_line_keeps_only_its_text(stack, llm):

@@ -22,8 +22,10 @@ _TEMPLATE_TAGS = re.compile(r"</?tool_response>|<\|(?:im_start|im_end|endoftext|
                             r"start_header_id|end_header_id)\|>(?:assistant|user|system|tool)?")
 
 
-# A sentence or clause, with the mark that ends it.
-_PIECE = re.compile(r"[^.!?;\n。！？；]+[.!?;。！？；]*")
+# A sentence or clause, with the mark that ends it (a mark inside a word, "notes.txt", ends
+# none: split there, "txt is not in the work directory" was taken out of a report as a copy,
+# and "notes." left).
+_PIECE = re.compile(r"(?:[^.!?;\n。！？；]|[.!?;](?=[^\s.!?;]))+[.!?;。！？；]*")
 _WORD = re.compile(r"\w+")
 TOLD_SHARE = 0.8  # of a piece's words found in order in what was told: a copy
 TOLD_MIN_WORDS = 2

@@ -242,17 +242,17 @@ class _Loop:
         """Tell the model what to do instead (if ``message``); the second time, force the call."""
         self.problems[kind] += 1
         if message:
-            self._told(message)
+            self._told(message, correction=True)
             self.record.messages.append({"role": "user", "content": message})
         if force is not None and self.problems[kind] > 1:
             self.forced = force
 
-    def _told(self, error: str) -> None:
-        """Keep what the model was told went wrong (the last, and the run's, for ``echoes``)."""
+    def _told(self, error: str, correction: bool = False) -> None:
+        """Keep what the model was told went wrong (for ``echoes``; a correction apart too)."""
         self.last_error = error
-        told = getattr(self.ctx, "told", None)
-        if isinstance(told, list):
-            told.append(error)
+        for kept in ("told", "corrected") if correction else ("told",):
+            if isinstance(found := getattr(self.ctx, kept, None), list):
+                found.append(error)
 
     def _fell_silent(self) -> Callable[[], bool] | None:
         """How a run that stays silent ends once corrected: a Planner or Worker whose calls

@@ -56,9 +56,10 @@ def finish_with_result(args: Any, told: Sequence[str] = ()) -> StopRun:
     """End a run with a submitted result, after checking it against its resultType schema.
 
     ``args`` has ``status``, ``resultType``, ``result`` and ``error``; a problem becomes an
-    error text that tells the model what to fix. An error that only repeats what the model was
-    told during the run (``told``: "You answered in plain text...") is refused: it says nothing
-    of what went wrong.
+    error text that tells the model what to fix. An error that only repeats how the model's
+    answers were corrected during the run (``told``: "You answered in plain text...") is
+    refused: it says nothing of what went wrong (a tool's error does: "backup.txt already
+    exists").
     """
     if "resultType" not in args.model_fields_set and args.result:
         args.resultType = result_type_of(args.result) or args.resultType  # the shape it has

@@ -39,6 +39,7 @@ class ToolContext:
     # What the runtime told the model in this run (corrections, tools' errors): a small model
     # copies it into what it says to the user, where it is taken out (``echoes``).
     told: list[str] = field(default_factory=list)
+    corrected: list[str] = field(default_factory=list)  # of those, the corrections of answers
     heard: list[str] = field(default_factory=list)  # a Teller pass: the person's messages
     results: bool = False  # a Teller pass: it holds tasks' results (each run's account beside)
     kept: list[str] = field(default_factory=list)  # what the pass's ``remember`` wrote

@@ -338,4 +338,4 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
                 repeats(args.question, request_parts(ctx.task.prompt)):
             raise ToolError("'question' only repeats the request; plan it (a simple request is "
                             "one delegate), or ask about what is really missing from it")
-        return finish_with_result(args, ctx.told)
+        return finish_with_result(args, ctx.corrected)

@@ -105,4 +105,4 @@ def register(registry: Registry) -> None:
                 ctx.workspace, str(args.result.get("text") or ""))):
             return StopRun({"status": "failed", "resultType": "text", "result": {},
                             "error": unmade})
-        return finish_with_result(args, ctx.told)
+        return finish_with_result(args, ctx.corrected)
