@@ -763,18 +763,20 @@ def test_a_report_giving_an_account_of_a_run_its_results_do_not_is_told_in_the_r
                                                 "bytes)") in h, message="the model's report")
 
 
-def test_a_report_leaves_out_an_earlier_reports_sentences_its_results_do_not_say(
+def test_a_report_with_an_earlier_reports_sentences_its_results_do_not_say_is_told_as_they_say(
         llamacpp, stack, llm):
-    """The 1.5B model reported a date written with its report before it, word for word."""
+    """The 1.5B model reported a date written with its report before it, word for word; and
+    another "The task was completed." with two sentences of earlier reports after it, and no
+    count."""
     earlier = "The water reminder is canceled. What its run did: canceled task-3b61."
     stack.conversation.append(Message(role="assistant", text=earlier))
     llm.script("worker", turn(write_file={"path": "date.txt", "content": "2026-11-29"}),
                turn(submit_result={"status": "done",
                                    "result": {"text": "date.txt holds 10 characters."}}))
-    llm.script("teller", turn(reply="I wrote date.txt: 10 characters. " + earlier))
+    llm.script("teller", turn(reply="I wrote date.txt. " + earlier))
     submit(stack, [Task(role="worker", prompt="Write the date into date.txt.")])
-    wait_history(stack, lambda h: ("assistant", "I wrote date.txt: 10 characters.") in h,
-                 message="the report without the earlier one")
+    told = "date.txt holds 10 characters. What its run did: wrote date.txt (10 bytes)"
+    wait_history(stack, lambda h: ("assistant", told) in h, message="the results' words")
     assert _replies(stack).count(earlier) == 1  # the earlier report only
     done = turn(submit_result={"status": "done", "result": {"text": "Drink some water."}})
     llm.script("worker", done, done)

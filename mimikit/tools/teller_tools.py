@@ -70,7 +70,8 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
     said exactly that already. Unless it ``may_repeat`` (words
     that are not the model's), a reply that only says earlier replies again is not posted;
     nor, in a pass without the person's words, one with nothing left once the copied lines
-    are out: the pass's results are then told in their own words (``copied_report``).
+    are out, or one that says a sentence of an earlier reply its results do not: the pass's
+    results are then told in their own words (``copied_report``).
 
     Raises:
         ToolError: Nothing is left once the copied lines are taken out, in a pass with the
@@ -80,7 +81,11 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
     earlier = None  # the sentences of earlier replies, read where they are needed
     if not may_repeat and ctx.reported is not None:
         earlier = _earlier_sentences(ctx)
-        text = _without_earlier_sentences(text, earlier, ctx.reported)
+        kept = _without_earlier_sentences(text, earlier, ctx.reported)
+        if kept != text.strip() and not ctx.heard:  # a report that copied: its results' words
+            ctx.copied_report = True  # (the 1.5B's "The task was completed." left, no count)
+            return None
+        text = kept
     if not (may_repeat or ctx.results):  # no run was reported: an account copied from history
         text = without_account(text)
     if not text and not ctx.heard:  # a report that only copied its prompt: the results' words
