@@ -787,6 +787,28 @@ def test_a_report_with_an_earlier_reports_sentences_its_results_do_not_say_is_to
                      message=f"the reminder, {times} times")
 
 
+@pytest.mark.parametrize(("request_text", "timing", "again"), [
+    ("remove backup.txt", {"at": "02:30", "days": "today"}, True),  # once, in the hour asked
+    ("remove backup.txt", {"at": "02:28", "days": "every day"}, True),  # the minute asked
+    ("remove backup.txt", {"at": "03:00", "days": "today"}, False),  # another hour
+    ("remind me to stretch every day", {"at": "02:30", "days": "every day"}, False),
+    ("remind me at 2:30 to stretch", {"at": "02:30", "days": "today"}, False),  # named
+    ("remind me at 2 to stretch", {"at": "02:00", "days": "today"}, False),  # its hour named
+])
+def test_work_scheduled_now_in_the_hour_asked_is_found(request_text, timing, again):
+    """Shown the hour alone, the 1.5B model made "remove backup.txt" asked at 02:28 once at
+    02:30: a time once today in the hour asked, or the minute asked, that the request names
+    neither (nor its hour), is now."""
+    from mimikit.agents.planner import Plan, scheduled_now
+    from mimikit.llm.record import RunRecord, ToolCallRecord
+
+    call = ToolCallRecord(name="schedule", ok=True, content="{}", durationMs=1,
+                          arguments=json.dumps({"prompt": "Do it.", **timing}))
+    plan = Plan(None, RunRecord(role="planner", model="m", toolCalls=[call]),  # type: ignore
+                "", [], [], clock="02:28")
+    assert (scheduled_now(plan, request_text) == timing["at"]) is again
+
+
 def _minute_with_time_left(stack) -> str:
     """The time of day now (HH:MM), at least 15 s before the next minute begins."""
     now = datetime.now(stack.settings.tz)

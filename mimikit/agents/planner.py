@@ -178,19 +178,22 @@ def invented_given(plan: Plan) -> str | None:
 
 def scheduled_now(plan: Plan, request: str) -> str | None:
     """The time of day a plan scheduled work at, where it is the minute it was asked at (its
-    History shows it) and the request names neither it nor its hour (None where it is not):
-    the 1.5B and 0.5B models made "add a line 'walk the dog' at the end of tasks.md" a daily
-    schedule at the minute they were asked, 7 of 269 recorded schedules (none of the others
-    was at that minute). Asked at 17:39 for "every Friday at 5pm", the 1.5B wrote "17:39"
-    (2 of 2 runs in that hour, when its time line gave the minute): a few minutes late, but
-    the work the person asked for, at their hour."""
+    History shows it), or once today in that hour (its time line gives the hour alone), and
+    the request names neither that time nor its hour (None where it is not): the 1.5B and
+    0.5B models made "add a line 'walk the dog' at the end of tasks.md" a daily schedule at
+    the minute they were asked, 7 of 269 recorded schedules (none of the others was at that
+    minute), and, shown the hour, the 1.5B made "remove backup.txt" asked at 02:28 once at
+    02:30. Asked at 17:39 for "every Friday at 5pm", the 1.5B wrote "17:39" (2 of 2 runs in
+    that hour, when its time line gave the minute): a few minutes late, but the work the
+    person asked for, at their hour."""
     for call in plan.record.toolCalls:
-        if call.name != "schedule" or not call.ok:
+        arguments = json_object(call.arguments) if call.name == "schedule" and call.ok else {}
+        at = arguments.get("at")
+        if not isinstance(at, str) or at in request or at.lstrip("0") in request or \
+                _names_hour(request, at):
             continue
-        at = json_object(call.arguments).get("at")
-        if at == plan.clock and at not in request and at.lstrip("0") not in request \
-                and not _names_hour(request, at):
-            return str(at)
+        if at == plan.clock or (arguments.get("days") == "today" and at[:2] == plan.clock[:2]):
+            return at
     return None
 
 
