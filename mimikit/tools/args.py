@@ -52,12 +52,12 @@ def _left_out(value: Any, field: FieldInfo) -> bool:
     return value is None or (isinstance(value, str) and value.strip().lower() in _LEFT_OUT)
 
 
-def finish_with_result(args: Any, told: Sequence[str] = ()) -> StopRun:
+def finish_with_result(args: Any, corrected: Sequence[str] = ()) -> StopRun:
     """End a run with a submitted result, after checking it against its resultType schema.
 
     ``args`` has ``status``, ``resultType``, ``result`` and ``error``; a problem becomes an
     error text that tells the model what to fix. An error that only repeats how the model's
-    answers were corrected during the run (``told``: "You answered in plain text...") is
+    answers were corrected during the run (``corrected``: "You answered in plain text...") is
     refused: it says nothing of what went wrong (a tool's error does: "backup.txt already
     exists").
     """
@@ -65,7 +65,7 @@ def finish_with_result(args: Any, told: Sequence[str] = ()) -> StopRun:
         args.resultType = result_type_of(args.result) or args.resultType  # the shape it has
     if args.status == "failed" and not args.error:
         raise ToolError("status failed requires 'error' saying what went wrong")
-    if args.error and told and not without_echoes(args.error, told):
+    if args.error and corrected and not without_echoes(args.error, corrected):
         raise ToolError("'error' only repeats the corrections you were given; say what went "
                         "wrong with the work itself, or do the work and submit it as done")
     if args.status == "done" or args.result:
