@@ -13,6 +13,7 @@ from agent_helpers import history, post_input
 from llm_server import turn
 from processes import wait_for
 
+from mimikit.models import Task
 from mimikit.workspace.local import Workspace
 from mimikit.workspace.named import named_paths, state_lines
 
@@ -231,3 +232,20 @@ def test_the_words_of_work_a_schedule_runs_may_name_a_file_that_is_not_there(run
         assert outcomes[-1].stop and all(not o.ok for o in outcomes[:-1])
         assert all("stretches.txt is not in the work directory" in o.content
                    for o in outcomes[:-1])
+
+
+def test_a_step_of_a_chain_is_told_of_the_files_its_result_names_as_work_handed_over_is(
+        runtime, tmp_path):
+    """A step of a chain is no one's reminder: its Worker is not told so, and its result is
+    held to the files it names as a task handed over now is; a task a schedule fired is not."""
+    from mimikit.agents.worker import _fired
+
+    step_a = Task(prompt="Read a.txt.")
+    step_b = Task(type="conditional", prompt="Split what A read.",
+                  condition={"type": "task_done", "params": {"taskId": step_a.id}})
+    daily = Task(type="recurring", prompt="Remind the user to stretch.",
+                 schedule={"cron": "0 9 * * *"})
+    runtime.tasks.add([step_a, step_b, daily])
+    assert not _fired(runtime, Task(prompt="Split what A read.", triggerId=step_b.id))
+    assert _fired(runtime, Task(prompt="Remind the user to stretch.", triggerId=daily.id))
+    assert not _fired(runtime, Task(prompt="Create notes.txt."))

@@ -49,7 +49,7 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         workspace = Workspace(settings.work_dir.resolve(), private=(settings.state_dir,),
                               sandbox=sandbox_for(settings), slots=slots_for(settings))
         control.on_stop(workspace.cancel)
-        named = NamedFiles.of(workspace, task.prompt, scheduled=bool(task.triggerId))
+        named = NamedFiles.of(workspace, task.prompt, scheduled=_fired(runtime, task))
         ctx = ToolContext(runtime=runtime, role="worker", trace_id=task.traceId, task=task,
                           workspace=workspace, named=named)
         try:  # the MCP servers the task names (the codex backend has its own)
@@ -104,11 +104,16 @@ def worker_prompt(runtime: Runtime, task: Task, workspace: Workspace) -> str:
         if result.error:
             block += f"\nerror: {result.error[:UPSTREAM_RESULT_CHARS]}"
         parts.append(block)
-    if task.triggerId and not upstream:  # a step of a chain is no one's reminder
+    if task.triggerId and not upstream:  # as ``_fired``: a step of a chain is no reminder
         parts.append(SCHEDULED_NOTE)
     if task.catchUp:
         parts.append("(This run catches up on runs missed while the scheduler was down.)")
     return "\n\n".join(parts)
+
+
+def _fired(runtime: Runtime, task: Task) -> bool:
+    """Whether ``task`` is work a schedule runs (a step of a chain is no one's reminder)."""
+    return bool(task.triggerId) and not _upstream_ids(runtime, task)
 
 
 def _upstream_ids(runtime: Runtime, task: Task) -> list[str]:
