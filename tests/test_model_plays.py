@@ -723,3 +723,6 @@ def test_the_time_line_gives_the_weekday_of_the_configured_zone(tmp_path, zone):
     hourly = time_line(settings, minute=False)  # a Planner's: it copied the minute shown
     assert hourly.split()[5:8] in (["hour", "is", f"{before:%H}"], ["hour", "is", f"{after:%H}"])
     assert hourly.endswith(f"(time zone {zone}).")
+    moment = datetime(2026, 11, 30, 22, 35, tzinfo=settings.tz)  # one the caller keeps
+    assert time_line(settings, minute=False, now=moment) == \
+        f"Today is Monday 2026-11-30; the hour is 22 (time zone {zone})."

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from mimikit.config import Settings
 from mimikit.models import utcnow
 
@@ -11,7 +13,8 @@ OPENING = "Today is "
 WEEKDAYS_CHINESE = "一二三四五六日"
 
 
-def time_line(settings: Settings, chinese: bool = False, minute: bool = True) -> str:
+def time_line(settings: Settings, chinese: bool = False, minute: bool = True,
+              now: datetime | None = None) -> str:
     """``Today is Saturday 2026-11-28; the time is 22:40 (time zone UTC).``, or in Chinese
     for a person who writes Chinese: told "Sunday", the 1.5B model answered 星期一 to 今天是星期几
     (1 of 7 days wrong in English, 0 of 7 in Chinese). Without the ``minute`` (``the hour is
@@ -27,7 +30,7 @@ def time_line(settings: Settings, chinese: bool = False, minute: bool = True) ->
     (2 of 2 recorded Planner requests asked, none with this line; 24 others answered the
     same with both).
     """
-    now = utcnow().astimezone(settings.tz)
+    now = (now or utcnow()).astimezone(settings.tz)  # ``now``: a moment the caller keeps
     if chinese:
         return (f"今天是 {now:%Y-%m-%d} 星期{WEEKDAYS_CHINESE[now.weekday()]}，"
                 f"现在是 {now:%H:%M}（{settings.timezone} 时区）。")

@@ -133,8 +133,9 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
     # "You use vim.", an example's words); what a file holds is the work directory's to say
     if carried or named_paths(task.prompt):
         ctx.withheld_kinds += (ANSWER,)
-    now = time_line(runtime.settings, minute=False)  # its History shows the minute
-    clock = f"{utcnow().astimezone(runtime.settings.tz):%H:%M}"
+    asked = utcnow().astimezone(runtime.settings.tz)
+    now = time_line(runtime.settings, minute=False, now=asked)  # its History shows the minute
+    clock = f"{asked:%H:%M}"  # of the same moment as its hour
     work = active_work(runtime, task, first_request_room(runtime, "planner") - estimate_tokens(
         f"{now}\n\n{not_asked}## User request\n{task.prompt}") - MEMORY_TOKENS)
     ctx.choices["cancel_task"] = work.choices  # an active task's id, or nothing
