@@ -42,10 +42,11 @@ from errands import ERRANDS
 from household import HOUSEHOLD
 from recorder import ROLES, Recorder
 from stack import Client
+from weekend import WEEKEND
 
 READY_SECONDS = 180
 SETS: dict[str, list[Request]] = {"everyday": REQUESTS, "errands": ERRANDS, "chores": CHORES,
-                                  "household": HOUSEHOLD}
+                                  "household": HOUSEHOLD, "weekend": WEEKEND}
 SETTLED_QUIET_SECONDS = 4.0  # nothing running, nothing new, this long: settled
 
 
@@ -315,9 +316,10 @@ def main() -> int:
                         help="the twelve everyday requests (checks.py), twenty other errands "
                              "(errands.py: files changed in place, folders, more schedules), "
                              "fourteen chores (chores.py: a file copied, a CSV averaged, the "
-                             "reminders listed) or fifteen household requests (household.py: "
-                             "the twelve kinds with other things in them, and the date); the "
-                             "last three with a real model only")
+                             "reminders listed), fifteen household requests (household.py: "
+                             "the twelve kinds with other things in them, and the date) or "
+                             "fifteen weekend requests (weekend.py: the kinds worded again); "
+                             "the last four with a real model only")
     args = parser.parse_args()
     requests = SETS[args.set]
     if args.set != "everyday" and (args.scripted or args.wording != "first"):
