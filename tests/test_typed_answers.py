@@ -216,6 +216,23 @@ def test_a_planner_question_answered_already_is_not_asked(llamacpp, stack, llm, 
 
 
 
+def test_a_line_of_memory_about_something_else_does_not_answer_a_planner_question(
+        llamacpp, stack, llm):
+    """Shown "keep in mind that my favourite programming language is Rust", the 1.5B model
+    answered "What is your city?" with "Rust": a line that shares no word with the question
+    or the request is not shown, and what is copied from nowhere answers nothing."""
+    _remembered(stack, "keep in mind that my favourite programming language is Rust")
+    llm.script("teller", turn(delegate=True, remember=False, reply="Let me see."))
+    llm.script("planner", turn(unknown="my city", given="", kind="ask the user",
+                               submit_result={"status": "needs_input",
+                                              "question": "What is your city?"}),
+               turn(answer="Rust"))
+    post_input(stack, "make a file named after the city I live in")
+    asked = wait_for(stack.conversation.question, timeout=30, message="the question")
+    assert asked.question == "What is your city?"
+    _plan, looked = llm.requests_for("planner")
+    assert "Rust" not in looked["messages"][-1]["content"]
+
 PNPM_KEPT = "记一下：我习惯用 pnpm"
 
 

@@ -41,7 +41,11 @@ class Given:
 def answered_already(runtime: Runtime, trace_id: str | None, request: str, question: str,
                      time_line: str, memory: list[str]) -> Given | None:
     """The answer to ``question`` that ``request``, the lines of ``memory`` or ``time_line``
-    give, as the Planner's model copies it; None when they give none."""
+    give, as the Planner's model copies it; None when they give none. Only the lines of
+    Memory that bear on the question or the request are shown: shown "keep in mind that my
+    favourite programming language is Rust", the 1.5B model answered "What is your city?"
+    with "Rust"."""
+    memory = [line for line in memory if _bears_on(line, f"{request}\n{question}")]
     known = "\n".join([time_line, *memory])
     said = copied(runtime, "planner", trace_id,
                   ASKED.format(request=request, known=known, question=question))
@@ -57,8 +61,8 @@ def remembered_answer(runtime: Runtime, trace_id: str | None, request: str, time
     when it gives none. Shown "记一下：我习惯用 pnpm" in Memory, the 1.5B model planned "which
     package manager do I like to use?" as work for a Worker, which wrote package_manager.txt
     holding "pip"."""
-    memory = [line for line in memory if _bears_on(line, request)]
-    if not (memory and is_question(request)) or named_paths(request):
+    if not (any(_bears_on(line, request) for line in memory) and is_question(request)) or \
+            named_paths(request):
         return None
     return answered_already(runtime, trace_id, request, request, time_line, memory)
 
