@@ -726,3 +726,5 @@ def test_the_time_line_gives_the_weekday_of_the_configured_zone(tmp_path, zone):
     moment = datetime(2026, 11, 30, 22, 35, tzinfo=settings.tz)  # one the caller keeps
     assert time_line(settings, minute=False, now=moment) == \
         f"Today is Monday 2026-11-30; the hour is 22 (time zone {zone})."
+    assert time_line(settings, minute=False, now=moment, weekday=False) == \
+        f"Today is 2026-11-30; the hour is 22 (time zone {zone})."  # a Planner's: no weekday

@@ -10,6 +10,7 @@ import pytest
 
 from mimikit.agents.common import registry, shape_of
 from mimikit.models import Task, utcnow
+from mimikit.roles import WORK_LATER
 from mimikit.tools.context import ToolContext
 from mimikit.tools.planner_tools import ONCE_DAYS, Days, ScheduleArgs, timing_kind
 
@@ -230,45 +231,51 @@ def _schedule_ways(kind: str) -> dict[tuple[str, ...], dict]:
     """The ways of giving a schedule's timing in the Planner's answers of ``kind``."""
     later = next(b for b in shape_of("planner").schema()["anyOf"]
                  if b["properties"]["kind"] == {"enum": [kind]})
-    return {tuple(way["required"][1:]): way for way in later["properties"]["schedule"]["anyOf"]}
+    schedule = later["properties"]["schedule"]
+    return {tuple(way["required"][1:]): way for way in schedule.get("anyOf", [schedule])}
+
+
+DELAY, _TIME_OF_DAY, REPEATING = WORK_LATER
 
 
 def test_a_schedule_held_to_a_schema_gives_one_timing_of_its_type():
-    once, repeating = _schedule_ways("work later, once"), _schedule_ways("work later, repeating")
-    assert set(once) == {("in",), ("at", "days"), ("runAt",)}
-    assert set(repeating) == {("at", "days"), ("interval",), ("cron",), ("condition",)}
-    ways = list(once.values()) + list(repeating.values())
+    delay, at, repeating = (_schedule_ways(kind) for kind in WORK_LATER)
+    assert set(delay) == {("in",)}
+    assert set(at) == {("at", "days"), ("runAt",)}
+    assert set(repeating) == {("interval",), ("cron",), ("condition",)}
+    ways = [*delay.values(), *at.values(), *repeating.values()]
     # the type is the timing's: asked first, "in 10 minutes" was made recurring
     assert all("type" not in way["properties"] for way in ways)
-    assert list(once[("runAt",)]["properties"])[:2] == ["prompt", "runAt"]
+    assert list(at[("runAt",)]["properties"])[:2] == ["prompt", "runAt"]
     assert ScheduleArgs(prompt="Stretch.", runAt="10m").type == "scheduled"
     assert ScheduleArgs(prompt="Drink water.", at="09:00", days="every day").type == "recurring"
-    assert not {"interval", "cron", "runAt"} & set(repeating[("at", "days")]["properties"])
+    assert not {"interval", "cron", "runAt"} & set(at[("at", "days")]["properties"])
     assert all(way["additionalProperties"] is False for way in ways)
 
 
-def test_work_later_once_cannot_repeat_and_repeating_work_cannot_run_once():
-    """The kind is chosen before the timing: with one kind of both, "can you remind me to
-    stretch in 10 minutes?" was made to repeat every 10 minutes."""
-    once, repeating = _schedule_ways("work later, once"), _schedule_ways("work later, repeating")
-    once_days = once[("at", "days")]["properties"]["days"]["enum"]
-    repeating_days = repeating[("at", "days")]["properties"]["days"]["enum"]
-    assert once_days == list(ONCE_DAYS)
-    assert sorted(once_days + repeating_days) == sorted(get_args(Days))  # every day, one kind
-    for days in once_days:
-        assert timing_kind("days", days) == "scheduled"
-    for days in repeating_days:
-        assert timing_kind("days", days) == "recurring"
+def test_work_later_is_chosen_by_the_form_its_time_is_given_in():
+    """The kind is chosen before the timing, by the form the request gives its time in: told
+    "once" or "repeating" first, the 1.5B model made "remind me to check the laundry in 45
+    minutes" repeat, and "每天晚上10点提醒我关灯" run once today. A delay is once, an interval
+    or a cron again and again, and a time of day either, as its days say."""
+    delay, at, repeating = (_schedule_ways(kind) for kind in WORK_LATER)
+    assert "interval" not in delay[("in",)]["properties"]
+    assert "in" not in repeating[("interval",)]["properties"]
+    days = at[("at", "days")]["properties"]["days"]["enum"]
+    assert sorted(days) == sorted(get_args(Days))  # once or repeating, by the days chosen
+    for day in days:
+        assert timing_kind("days", day) == ("scheduled" if day in ONCE_DAYS else "recurring")
+    assert ScheduleArgs(prompt="Call Bob.", **{"in": "20 minutes"}).type == "scheduled"
     plan = shape_of("planner")
-    assert plan.calls({"kind": "work later, repeating", "schedule": {"prompt": "x", "interval": 60}})
-    without = plan.withholding("work later, once")  # the tool stays for the other kind
-    assert without.calls({"kind": "work later, repeating", "schedule": {"prompt": "x", "interval": 60}})
+    assert plan.calls({"kind": REPEATING, "schedule": {"prompt": "x", "interval": 60}})
+    without = plan.withholding(DELAY)  # the tool stays for the other kinds
+    assert without.calls({"kind": REPEATING, "schedule": {"prompt": "x", "interval": 60}})
 
 
 def test_an_interval_held_to_a_schema_may_be_written_as_a_duration():
     """The prompt's "interval": "45m" can be written where the grammar holds the answer: held
     to a number, "every 30 minutes" became 30 (seconds)."""
-    way = _schedule_ways("work later, repeating")[("interval",)]
+    way = _schedule_ways(REPEATING)[("interval",)]
     assert {"type": "string"} in way["properties"]["interval"]["anyOf"]
     assert ScheduleArgs(prompt="Stretch.", type="recurring", interval="30m").interval == 1800
 
@@ -288,7 +295,9 @@ def test_a_kind_withheld_from_a_plan_leaves_its_status_or_its_call_out():
                 for b in no_question.schema()["anyOf"] if list(b["properties"])[-1:] == [
                     "submit_result"] and len(b["properties"]) == 4]
     assert {"enum": ["needs_input"]} not in statuses and {"enum": ["done"]} in statuses
-    no_schedule = plan.withholding("work later, once").withholding("work later, repeating")
+    no_schedule = plan
+    for kind in WORK_LATER:
+        no_schedule = no_schedule.withholding(kind)
     assert "schedule" in calls(plan) and "schedule" not in calls(no_schedule)
     assert plan.calls({"schedule": {"prompt": "x"}}) and \
         no_schedule.calls({"schedule": {"prompt": "x"}}) is None

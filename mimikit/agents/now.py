@@ -14,7 +14,7 @@ WEEKDAYS_CHINESE = "一二三四五六日"
 
 
 def time_line(settings: Settings, chinese: bool = False, minute: bool = True,
-              now: datetime | None = None) -> str:
+              now: datetime | None = None, weekday: bool = True) -> str:
     """``Today is Saturday 2026-11-28; the time is 22:40 (time zone UTC).``, or in Chinese
     for a person who writes Chinese: told "Sunday", the 1.5B model answered 星期一 to 今天是星期几
     (1 of 7 days wrong in English, 0 of 7 in Chinese). Without the ``minute`` (``the hour is
@@ -28,11 +28,14 @@ def time_line(settings: Settings, chinese: bool = False, minute: bool = True,
     of the week, the 1.5B model answered Monday on a Saturday); and "today", as it asked the
     person for "today's date" beside ``Current time: Saturday 2026-11-28T22:40:15+00:00``
     (2 of 2 recorded Planner requests asked, none with this line; 24 others answered the
-    same with both).
+    same with both). Not for a Planner (``weekday``): it gives the days a schedule runs on by
+    name, and shown "Today is Monday", the 1.5B model scheduled "每天早上9点提醒我喝水" on
+    Mondays (2 to 4 of 26 replayed schedules on a Monday, none without the weekday).
     """
     now = (now or utcnow()).astimezone(settings.tz)  # ``now``: a moment the caller keeps
     if chinese:
         return (f"今天是 {now:%Y-%m-%d} 星期{WEEKDAYS_CHINESE[now.weekday()]}，"
                 f"现在是 {now:%H:%M}（{settings.timezone} 时区）。")
     clock = f"the time is {now:%H:%M}" if minute else f"the hour is {now:%H}"
-    return f"{OPENING}{now:%A %Y-%m-%d}; {clock} (time zone {settings.timezone})."
+    day = f"{now:%A %Y-%m-%d}" if weekday else f"{now:%Y-%m-%d}"
+    return f"{OPENING}{day}; {clock} (time zone {settings.timezone})."

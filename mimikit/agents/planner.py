@@ -134,7 +134,8 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
     if carried or named_paths(task.prompt):
         ctx.withheld_kinds += (ANSWER,)
     asked = utcnow().astimezone(runtime.settings.tz)
-    now = time_line(runtime.settings, minute=False, now=asked)  # its History shows the minute
+    # its History shows the minute
+    now = time_line(runtime.settings, minute=False, now=asked, weekday=False)
     clock = f"{asked:%H:%M}"  # of the same moment as its hour
     work = active_work(runtime, task, first_request_room(runtime, "planner") - estimate_tokens(
         f"{now}\n\n{not_asked}## User request\n{task.prompt}") - MEMORY_TOKENS)
