@@ -37,9 +37,8 @@ class Kind:
     its model picks it by: the tool the answer calls and, for the finisher alone, the status it
     reports. A small model chooses among a few words for what a request is better than among
     its tools' names (``llm.turns``). ``filled`` and ``empty``: the role's notes an answer of
-    this kind must fill, and leave empty. ``ways`` and ``values``: where two kinds call one
-    tool, the ways of giving its arguments each keeps (``Args.alternatives``), and the values
-    a field of them may take."""
+    this kind must fill, and leave empty. ``ways``: where several kinds call one tool, the
+    ways of giving its arguments each keeps (``Args.alternatives``)."""
 
     words: str
     tool: str
@@ -47,7 +46,6 @@ class Kind:
     filled: tuple[str, ...] = ()
     empty: tuple[str, ...] = ()
     ways: tuple[tuple[str, ...], ...] = ()
-    values: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -119,9 +117,9 @@ PLANNER = Role(
     turn_notes=("unknown", "given"),
     # work later by the form its time is given in, chosen before its timing: told "once" or
     # "repeating" first, the 1.5B model made "remind me to check the laundry in 45 minutes"
-    # repeat every 45 minutes and "每天晚上10点提醒我关灯" once today (52 of 66 replayed
+    # repeat every 45 minutes and "每天晚上10点提醒我关灯" once today (63 of 80 replayed
     # schedules right); with a delay, a time of day whose days say once or again, and an
-    # interval, 63 of 66 (bench/README.md). With one kind of a delay and an interval both, it
+    # interval, 77 of 80 (bench/README.md). With one kind of a delay and an interval both, it
     # made "can you remind me to stretch in 10 minutes?" repeat every 10 minutes (4 of 10 runs)
     turn_kinds=(Kind("work now", "delegate"),
                 Kind(WORK_LATER[0], "schedule", ways=(("in",),)),

@@ -244,14 +244,9 @@ def _alternative(schema: dict[str, Any], fields: tuple[str, ...],
 
 
 def _narrowed(schema: dict[str, Any], kind: Kind) -> dict[str, Any]:
-    """A tool's schema of several ways (``anyOf``) with only the ways ``kind`` keeps, and its
-    fields held to the values ``kind`` allows."""
+    """A tool's schema of several ways (``anyOf``) with only the ways ``kind`` keeps."""
     ways = [way for way in schema.get("anyOf", [])
             if any(set(fields) <= set(way["required"]) for fields in kind.ways)]
-    for field, allowed in kind.values:
-        ways = [{**way, "properties": {**way["properties"], field: {
-            "description": way["properties"][field].get("description", ""),
-            "enum": list(allowed)}}} if field in way["properties"] else way for way in ways]
     return {"anyOf": ways} if len(ways) > 1 else ways[0]
 
 
