@@ -38,8 +38,8 @@ def _city_file(world: World) -> tuple[bool, str]:
 def _weekday_en(world: World) -> tuple[bool, str]:
     day = f"{datetime.now(UTC):%A}"
     said = world.said()
-    return day.lower() in said.lower(), f"reply {'names' if day in said else 'lacks'} {day}: " \
-                                        f"{said[:50]!r}"
+    named = day.lower() in said.lower()
+    return named, f"reply {'names' if named else 'lacks'} {day}: {said[:50]!r}"
 
 
 WEEKEND: list[Request] = [
