@@ -265,7 +265,9 @@ def test_work_later_is_chosen_by_the_form_its_time_is_given_in():
     assert sorted(days) == sorted(get_args(Days))  # once or repeating, by the days chosen
     for day in days:
         assert timing_kind("days", day) == ("scheduled" if day in ONCE_DAYS else "recurring")
-    assert ScheduleArgs(prompt="Call Bob.", **{"in": "20 minutes"}).type == "scheduled"
+    in_words = ScheduleArgs(prompt="Call Bob.", **{"in": "20 minutes"})  # as the prompt has it
+    assert in_words.type == "scheduled"
+    assert timedelta(minutes=19) < in_words.runAt - utcnow() <= timedelta(minutes=20)
     plan = shape_of("planner")
     assert plan.calls({"kind": REPEATING, "schedule": {"prompt": "x", "interval": 60}})
     without = plan.withholding(DELAY)  # the tool stays for the other kinds
