@@ -39,6 +39,7 @@ from checks import (
 )
 from chores import CHORES
 from errands import ERRANDS
+from evening import EVENING
 from household import HOUSEHOLD
 from recorder import ROLES, Recorder
 from stack import Client
@@ -46,7 +47,8 @@ from weekend import WEEKEND
 
 READY_SECONDS = 180
 SETS: dict[str, list[Request]] = {"everyday": REQUESTS, "errands": ERRANDS, "chores": CHORES,
-                                  "household": HOUSEHOLD, "weekend": WEEKEND}
+                                  "household": HOUSEHOLD, "weekend": WEEKEND,
+                                  "evening": EVENING}
 SETTLED_QUIET_SECONDS = 4.0  # nothing running, nothing new, this long: settled
 
 
@@ -318,8 +320,9 @@ def main() -> int:
                              "fourteen chores (chores.py: a file copied, a CSV averaged, the "
                              "reminders listed), fifteen household requests (household.py: "
                              "the twelve kinds with other things in them, and the date) or "
-                             "fifteen weekend requests (weekend.py: the kinds worded again); "
-                             "the last four with a real model only")
+                             "fifteen weekend requests (weekend.py: the kinds worded again) or "
+                             "fifteen evening requests (evening.py: worded once more); "
+                             "the last five with a real model only")
     args = parser.parse_args()
     requests = SETS[args.set]
     if args.set != "everyday" and (args.scripted or args.wording != "first"):
