@@ -368,9 +368,13 @@ def test_a_worker_running_what_a_schedule_fired_is_told_a_reminder_needs_no_tool
                                                                                 tmp_path):
     """Given "Remind the user to turn off the lights." as it fired, the 1.5B model ran
     ``sudo shutdown -h now``: a task a schedule runs says so; one handed over now does not."""
-    from mimikit.agents.worker import SCHEDULED_NOTE, worker_prompt
+    from mimikit.agents.worker import SCHEDULED_NOTE, upstream_ids
+    from mimikit.agents.worker import worker_prompt as prompt_with_upstream
     from mimikit.models import Task
     from mimikit.workspace.local import Workspace
+
+    def worker_prompt(runtime, task, workspace):
+        return prompt_with_upstream(runtime, task, workspace, upstream_ids(runtime, task))
 
     workspace = Workspace(tmp_path)
     fired = Task(prompt="Remind the user to turn off the lights.", triggerId="task-0123abcd4567")

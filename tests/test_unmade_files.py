@@ -238,7 +238,10 @@ def test_a_step_of_a_chain_is_told_of_the_files_its_result_names_as_work_handed_
         runtime, tmp_path):
     """A step of a chain is no one's reminder: its Worker is not told so, and its result is
     held to the files it names as a task handed over now is; a task a schedule fired is not."""
-    from mimikit.agents.worker import _fired
+    from mimikit.agents.worker import fired, upstream_ids
+
+    def _fired(task: Task) -> bool:
+        return fired(task, upstream_ids(runtime, task))
 
     step_a = Task(prompt="Read a.txt.")
     step_b = Task(type="conditional", prompt="Split what A read.",
@@ -246,6 +249,6 @@ def test_a_step_of_a_chain_is_told_of_the_files_its_result_names_as_work_handed_
     daily = Task(type="recurring", prompt="Remind the user to stretch.",
                  schedule={"cron": "0 9 * * *"})
     runtime.tasks.add([step_a, step_b, daily])
-    assert not _fired(runtime, Task(prompt="Split what A read.", triggerId=step_b.id))
-    assert _fired(runtime, Task(prompt="Remind the user to stretch.", triggerId=daily.id))
-    assert not _fired(runtime, Task(prompt="Create notes.txt."))
+    assert not _fired(Task(prompt="Split what A read.", triggerId=step_b.id))
+    assert _fired(Task(prompt="Remind the user to stretch.", triggerId=daily.id))
+    assert not _fired(Task(prompt="Create notes.txt."))

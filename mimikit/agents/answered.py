@@ -45,7 +45,12 @@ def answered_already(runtime: Runtime, trace_id: str | None, request: str, quest
     Memory that bear on the question or the request are shown: shown "keep in mind that my
     favourite programming language is Rust", the 1.5B model answered "What is your city?"
     with "Rust"."""
-    memory = [line for line in memory if _bears_on(line, f"{request}\n{question}")]
+    bearing = [line for line in memory if _bears_on(line, f"{request}\n{question}")]
+    return _copied_answer(runtime, trace_id, request, question, time_line, bearing)
+
+
+def _copied_answer(runtime: Runtime, trace_id: str | None, request: str, question: str,
+                   time_line: str, memory: list[str]) -> Given | None:
     known = "\n".join([time_line, *memory])
     said = copied(runtime, "planner", trace_id,
                   ASKED.format(request=request, known=known, question=question))
@@ -61,10 +66,10 @@ def remembered_answer(runtime: Runtime, trace_id: str | None, request: str, time
     when it gives none. Shown "记一下：我习惯用 pnpm" in Memory, the 1.5B model planned "which
     package manager do I like to use?" as work for a Worker, which wrote package_manager.txt
     holding "pip"."""
-    if not (any(_bears_on(line, request) for line in memory) and is_question(request)) or \
-            named_paths(request):
+    bearing = [line for line in memory if _bears_on(line, request)]
+    if not (bearing and is_question(request)) or named_paths(request):
         return None
-    return answered_already(runtime, trace_id, request, request, time_line, memory)
+    return _copied_answer(runtime, trace_id, request, request, time_line, bearing)
 
 
 def _bears_on(line: str, request: str) -> bool:

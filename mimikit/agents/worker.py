@@ -49,7 +49,8 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         workspace = Workspace(settings.work_dir.resolve(), private=(settings.state_dir,),
                               sandbox=sandbox_for(settings), slots=slots_for(settings))
         control.on_stop(workspace.cancel)
-        named = NamedFiles.of(workspace, task.prompt, scheduled=_fired(runtime, task))
+        upstream = upstream_ids(runtime, task)
+        named = NamedFiles.of(workspace, task.prompt, scheduled=fired(task, upstream))
         ctx = ToolContext(runtime=runtime, role="worker", trace_id=task.traceId, task=task,
                           workspace=workspace, named=named)
         try:  # the MCP servers the task names (the codex backend has its own)
@@ -61,7 +62,8 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         tools = servers.tools if servers is not None else []
         try:
             record = run_role(runtime, ctx, worker_system(system_prompt("worker"), tools),
-                              worker_prompt(runtime, task, workspace), control.remaining(),
+                              worker_prompt(runtime, task, workspace, upstream),
+                              control.remaining(),
                               on_step=control.step, owners=(task.id,),
                               engine=BACKENDS[settings.worker_backend], cancel=control.stopping,
                               journal=RunJournal(runtime.redis, runtime.keys, task.id),
@@ -85,15 +87,15 @@ def worker_result(task: Task, record: RunRecord) -> Result:
                   error=record.error or "the Worker ended without a result")
 
 
-def worker_prompt(runtime: Runtime, task: Task, workspace: Workspace) -> str:
+def worker_prompt(runtime: Runtime, task: Task, workspace: Workspace,
+                  upstream: list[str]) -> str:
     """The task's prompt, which of the paths it names are in the work directory, and the outcome
-    (result, or error) of each task it waited on."""
+    (result, or error) of each task it waited on (``upstream``, as ``upstream_ids`` gives)."""
     parts = [time_line(runtime.settings),
              f"## Task {task.id}" + (f": {task.title}" if task.title else ""), task.prompt]
     states = state_lines(workspace, task.prompt)
     if states:
         parts.append(FILES_HEADING + "\n".join(f"- {line}" for line in states))
-    upstream = _upstream_ids(runtime, task)
     for ref in upstream:
         result = runtime.tasks.result(ref)
         if result is None:
@@ -104,19 +106,21 @@ def worker_prompt(runtime: Runtime, task: Task, workspace: Workspace) -> str:
         if result.error:
             block += f"\nerror: {result.error[:UPSTREAM_RESULT_CHARS]}"
         parts.append(block)
-    if task.triggerId and not upstream:  # as ``_fired``: a step of a chain is no reminder
+    if fired(task, upstream):
         parts.append(SCHEDULED_NOTE)
     if task.catchUp:
         parts.append("(This run catches up on runs missed while the scheduler was down.)")
     return "\n\n".join(parts)
 
 
-def _fired(runtime: Runtime, task: Task) -> bool:
-    """Whether ``task`` is work a schedule runs (a step of a chain is no one's reminder)."""
-    return bool(task.triggerId) and not _upstream_ids(runtime, task)
+def fired(task: Task, upstream: list[str]) -> bool:
+    """Whether ``task`` is work a schedule runs: a step of a chain (it waited on ``upstream``)
+    is no one's reminder."""
+    return bool(task.triggerId) and not upstream
 
 
-def _upstream_ids(runtime: Runtime, task: Task) -> list[str]:
+def upstream_ids(runtime: Runtime, task: Task) -> list[str]:
+    """The tasks whose end started ``task``: those its trigger's condition waits on."""
     if not task.triggerId:
         return []
     trigger = runtime.tasks.get(task.triggerId)
