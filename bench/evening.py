@@ -12,7 +12,7 @@ from checks import Request, World, _listed, _replied, _says
 from errands import _at_minutes, _cron, _lines, _no_trigger, _prints, _trigger
 
 TEA = "\u7eff\u8336"  # 绿茶: green tea
-STOVE = ("stove", "\u5173\u706b", "\u706b")  # 关火: turn off the stove
+STOVE = ("stove", "fire", "heat", "\u5173\u706b", "\u706b")  # 关火: turn off the stove
 TRASH = ("trash", "garbage", "rubbish", "\u5783\u573e")  # 垃圾
 
 

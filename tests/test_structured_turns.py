@@ -876,3 +876,37 @@ def test_work_scheduled_at_the_minute_shown_as_now_is_planned_again_for_now(
     wait_for(lambda: [t for t in stack.tasks.with_status("queued")
                       if t.type == "recurring" and "laptop" in t.prompt], message="the schedule")
     assert len(llm.requests_for("planner")) == 4
+
+
+def _calls_offered(body: dict) -> set[str]:
+    return {name for branch in _schema(body)["anyOf"] for name in branch["properties"]} - \
+        {"check"}
+
+
+def test_a_workers_first_step_cannot_write_over_a_file_its_task_names(llamacpp, stack, llm):
+    """Asked to count the lines of a file that is there, the 1.5B model wrote it anew first:
+    the first step of such a task is offered no ``write_file``; the next ones are."""
+    (stack.settings.work_dir / "shopping.txt").write_text("eggs\nbread\nmilk\n")
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll count them."))
+    llm.script("planner",
+               turn(delegate={"prompt": "Count the lines of shopping.txt and report them."},
+                    submit_result={"status": "done", "result": {"text": "Planned."}}),
+               turn(delegate={"prompt": "Write hi into new.txt."},
+                    submit_result={"status": "done", "result": {"text": "Planned."}}))
+    llm.script("worker", turn(check="", shell={"command": "wc -l shopping.txt"}),
+               turn(check="It printed 3.", submit_result={"status": "done",
+                                                          "result": {"text": "3 lines."}}),
+               turn(check="", write_file={"path": "new.txt", "content": "hi"}),
+               turn(check="new.txt is written.", submit_result={"status": "done",
+                                                                "result": {"text": "Wrote."}}))
+    llm.default("teller", turn(reply="Done."))
+    post_input(stack, "how many lines does shopping.txt have?")
+    wait_for(lambda: len(llm.requests_for("worker")) >= 2, message="the counting Worker")
+    first, second = (_calls_offered(body) for body in llm.requests_for("worker")[:2])
+    assert "write_file" not in first and {"shell", "read_file", "append_file"} <= first
+    assert "write_file" in second
+    wait_history(stack, lambda h: ("assistant", "Done.") in h, message="the report")
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll write it."))
+    post_input(stack, "write hi into new.txt")  # names no file that is there
+    wait_for(lambda: (stack.settings.work_dir / "new.txt").is_file(), message="new.txt")
+    assert "write_file" in _calls_offered(llm.requests_for("worker")[2])

@@ -10,7 +10,7 @@ import pytest
 from processes import pid_alive
 
 from mimikit.exceptions import ToolError
-from mimikit.workspace.local import Workspace
+from mimikit.workspace.local import SHOWN_COPY_BYTES, Workspace
 from mimikit.workspace.procgroup import live_process_groups
 
 
@@ -90,12 +90,28 @@ def test_rename_moves_a_file_or_folder_and_never_over_another(ws: Workspace) -> 
 def test_copy_copies_a_file_or_folder(ws: Workspace) -> None:
     (ws.root / "shopping.txt").write_text("milk\nbread\n")
     assert ws.copy("shopping.txt", "backup.txt") == {"path": "backup.txt", "was": "shopping.txt",
-                                                     "bytes": 11}
+                                                     "bytes": 11, "text": "milk\nbread\n"}
     assert (ws.root / "backup.txt").read_text() == (ws.root / "shopping.txt").read_text()
     ws.make_dir("old")
     assert ws.copy("shopping.txt", "old")["path"] == "old/shopping.txt"
     assert ws.copy("old", "older") == {"path": "older", "was": "old"}
     assert (ws.root / "older/shopping.txt").read_text() == "milk\nbread\n"
+
+
+def test_a_copy_shows_what_a_small_text_file_holds_and_no_more(ws: Workspace) -> None:
+    """Shown what the copy holds, the 1.5B model said it; a large or binary file is not shown,
+    and a file whose text was shown may be written over as one read is."""
+    (ws.root / "big.txt").write_text("x" * (SHOWN_COPY_BYTES + 1))
+    (ws.root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff")
+    assert ws.copy("big.txt", "big2.txt") == {"path": "big2.txt", "was": "big.txt",
+                                              "bytes": SHOWN_COPY_BYTES + 1}
+    assert "text" not in ws.copy("logo.png", "logo2.png")
+    with pytest.raises(ToolError, match="already exists"):
+        ws.write_file("big2.txt", "y")  # never shown, never read
+    (ws.root / "small.txt").write_text("hi\n")
+    assert ws.copy("small.txt", "small2.txt")["text"] == "hi\n"
+    ws.write_file("small2.txt", "hello\n")
+    assert (ws.root / "small2.txt").read_text() == "hello\n"
 
 
 @pytest.mark.parametrize(("verb", "done", "into"), [("rename", "renamed", "moved"),

@@ -205,13 +205,15 @@ def agent_loop(session: Session) -> None:
     ctx, record, settings = session.ctx, session.record, session.runtime.settings
     spec = role(ctx.role)
     tools = run_registry(ctx.role, session.tools)
+    shape = _shape(session, tools)
     options = RunOptions(
         max_steps=settings.max_steps_for(ctx.role), deadline=session.deadline,
         text_ends_run=spec.text_ends_run, max_tokens=settings.max_tokens_for(ctx.role),
         # a Teller's turn may end in words or silence; the others end at their finisher
         tool_choice=None if spec.text_ends_run else "required",
         journal=session.journal, text_as_result=text_result if spec.text_is_result else None,
-        shape=_shape(session, tools), native_system=session.native_system,
+        shape=shape, opening=shape.without(ctx.opening_withheld),
+        native_system=session.native_system,
         reply_ends_turn=ctx.turn_only == "reply")
     run_agent(session.meter, record.model, ctx.role, session.system, session.user, tools,
               ctx, options, on_step=session.on_step, record=record, observer=session.observe)

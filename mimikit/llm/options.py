@@ -31,6 +31,8 @@ class RunOptions:
             answer held to the schema (a server that refuses the schema is asked with it).
         reply_ends_turn: A reply is all the turn may do (a Teller pass with nothing from the
             person): no answer is asked for after it.
+        opening: The shape of the run's first answer, where it is narrower than ``shape``
+            (a Worker's first step may not write over a file its task names).
     """
 
     max_steps: int
@@ -43,3 +45,10 @@ class RunOptions:
     shape: TurnShape | None = None
     native_system: str | None = None
     reply_ends_turn: bool = False
+    opening: TurnShape | None = None
+
+    def shape_at(self, shape: TurnShape | None, step: int) -> TurnShape | None:
+        """The shape answer ``step`` is held to: the run's ``shape`` (None where answers are
+        not held to one), or its opening for the first."""
+        return self.opening if shape is not None and self.opening is not None and step == 1 \
+            else shape

@@ -183,6 +183,11 @@ class TurnShape:
             self, kinds=tuple(kind for kind in self.kinds if kind not in gone),
             tools=tuple(tool for tool in self.tools if tool.name not in calls))
 
+    def without(self, names: Sequence[str]) -> TurnShape:
+        """This shape without the calls ``names`` (itself where it has none of them)."""
+        kept = tuple(tool for tool in self.tools if tool.name not in names)
+        return self if len(kept) == len(self.tools) else dataclasses.replace(self, tools=kept)
+
     def only(self, name: str) -> TurnShape:
         """The shape of an answer that must call ``name`` and nothing else (a forced call)."""
         tools = tuple(tool for tool in self.tools if tool.name == name) or self.tools

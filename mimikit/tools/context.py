@@ -54,6 +54,9 @@ class ToolContext:
     # Kinds of answer (``roles.Kind.words``) this run's answers held to a schema may not give
     # (a Planner task that carries the person's answer: asking again would never end).
     withheld_kinds: tuple[str, ...] = ()
+    # The calls the run's first answer may not make, where answers are held to a schema (a
+    # Worker whose task names files already there: ``agents.worker.OPENING_WITHHELD``).
+    opening_withheld: tuple[str, ...] = ()
     # The values a one-field call may take in this run, where answers are held to a schema (a
     # Planner's ``cancel_task``: the ids of the active tasks, or "nothing (...)" when none is).
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)

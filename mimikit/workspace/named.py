@@ -61,6 +61,7 @@ class NamedFiles:
 
     absent: tuple[str, ...]
     scripts: tuple[str, ...] = ()  # the programs it names
+    present: tuple[str, ...] = ()  # the files and folders it names that were there
     scheduled: bool = False  # work a schedule runs (a reminder's words may name a file)
     told: set[str] = field(default_factory=set)  # what the Worker was told once (``_tell``)
 
@@ -68,7 +69,8 @@ class NamedFiles:
     def of(cls, workspace: Workspace, text: str, scheduled: bool = False) -> NamedFiles:
         paths = named_paths(text)
         return cls(tuple(path for path in paths if _absent(workspace, path)),
-                   tuple(path for path in paths if path.endswith(SCRIPT_SUFFIXES)), scheduled)
+                   tuple(path for path in paths if path.endswith(SCRIPT_SUFFIXES)),
+                   tuple(path for path in paths if _present(workspace, path)), scheduled)
 
     def check_done(self, workspace: Workspace, said: str = "") -> str | None:
         """Before a ``done`` whose result says ``said``: None when it stands; the error of a
@@ -154,6 +156,13 @@ def _state(real: Path) -> str:
 def _absent_in(workspace: Workspace, text: str) -> list[str]:
     """The files ``text`` names that could be in the work directory and are not."""
     return [path for path in named_paths(text) if _absent(workspace, path)]
+
+
+def _present(workspace: Workspace, path: str) -> bool:
+    try:
+        return workspace.exists(path)
+    except ToolError:
+        return False
 
 
 def _absent(workspace: Workspace, path: str) -> bool:
