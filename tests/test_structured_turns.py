@@ -885,7 +885,8 @@ def _calls_offered(body: dict) -> set[str]:
 
 def test_a_workers_first_step_cannot_write_over_a_file_its_task_names(llamacpp, stack, llm):
     """Asked to count the lines of a file that is there, the 1.5B model wrote it anew first:
-    the first step of such a task is offered no ``write_file``; the next ones are."""
+    the first step of a task naming a file that holds something is offered no
+    ``write_file``; the next ones are, as is the first of a task naming an empty file."""
     (stack.settings.work_dir / "shopping.txt").write_text("eggs\nbread\nmilk\n")
     llm.script("teller", turn(delegate=True, remember=False, reply="I'll count them."))
     llm.script("planner",
@@ -907,6 +908,8 @@ def test_a_workers_first_step_cannot_write_over_a_file_its_task_names(llamacpp, 
     assert "write_file" in second
     wait_history(stack, lambda h: ("assistant", "Done.") in h, message="the report")
     llm.script("teller", turn(delegate=True, remember=False, reply="I'll write it."))
-    post_input(stack, "write hi into new.txt")  # names no file that is there
-    wait_for(lambda: (stack.settings.work_dir / "new.txt").is_file(), message="new.txt")
+    new = stack.settings.work_dir / "new.txt"
+    new.write_text("")  # there, holding nothing: nothing to write over
+    post_input(stack, "write hi into new.txt")
+    wait_for(lambda: new.read_text() == "hi", message="new.txt written")
     assert "write_file" in _calls_offered(llm.requests_for("worker")[2])

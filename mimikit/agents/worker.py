@@ -40,8 +40,8 @@ FILES_HEADING = "## In the work directory now\n"
 SCHEDULED_NOTE = ("(The user scheduled this for now. A reminder needs no tool: submit_result "
                   "with the words to tell the user.)")
 
-# What a Worker's first answer may not call when its task names files or folders already
-# there (answers held to a schema). Given "Count the number of lines in shopping.txt" with
+# What a Worker's first answer may not call when a file its task names holds something
+# (answers held to a schema). Given "Count the number of lines in shopping.txt" with
 # shopping.txt there, the 1.5B model's first call wrote it anew ("apple\nbanana\norange"),
 # was refused, and gave up; 7 of 12 such tasks (a size, a sum, a word count, a sort into a
 # new file...) began with ``write_file`` over the named file, none without it (``wc -l``,
@@ -62,7 +62,7 @@ def run_worker(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         named = NamedFiles.of(workspace, task.prompt, scheduled=fired(task, upstream))
         ctx = ToolContext(runtime=runtime, role="worker", trace_id=task.traceId, task=task,
                           workspace=workspace, named=named,
-                          opening_withheld=OPENING_WITHHELD if named.present else ())
+                          opening_withheld=OPENING_WITHHELD if named.held else ())
         try:  # the MCP servers the task names (the codex backend has its own)
             servers = start_servers(runtime, task, control) \
                 if settings.worker_backend == "llm" else None

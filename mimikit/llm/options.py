@@ -32,7 +32,8 @@ class RunOptions:
         reply_ends_turn: A reply is all the turn may do (a Teller pass with nothing from the
             person): no answer is asked for after it.
         opening: The shape of the run's first answer, where it is narrower than ``shape``
-            (a Worker's first step may not write over a file its task names).
+            (a Worker's first step may not write over a file its task names that holds
+            something).
     """
 
     max_steps: int

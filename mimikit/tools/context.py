@@ -55,7 +55,7 @@ class ToolContext:
     # (a Planner task that carries the person's answer: asking again would never end).
     withheld_kinds: tuple[str, ...] = ()
     # The calls the run's first answer may not make, where answers are held to a schema (a
-    # Worker whose task names files already there: ``agents.worker.OPENING_WITHHELD``).
+    # Worker whose task names a file that holds something: ``agents.worker.OPENING_WITHHELD``).
     opening_withheld: tuple[str, ...] = ()
     # The values a one-field call may take in this run, where answers are held to a schema (a
     # Planner's ``cancel_task``: the ids of the active tasks, or "nothing (...)" when none is).
