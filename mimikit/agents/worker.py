@@ -46,7 +46,7 @@ SCHEDULED_NOTE = ("(The user scheduled this for now. A reminder needs no tool: s
 # was refused, and gave up; 7 of 12 such tasks (a size, a sum, a word count, a sort into a
 # new file...) began with ``write_file`` over the named file, none without it (``wc -l``,
 # ``read_file``, ``append_file``, ``sed -i``, ``sort colors.txt > sorted.txt``). A write over
-# a file the run has not read is refused anyway (``Workspace._refuse_unread``).
+# a file the run has not read is refused anyway (``Workspace.unread_bytes``).
 OPENING_WITHHELD = ("write_file",)
 
 

@@ -144,7 +144,10 @@ class Workspace:
         real = self.resolve(path)
         if real.is_dir():
             raise ToolError(f"{path!r} is a directory; give a file path to write")
-        self._refuse_unread(path, real)
+        if size := self.unread_bytes(path):  # not replaced blindly
+            raise ToolError(f"{path!r} already exists ({size} bytes): append_file adds to its "
+                            "end, rename renames or moves it; to replace what it holds, "
+                            "read_file it first")
         data = content.encode("utf-8")
         real.parent.mkdir(parents=True, exist_ok=True)
         real.write_bytes(data)
@@ -152,13 +155,12 @@ class Workspace:
         self.seen.add(real)
         return {"path": self._relative(real), "bytes": len(data)}
 
-    def _refuse_unread(self, path: str, real: Path) -> None:
-        """A file that holds something this run has not seen is not replaced blindly: a small
-        model asked to rename a file or add a line to it writes the file anew instead."""
-        if real.is_file() and real not in self.seen and (size := real.stat().st_size):
-            raise ToolError(f"{path!r} already exists ({size} bytes): append_file adds to its "
-                            "end, rename renames or moves it; to replace what it holds, "
-                            "read_file it first")
+    def unread_bytes(self, path: str) -> int:
+        """The size of the file at ``path`` where it holds something this run has not seen,
+        else 0: such a file is not written over (a small model asked to rename a file or add
+        a line to it writes the file anew instead)."""
+        real = self.resolve(path)
+        return real.stat().st_size if real.is_file() and real not in self.seen else 0
 
     def append_file(self, path: str, content: str) -> dict[str, Any]:
         """Add ``content`` at the end of a file (made when missing), on a line of its own when

@@ -61,7 +61,7 @@ class NamedFiles:
 
     absent: tuple[str, ...]
     scripts: tuple[str, ...] = ()  # the programs it names
-    held: tuple[str, ...] = ()  # the files it names that held something (not to write over)
+    held: tuple[str, ...] = ()  # the files it names that held something unread (not to write)
     scheduled: bool = False  # work a schedule runs (a reminder's words may name a file)
     told: set[str] = field(default_factory=set)  # what the Worker was told once (``_tell``)
 
@@ -70,7 +70,7 @@ class NamedFiles:
         paths = named_paths(text)
         return cls(tuple(path for path in paths if _absent(workspace, path)),
                    tuple(path for path in paths if path.endswith(SCRIPT_SUFFIXES)),
-                   tuple(path for path in paths if _holds_something(workspace, path)), scheduled)
+                   tuple(path for path in paths if _unread(workspace, path)), scheduled)
 
     def check_done(self, workspace: Workspace, said: str = "") -> str | None:
         """Before a ``done`` whose result says ``said``: None when it stands; the error of a
@@ -158,10 +158,11 @@ def _absent_in(workspace: Workspace, text: str) -> list[str]:
     return [path for path in named_paths(text) if _absent(workspace, path)]
 
 
-def _holds_something(workspace: Workspace, path: str) -> bool:
+def _unread(workspace: Workspace, path: str) -> bool:
+    """Whether ``path`` holds something a write may not replace unread
+    (``Workspace.unread_bytes``)."""
     try:
-        real = workspace.resolve(path)
-        return real.is_file() and real.stat().st_size > 0
+        return workspace.unread_bytes(path) > 0
     except (ToolError, OSError):
         return False
 
