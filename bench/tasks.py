@@ -41,6 +41,7 @@ from chores import CHORES
 from errands import ERRANDS
 from evening import EVENING
 from household import HOUSEHOLD
+from morning import MORNING
 from recorder import ROLES, Recorder
 from stack import Client
 from weekend import WEEKEND
@@ -48,7 +49,7 @@ from weekend import WEEKEND
 READY_SECONDS = 180
 SETS: dict[str, list[Request]] = {"everyday": REQUESTS, "errands": ERRANDS, "chores": CHORES,
                                   "household": HOUSEHOLD, "weekend": WEEKEND,
-                                  "evening": EVENING}
+                                  "evening": EVENING, "morning": MORNING}
 SETTLED_QUIET_SECONDS = 4.0  # nothing running, nothing new, this long: settled
 
 
@@ -321,7 +322,8 @@ def main() -> int:
                              "reminders listed), fifteen household requests (household.py: "
                              "the twelve kinds with other things in them, and the date) or "
                              "fifteen weekend requests (weekend.py: the kinds worded again) or "
-                             "fifteen evening requests (evening.py: worded once more); "
+                             "fifteen evening requests (evening.py: worded once more) or "
+                             "fifteen morning requests (morning.py: and once again); "
                              "the last five with a real model only")
     args = parser.parse_args()
     requests = SETS[args.set]
