@@ -71,7 +71,7 @@ MORNING: list[Request] = [
     Request("fox", f"write '{FOX}' into fox.txt and tell me how many bytes the file has",
             _fox_measured),
     Request("countdown", "write a script countdown.py that prints the numbers from 5 down to 1, "
-            "and run it", _prints("countdown.py", "5 4 3 2 1", "3 2 1")),
+            "and run it", _prints("countdown.py", "5 4 3 2 1", "4 3 2")),
     Request("dog", "set a reminder at 6pm every day to walk the dog",
             _trigger("dog", _cron("0", "18", "*", "*", "*"))),
     Request("oven", "remind me to check the oven in 45 minutes",

@@ -913,3 +913,43 @@ def test_a_workers_first_step_cannot_write_over_a_file_its_task_names(llamacpp, 
     post_input(stack, "write hi into new.txt")
     wait_for(lambda: new.read_text() == "hi", message="new.txt written")
     assert "write_file" in _calls_offered(llm.requests_for("worker")[2])
+
+
+@pytest.mark.parametrize(("request_text", "again"), [
+    ("每个工作日早上8点半提醒我打卡", True),  # shares no word with the line it copied
+    ("every weekday at 8:30 remind me about the oven", False),  # names what the line does
+    ("每个工作日早上8点半提醒我看烤箱，取消旧的", False),  # the plan cancels the line's task
+], ids=["copied", "named_by_the_request", "replaced"])
+def test_a_plan_that_copies_a_line_of_active_work_is_made_again_without_it(
+        llamacpp, stack, llm, request_text, again):
+    """Asked "每个工作日早上8点半提醒我打卡" beside an oven reminder in Active work, the 1.5B model
+    scheduled "Remind the user to check the oven in 45 minutes." (none without the line)."""
+    oven = submit(stack, [Task(type="scheduled", prompt="Remind the user to check the oven.",
+                               schedule=RunAtSchedule(runAt=datetime(2030, 1, 2, 3, 4,
+                                                                     tzinfo=UTC)))])[0]
+
+    def weekdays(prompt: str) -> dict:
+        return turn(unknown="", given="", kind=AT_A_TIME, schedule={
+            "prompt": prompt, "at": "08:30", "days": "monday to friday"},
+            submit_result={"status": "done", "result": {"text": "Set."}})
+
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll set it."))
+    if "取消" in request_text:  # first the old one canceled, then the new one made
+        llm.script("planner", turn(unknown="", given="", kind="cancel work",
+                                   cancel_task=oven.id))
+    llm.script("planner", weekdays("Remind the user to check the oven."),
+               weekdays("提醒我打卡。"))
+    llm.default("teller", turn(reply="Set."))
+    post_input(stack, request_text)
+    made = wait_for(lambda: [t for t in stack.tasks.with_status(*get_args(TaskStatus))
+                             if t.type == "recurring"], message="the schedule made")
+    assert [t.prompt for t in made] == ["提醒我打卡。" if again else
+                                        "Remind the user to check the oven."]
+    asked = [body["messages"] for body in llm.requests_for("planner")]
+    assert len(asked) == 1 + again + ("取消" in request_text)
+    assert f"- {oven.id}: " in asked[0][1]["content"]
+    copied = [e for e in stack.events.recent() if e["type"] == "prompt_copied"]
+    assert [e["copiedFrom"] for e in copied] == ([oven.id] if again else [])
+    if again:  # made from the start, that line left out
+        assert len(asked[1]) == 2 and oven.id not in asked[1][1]["content"]
+        assert asked[1][1]["content"].endswith(request_text)

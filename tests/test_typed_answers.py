@@ -168,37 +168,47 @@ def _remembered(stack, fact: str) -> None:
                                                         encoding="utf-8")
 
 
-@pytest.mark.parametrize(("request_text", "copied", "source"), [
-    ("set up a node project with my usual package manager", "pnpm", "Memory"),
-    ("set up a node project, I always use yarn", "yarn", "the request"),
-    ("set up a node project with my usual package manager", "npm", None),  # a guess
-    ("set up a node project with my usual package manager", "package manager", None),
-], ids=["given_by_memory", "given_by_the_request", "only_the_user_knows", "the_question_echoed"])
+@pytest.mark.parametrize(("request_text", "copied", "judged", "source"), [
+    ("set up a node project with my usual package manager", "pnpm", "yes", "Memory"),
+    ("set up a node project, I always use yarn", "yarn", None, "the request"),
+    ("set up a node project with my usual package manager", "npm", None, None),  # a guess
+    ("set up a node project with my usual package manager", "package manager", None, None),
+    ("set up a node project with my usual package manager", "pnpm", "no", None),
+], ids=["given_by_memory", "given_by_the_request", "only_the_user_knows", "the_question_echoed",
+        "a_line_judged_no_answer"])
 def test_a_planner_question_answered_already_is_not_asked(llamacpp, stack, llm, request_text,
-                                                           copied, source):
+                                                           copied, judged, source):
     _remembered(stack, "The user uses pnpm as package manager.")
     llm.script("teller", turn(delegate=True, remember=False, reply="Let me see."))
     llm.script("planner", turn(unknown="my package manager", given="", kind="ask the user",
                                submit_result={"status": "needs_input",
                                               "question": "Which package manager do you want?"}),
-               turn(answer=copied),  # asked alone: the answer, copied from what it was shown
-               turn(unknown="", given="", kind="work now",
-                    delegate={"prompt": f"Set up a node project with {copied}."},
-                    submit_result={"status": "done", "result": {"text": "A worker will."}}))
+               turn(answer=copied))  # asked alone: the answer, copied from what it was shown
+    if judged:  # a copy from Memory: asked alone whether the person would answer so
+        llm.script("planner", turn(answer=judged))
+    llm.script("planner", turn(unknown="", given="", kind="work now",
+                               delegate={"prompt": f"Set up a node project with {copied}."},
+                               submit_result={"status": "done", "result": {"text": "A worker will."}}))
     llm.default("worker", turn(submit_result={"status": "done", "result": {"text": "made"}}))
     llm.default("teller", turn(reply="Done."))
     post_input(stack, request_text)
     if source is None:
         asked = wait_for(stack.conversation.question, timeout=30, message="the question")
         assert asked.question == "Which package manager do you want?"
-        assert len(llm.requests_for("planner")) == 2  # the plan and the look for an answer
+        # the plan, the look for an answer (and the judgment of what it found)
+        assert len(llm.requests_for("planner")) == 2 + bool(judged)
         return
     done = wait_for(lambda: [t for t in stack.tasks.with_status("done") if t.role == "planner"],
                     timeout=30, message="the plan")
     result = stack.tasks.results_by_id([done[0].id])[done[0].id]
     assert (result.status, result.result) == ("done", {"text": "A worker will."})
     assert stack.conversation.question() is None
-    first, looked, again = llm.requests_for("planner")
+    first, looked, *judgment, again = llm.requests_for("planner")
+    if judged:
+        assert judgment[0]["messages"][-1]["content"] == (
+            'The user told you: "# Memory - The user uses pnpm as package manager."\n'
+            'Asked "Which package manager do you want?", would the user answer "pnpm"?')
+        assert _schema(judgment[0])["properties"]["answer"]["enum"] == ["yes", "no"]
     asked = looked["messages"][-1]["content"]
     assert asked.startswith(f'The user wrote: "{request_text}"\nToday is ')
     assert "\nMemory: # Memory - The user uses pnpm as package manager.\n" in asked
@@ -214,6 +224,28 @@ def test_a_planner_question_answered_already_is_not_asked(llamacpp, stack, llm, 
     assert "ask the user" in {b["properties"]["kind"]["enum"][0]
                               for b in _schema(first)["anyOf"]} and "ask the user" not in kinds
 
+
+
+def test_the_answer_found_in_place_of_a_question_reaches_the_worker(llamacpp, stack, llm):
+    """Told "What is your pet's name?" is answered already, the 1.5B Planner still handed over
+    "Create a text file named after my pet.": its Worker, which sees no Memory, is given the
+    answer beside the task."""
+    _remembered(stack, "我的狗叫旺财")
+    llm.script("teller", turn(delegate=True, remember=False, reply="Let me see."))
+    llm.script("planner", turn(unknown="my pet", given="", kind="ask the user",
+                               submit_result={"status": "needs_input",
+                                              "question": "What is your pet's name?"}),
+               turn(answer="旺财"), turn(answer="yes"),
+               turn(unknown="", given="", kind="work now",
+                    delegate={"prompt": "Create a text file named after my pet."},
+                    submit_result={"status": "done", "result": {"text": "A worker will."}}))
+    llm.default("worker", turn(submit_result={"status": "done", "result": {"text": "made"}}))
+    llm.default("teller", turn(reply="Done."))
+    post_input(stack, "create a text file named after my pet")
+    workers = wait_for(lambda: [t for t in stack.tasks.with_status("done") if t.role == "worker"],
+                       timeout=30, message="the Worker's task")
+    assert workers[0].prompt == ("Create a text file named after my pet.\n\n## Known\n"
+                                 "What is your pet's name? 旺财 (Memory)")
 
 
 def test_a_line_of_memory_about_something_else_does_not_answer_a_planner_question(
@@ -236,19 +268,20 @@ def test_a_line_of_memory_about_something_else_does_not_answer_a_planner_questio
 PNPM_KEPT = "记一下：我习惯用 pnpm"
 
 
-@pytest.mark.parametrize(("request_text", "copied", "looked", "answered", "kept"), [
-    ("which package manager do I like to use?", "pnpm", True, True, PNPM_KEPT),
-    ("which package manager do I like to use?", "npm", True, False, PNPM_KEPT),  # a guess
-    ("what does pnpm.txt hold?", "pnpm", False, False, PNPM_KEPT),  # the work dir says
-    ("tell me which package manager I use", "pnpm", False, False, PNPM_KEPT),  # no question
-    ("what's in my working directory right now?", "", False, False,
+@pytest.mark.parametrize(("request_text", "copied", "looked", "judged", "kept"), [
+    ("which package manager do I like to use?", "pnpm", True, "yes", PNPM_KEPT),
+    ("which package manager do I like to use?", "npm", True, None, PNPM_KEPT),  # a guess
+    ("what does pnpm.txt hold?", "pnpm", False, None, PNPM_KEPT),  # the work dir says
+    ("tell me which package manager I use", "pnpm", False, None, PNPM_KEPT),  # no question
+    ("what's in my working directory right now?", "", False, None,
      "please remember that I'm allergic to peanuts"),  # a line that shares no word with it
-    ("what am I allergic to?", "peanuts", True, True,
+    ("what am I allergic to?", "peanuts", True, "yes",
      "please remember that I'm allergic to peanuts"),
+    ("which package manager do I like to use?", "pnpm", True, "no", PNPM_KEPT),
 ], ids=["memory_answers", "a_guess", "names_a_file", "not_a_question", "an_unrelated_line",
-        "a_line_sharing_a_word"])
+        "a_line_sharing_a_word", "judged_no_answer"])
 def test_a_question_handed_to_a_worker_that_memory_answers_is_answered(
-        llamacpp, stack, llm, request_text, copied, looked, answered, kept):
+        llamacpp, stack, llm, request_text, copied, looked, judged, kept):
     """Shown "记一下：我习惯用 pnpm" in Memory, the 1.5B model planned "which package manager do I
     like to use?" as work, and its Worker wrote package_manager.txt holding "pip". A line in
     the request's own script that shares no word with it is not shown, and with none left the
@@ -261,6 +294,9 @@ def test_a_question_handed_to_a_worker_that_memory_answers_is_answered(
                                submit_result={"status": "done", "result": {"text": "A worker."}}))
     if looked:
         llm.script("planner", turn(answer=copied))  # asked alone, as for a question it asks
+    if judged:
+        llm.script("planner", turn(answer=judged))  # and whether Memory's line answers it
+    answered = judged == "yes"
     llm.script("planner", turn(unknown="", given="pnpm", kind="answer", submit_result={
         "status": "done", "result": {"text": "You use pnpm."}}))
     llm.default("worker", turn(submit_result={"status": "done", "result": {"text": "made"}}))
@@ -270,7 +306,7 @@ def test_a_question_handed_to_a_worker_that_memory_answers_is_answered(
                     timeout=30, message="the plan")
     result = stack.tasks.results_by_id([done[0].id])[done[0].id]
     workers = [t for t in stack.tasks.with_status(*get_args(TaskStatus)) if t.role == "worker"]
-    assert len(llm.requests_for("planner")) == 1 + looked + answered
+    assert len(llm.requests_for("planner")) == 1 + looked + bool(judged) + answered
     if not answered:
         assert result.result == {"text": "A worker."} and len(workers) == 1
         return

@@ -272,6 +272,8 @@ def test_the_runtimes_secrets_and_state_are_out_of_the_file_tools_and_the_shell(
             ws.read_file(path)
     with pytest.raises(ToolError, match="private to Mimikit"):
         ws.write_file(".mimikit/memory.md", "planted")
+    (tmp_path / "notes.txt").write_text("mine")
+    assert ws.list_files(".") == ["notes.txt"]  # not the state dir, nor the secrets
     for name in ("MIMIKIT_API_TOKEN", "OPENAI_API_KEY", "MIMIKIT_FLOWER_BASIC_AUTH",
                  "MIMIKIT_REDIS_URL"):
         monkeypatch.setenv(name, "secret-value")

@@ -2,7 +2,9 @@
 ("以后记得我用 pnpm 管理包", then "你用什么包管理工具？"), by a line of Memory, or, for the
 date, by the current time. The model, asked alone, copies the answer from those lines; the copy
 counts only where it is found there, is not the request itself, and shares no word with the
-question (a copy of what the question asks about is no answer to it).
+question (a copy of what the question asks about is no answer to it); a copy from Memory counts
+only where the model, asked alone, says the person would give it as their answer (the 1.5B
+model copied "花生" from "请记住我对花生过敏" for "What is your pet's name?").
 
 Measured with the 1.5B model on 25 pairs (request, question, some with a line of Memory;
 bench/README.md): 14 of the 15 answered ones found (not "tea" for "Do you prefer tea or
@@ -17,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mimikit.agents.verdicts import copied
+from mimikit.agents.verdicts import copied, verdict
 from mimikit.conversation.question import is_question
 from mimikit.memory.tokenize import has_chinese, tokenize
 from mimikit.store.runtime import Runtime
@@ -26,6 +28,12 @@ from mimikit.workspace.named import named_paths
 ASKED = ('The user wrote: "{request}"\n{known}\nQuestion: "{question}"\n'
          "Answer the question with words copied from what the user wrote or from the lines "
          'above, or "" when they do not say.')
+# Whether the line of Memory a copy came from answers the question. On 44 (line, question,
+# copy) triples with the 1.5B model (23 answers, 21 copies of a line about something else,
+# half across Chinese and English): 23 and 18 right; "Does what the user said give ... as the
+# answer to that question?" 30 and 9 (bench/README.md).
+ANSWERS = 'The user told you: "{line}"\nAsked "{question}", would the user answer "{answer}"?'
+MEMORY_PREFIX = "Memory: "
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
@@ -36,6 +44,7 @@ class Given:
 
     answer: str
     source: str
+    line: str = ""  # the line of Memory it was found in
 
 
 def answered_already(runtime: Runtime, trace_id: str | None, request: str, question: str,
@@ -56,7 +65,12 @@ def _copied_answer(runtime: Runtime, trace_id: str | None, request: str, questio
                   ASKED.format(request=request, known=known, question=question))
     if not said:
         return None
-    return found_in(said, request, question, time_line, memory)
+    given = found_in(said, request, question, time_line, memory)
+    if given is None or not given.line:
+        return given
+    judged = verdict(runtime, "planner", trace_id, ANSWERS.format(
+        line=given.line.removeprefix(MEMORY_PREFIX), question=question, answer=given.answer))
+    return None if judged is False else given  # no judgment: as found
 
 
 def remembered_answer(runtime: Runtime, trace_id: str | None, request: str, time_line: str,
@@ -91,8 +105,9 @@ def found_in(answer: str, request: str, question: str, time_line: str,
         return None
     if _within(words, asked):
         return Given(answer, "the request")
-    if any(_within(words, tokenize(line)) for line in memory):
-        return Given(answer, "Memory")
+    line = next((line for line in memory if _within(words, tokenize(line))), None)
+    if line is not None:
+        return Given(answer, "Memory", line)
     today = _DATE.search(time_line)
     if today and today[0] in answer and _within(words, tokenize(time_line)):
         return Given(answer, "the current time")

@@ -46,7 +46,8 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
     or the current time answers what it asks, or a fact kept answers a request that is itself
     a question it handed over as work (``agents.answered``); without work for later, where
     it schedules work at the time of day it was shown as now and the request names neither
-    that time nor its hour."""
+    that time nor its hour; without a line of Active work, where a task it makes copies that
+    line's prompt and the request shares no word with it (``copied_work``)."""
 
     def body(control: RunControl) -> Result:
         task = control.task
@@ -59,6 +60,7 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
             plan = make_plan(runtime, control, journal, withheld=ONLY_ASK)
         result = planner_result(task, plan.record)
         question, given = _answered(runtime, task, plan, result)
+        known: tuple[str, Given] | None = None
         if given is not None:
             runtime.events.log("question_not_asked", traceId=task.traceId, taskId=task.id,
                                question=question[:300], answer=given.answer,
@@ -67,14 +69,22 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
             plan = make_plan(runtime, control, journal, NOT_ASKED.format(
                 question=question, answer=given.answer, source=given.source))
             result = planner_result(task, plan.record)
+            known = (question, given)
         elif (at := scheduled_now(plan, task.prompt)) is not None:
             runtime.events.log("schedule_at_now", traceId=task.traceId, taskId=task.id,
                                timeOfDay=at)
             journal.clear()  # its schedule is staged, not made: made again, for now
             plan = make_plan(runtime, control, journal, withheld=WORK_LATER)
             result = planner_result(task, plan.record)
+        elif (copied := copied_work(runtime, task, plan)) is not None:
+            runtime.events.log("prompt_copied", traceId=task.traceId, taskId=task.id,
+                               copiedFrom=copied)
+            journal.clear()  # its work is staged, not made: made again, without that line
+            plan = make_plan(runtime, control, journal, left_out=(copied,))
+            result = planner_result(task, plan.record)
         if result.status == "done":  # its delegations commit with the result
-            control.delivery.staged = with_the_request(task, list(plan.ctx.staged))
+            control.delivery.staged = with_what_is_known(
+                with_the_request(task, list(plan.ctx.staged)), known)
         return result
 
     return execute(runtime, task_id, celery_id, runtime.settings.planner_timeout, body).outcome
@@ -119,10 +129,11 @@ class Plan:
 
 
 def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
-              not_asked: str = "", withheld: tuple[str, ...] = ()) -> Plan:
+              not_asked: str = "", withheld: tuple[str, ...] = (),
+              left_out: tuple[str, ...] = ()) -> Plan:
     """Run the Planner on the task (``not_asked``: the section that says what question it may
     not ask, and what it was given in its place; ``withheld``: kinds of answer it may not
-    give)."""
+    give; ``left_out``: ids of active tasks its Active work does not show)."""
     task = control.task
     ctx = ToolContext(runtime=runtime, role="planner", trace_id=task.traceId, task=task)
     ctx.withheld_kinds = withheld
@@ -138,7 +149,7 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
     now = time_line(runtime.settings, minute=False, now=asked, weekday=False)
     clock = f"{asked:%H:%M}"  # of the same moment as its hour
     work = active_work(runtime, task, first_request_room(runtime, "planner") - estimate_tokens(
-        f"{now}\n\n{not_asked}## User request\n{task.prompt}") - MEMORY_TOKENS)
+        f"{now}\n\n{not_asked}## User request\n{task.prompt}") - MEMORY_TOKENS, left_out)
     ctx.choices["cancel_task"] = work.choices  # an active task's id, or nothing
     inputs = (f"{now}\n\n" + work.section
               + not_asked
@@ -176,6 +187,23 @@ def invented_given(plan: Plan) -> str | None:
                    if m.get("role") == "user"), "")
     shown = set(tokenize(prompt))
     return given if any(word not in shown for word in tokenize(given)) else None
+
+
+def copied_work(runtime: Runtime, request: Task, plan: Plan) -> str | None:
+    """The id of an active task whose prompt a task of ``plan`` copies word for word, where
+    the request shares no word with it and the plan does not cancel it (None otherwise).
+    Asked "每个工作日早上8点半提醒我打卡" beside "Remind the user to check the oven in 45
+    minutes." in Active work, the 1.5B model scheduled that prompt (4 of 10 such requests
+    about 打卡; none without the line)."""
+    made = {plain(task.prompt) for task in plan.ctx.staged}
+    if not made:
+        return None
+    canceled = {json_object(call.arguments).get("taskId") for call in plan.record.toolCalls
+                if call.name == "cancel_task"}
+    asked = set(tokenize(request.prompt))
+    shown = [i for i in plan.ctx.choices.get("cancel_task", ()) if i not in canceled]
+    return next((task.id for task in runtime.tasks.by_id(shown) if plain(task.prompt) in made
+                 and not asked & set(tokenize(task.prompt))), None)
 
 
 def scheduled_now(plan: Plan, request: str) -> str | None:
@@ -242,6 +270,23 @@ def with_the_request(plan: Task, staged: list[Task]) -> list[Task]:
                                     "title": title})]
 
 
+KNOWN_HEADING = "\n\n## Known\n"
+
+
+def with_what_is_known(staged: list[Task], known: tuple[str, Given] | None) -> list[Task]:
+    """The plan's tasks, each Worker task that lacks it given the answer found to the question
+    the plan was not let ask ("What is your city? 北京 (Memory)"). Told the answer, the 1.5B
+    Planner still handed over "Create a text file named after my pet.", and its Worker, which
+    sees no Memory, named the file after a pet of its own."""
+    if known is None:
+        return staged
+    question, given = known
+    told = f"{KNOWN_HEADING}{question} {given.answer} ({given.source})"
+    return [task.model_copy(update={"prompt": task.prompt + told})
+            if task.role == "worker" and plain(given.answer) not in plain(task.prompt) else task
+            for task in staged]
+
+
 ACTIVE_WORK_SHOWN = 20  # tasks and schedules looked at, newest first
 ACTIVE_WORK_CHARS = 120  # of each one's prompt
 # The lines of active work a first request holds: those that share most words with the request
@@ -264,7 +309,8 @@ class ActiveWork:
     choices: tuple[str, ...]
 
 
-def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS) -> ActiveWork:
+def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS,
+                left_out: tuple[str, ...] = ()) -> ActiveWork:
     """``## Active work``, a line each beginning with its id, so that a request to cancel or
     change one names it without a look-up; a cancel is held to those ids (a small model copies
     an id from elsewhere, or one digit short). Held to labels that begin with what a task does,
@@ -275,7 +321,7 @@ def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS)
     tasks = runtime.tasks.by_id([i for i in ids if i != current.id])
     lines = [f"- {task.id}: {task.type}{timing_words(task)}: "
              f"{' '.join(task.prompt.split())[:ACTIVE_WORK_CHARS]}"
-             for task in tasks[:ACTIVE_WORK_SHOWN]]
+             for task in tasks[:ACTIVE_WORK_SHOWN] if task.id not in left_out]
     shown = within_budget(lines, current.prompt, min(ACTIVE_WORK_TOKENS, room))
     if len(shown) < len(tasks):
         shown.append(f"- and {len(tasks) - len(shown)} more (list_tasks lists them all)")

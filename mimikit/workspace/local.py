@@ -273,13 +273,16 @@ class Workspace:
         return {"path": self._relative(real) + "/", "created": created}
 
     def list_files(self, path: str = ".") -> list[str]:
-        """Entries of a directory, relative to the root, sorted; directories end with '/'."""
+        """Entries of a directory, relative to the root, sorted; directories end with '/'.
+        Mimikit's private paths (its state dir inside the work dir) are left out: the file
+        tools cannot open them, and a listing of the person's files is not theirs."""
         self.used = True
         real = self.resolve(path)
         if not real.is_dir():
             raise ToolError(f"no such directory: {path!r}; use list_files('.') to start at the top")
         entries = sorted(
             self._relative(child) + ("/" if child.is_dir() else "") for child in real.iterdir()
+            if child not in self.private
         )
         if len(entries) > LIST_LIMIT_ENTRIES:
             hidden = len(entries) - LIST_LIMIT_ENTRIES
