@@ -950,6 +950,7 @@ def test_a_plan_that_copies_a_line_of_active_work_is_made_again_without_it(
     assert f"- {oven.id}: " in asked[0][1]["content"]
     copied = [e for e in stack.events.recent() if e["type"] == "prompt_copied"]
     assert [e["copiedFrom"] for e in copied] == ([oven.id] if again else [])
-    if again:  # made from the start, that line left out
+    if again:  # made from the start, that line left out (not counted as one more either)
         assert len(asked[1]) == 2 and oven.id not in asked[1][1]["content"]
+        assert "## Active work" not in asked[1][1]["content"]
         assert asked[1][1]["content"].endswith(request_text)

@@ -319,12 +319,13 @@ def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS,
     never fewer than ``ACTIVE_WORK_FEWEST_LINES`` are shown."""
     ids = [summary["id"] for summary in list_tasks(runtime, "all")[:CANCEL_CHOICES]]
     tasks = runtime.tasks.by_id([i for i in ids if i != current.id])
+    listed = [task for task in tasks if task.id not in left_out]
     lines = [f"- {task.id}: {task.type}{timing_words(task)}: "
              f"{' '.join(task.prompt.split())[:ACTIVE_WORK_CHARS]}"
-             for task in tasks[:ACTIVE_WORK_SHOWN] if task.id not in left_out]
+             for task in listed[:ACTIVE_WORK_SHOWN]]
     shown = within_budget(lines, current.prompt, min(ACTIVE_WORK_TOKENS, room))
-    if len(shown) < len(tasks):
-        shown.append(f"- and {len(tasks) - len(shown)} more (list_tasks lists them all)")
+    if len(shown) < len(listed):
+        shown.append(f"- and {len(listed) - len(shown)} more (list_tasks lists them all)")
     section = "## Active work\n" + "\n".join(shown) + "\n\n" if lines else ""
     return ActiveWork(section, tuple(task.id for task in tasks) or (NOTHING_ACTIVE,))
 
