@@ -42,6 +42,7 @@ from errands import ERRANDS
 from evening import EVENING
 from household import HOUSEHOLD
 from morning import MORNING
+from noon import NOON
 from recorder import ROLES, Recorder
 from stack import Client
 from weekend import WEEKEND
@@ -49,7 +50,8 @@ from weekend import WEEKEND
 READY_SECONDS = 180
 SETS: dict[str, list[Request]] = {"everyday": REQUESTS, "errands": ERRANDS, "chores": CHORES,
                                   "household": HOUSEHOLD, "weekend": WEEKEND,
-                                  "evening": EVENING, "morning": MORNING}
+                                  "evening": EVENING, "morning": MORNING,
+                                  "noon": NOON}
 SETTLED_QUIET_SECONDS = 4.0  # nothing running, nothing new, this long: settled
 
 
@@ -323,8 +325,10 @@ def main() -> int:
                              "the twelve kinds with other things in them, and the date) or "
                              "fifteen weekend requests (weekend.py: the kinds worded again) or "
                              "fifteen evening requests (evening.py: worded once more) or "
-                             "fifteen morning requests (morning.py: and once again); "
-                             "the last five with a real model only")
+                             "fifteen morning requests (morning.py: and once again) or twelve "
+                             "noon requests (noon.py: a to-do file, all reminders listed and "
+                             "cancelled, a fact in Chinese used in English); "
+                             "all but the twelve with a real model only")
     args = parser.parse_args()
     requests = SETS[args.set]
     if args.set != "everyday" and (args.scripted or args.wording != "first"):
