@@ -742,6 +742,37 @@ def test_a_report_naming_a_file_its_results_do_not_is_told_in_the_results_words(
     submit(stack, [Task(role="worker", prompt="Write notes.txt.")])  # the file its run wrote
     wait_history(stack, lambda h: ("assistant", "notes.txt is written: 2 bytes.") in h,
                  message="a report naming the file written")
+    llm.script("worker", turn(list_files={"path": "."}), turn(submit_result={
+        "status": "done", "result": {"text": "The folder holds backup.txt and notes.txt."}}))
+    llm.script("teller", turn(reply="The user was reminded to turn off the lights, and listed "
+                                    "the files in their working directory."))
+    submit(stack, [Task(role="worker", prompt="List the files.")])  # none of the files named
+    wait_history(stack, lambda h: any(r == "assistant" and t.startswith(
+        "The folder holds backup.txt and notes.txt.") for r, t in h), message="the listing")
+    assert not any("lights" in reply for reply in _replies(stack))
+
+
+def test_a_report_giving_a_number_its_results_do_not_is_told_in_the_results_words(
+        llamacpp, stack, llm):
+    """The 1.5B model reported a count of lines as "shopping.txt has 2 lines, which is 15
+    bytes long." (it has 3; no size was measured), and a date written as "2023-04-15"."""
+    llm.script("worker", turn(shell={"command": "wc -l shopping.txt"}),
+               turn(submit_result={"status": "done",
+                                   "result": {"text": "shopping.txt has 3 lines."}}))
+    llm.script("teller", turn(reply="shopping.txt has 2 lines, which is 15 bytes long."))
+    llm.default("teller", turn(reply="Done."))
+    (stack.settings.work_dir / "shopping.txt").write_text("eggs\nbread\nmilk\n")
+    submit(stack, [Task(role="worker", prompt="How many lines does shopping.txt have?")])
+    wait_history(stack, lambda h: any(r == "assistant" and t.startswith(
+        "shopping.txt has 3 lines.") for r, t in h), message="the results' words")
+    assert not any("15 bytes" in reply for reply in _replies(stack))
+    llm.script("worker", turn(write_file={"path": "d.txt", "content": "2026-11-30"}),
+               turn(submit_result={"status": "done",
+                                   "result": {"text": "d.txt holds 2026-11-30."}}))
+    llm.script("teller", turn(reply="d.txt holds 2026-11-30: 10 bytes."))
+    submit(stack, [Task(role="worker", prompt="Write the date into d.txt.")])  # its numbers
+    wait_history(stack, lambda h: ("assistant", "d.txt holds 2026-11-30: 10 bytes.") in h,
+                 message="a report whose numbers its results give")
 
 
 def test_a_report_giving_an_account_of_a_run_its_results_do_not_is_told_in_the_results_words(

@@ -98,10 +98,11 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
     if text in ctx.replies:  # said already in this pass (a model repeating its reply)
         return None
     if not may_repeat and ctx.reported is not None and (
-            not set(named_paths(text)) <= set(named_paths(ctx.reported))
-            or plain(account_in(text)) not in plain(ctx.reported)):
-        ctx.copied_report = True  # another task's report: the results are told as they are
-        return None
+            not _names_as_reported(text, ctx.reported)
+            or plain(account_in(text)) not in plain(ctx.reported)
+            or not numbers_in(text) <= numbers_in(ctx.reported)):
+        ctx.copied_report = True  # another task's report, or facts its results do not give:
+        return None  # the results are told as they are
     if not may_repeat and _copied_reply(ctx, text, earlier):
         if not ctx.heard:
             ctx.copied_report = True  # the results are told without the model's words
@@ -116,6 +117,29 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
     ctx.runtime.conversation.append(message)
     ctx.replies.append(text)
     return message
+
+
+def _names_as_reported(text: str, reported: str) -> bool:
+    """Whether a report names only files its results name, and, where they name any and it
+    says more than "Done.", one of them or a number ("Done: 391."). The 1.5B model reported
+    a listing of count.py and groceries.txt as "The user was reminded to turn off the lights,
+    set a reminder to call the plumber, and listed the files in their working directory."
+    (6 of 784 recorded reports named none of the files their results named, besides the
+    copies of the example's failure)."""
+    named, shown = set(named_paths(text)), set(named_paths(reported))
+    return named <= shown and bool(named or not shown or numbers_in(text)
+                                   or len(text) < COPIED_REPLY_CHARS)
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def numbers_in(text: str) -> set[str]:
+    """The numbers ``text`` writes in digits, without leading zeros ("08:30": 8 and 30). Of
+    776 recorded reports of the 1.5B and 0.5B models, 33 held a number their results did not:
+    a size of a folder or a file never measured ("15 bytes" beside "2 lines" for three), a date
+    written as "2023-04-15", a time of the clock, an id or an hour of an earlier report."""
+    return {number.lstrip("0") or "0" for number in _NUMBER.findall(text)}
 
 
 COPIED_REPLY_CHARS = 60  # a reply this long made of earlier replies' sentences is a copy
