@@ -206,8 +206,9 @@ def test_a_planner_question_answered_already_is_not_asked(llamacpp, stack, llm, 
     first, looked, *judgment, again = llm.requests_for("planner")
     if judged:
         assert judgment[0]["messages"][-1]["content"] == (
-            'The user told you: "# Memory - The user uses pnpm as package manager."\n'
-            'Asked "Which package manager do you want?", would the user answer "pnpm"?')
+            'The user said: "# Memory - The user uses pnpm as package manager."\nQuestion: '
+            '"Which package manager do you want?"\nDoes what the user said give "pnpm" as the '
+            "answer to that question?")
         assert _schema(judgment[0])["properties"]["answer"]["enum"] == ["yes", "no"]
     asked = looked["messages"][-1]["content"]
     assert asked.startswith(f'The user wrote: "{request_text}"\nToday is ')
@@ -345,6 +346,43 @@ def test_a_plan_that_gives_what_only_the_user_knows_in_invented_words_asks(
     assert question.question == "What is your favorite color?"
     again = _schema(llm.requests_for("planner")[1])
     assert again["properties"]["kind"]["enum"] == ["ask the user"]  # the one kind it may give
+
+
+@pytest.mark.parametrize("judged", ["yes", "no"])
+def test_a_plan_giving_in_english_what_memory_says_in_chinese_hands_it_to_the_worker(
+        llamacpp, stack, llm, judged):
+    """The 1.5B Planner gave "The user lives in Shanghai." of "我住在上海，请记住", words its
+    prompt does not hold; asked alone, the model judges whether the line says so. Then the
+    Worker, which sees no Memory, is given it; else the plan asks."""
+    _remembered(stack, "我住在上海，请记住")
+    llm.script("teller", turn(delegate=True, remember=False, reply="Let me see."))
+    llm.script("planner", turn(unknown="my city", given="The user lives in Shanghai.",
+                               kind="work now",
+                               delegate={"prompt": "Create a file named after the city I live in."},
+                               submit_result={"status": "done", "result": {"text": "A worker."}}),
+               turn(answer=judged))
+    if judged == "no":
+        llm.script("planner", turn(unknown="my city", given="", kind="ask the user",
+                                   submit_result={"status": "needs_input",
+                                                  "question": "What is your city?"}),
+                   turn(answer=""))  # asked alone, it finds no answer given already
+    llm.default("worker", turn(submit_result={"status": "done", "result": {"text": "made"}}))
+    llm.default("teller", turn(reply="Done."))
+    post_input(stack, "make a file named after the city I live in")
+    judgment = wait_for(lambda: llm.requests_for("planner")[1:2], message="the judgment")[0]
+    assert judgment["messages"][-1]["content"] == (
+        'The user said:\n- # Memory - 我住在上海，请记住\nDoes that say "The user lives in '
+        'Shanghai."?')
+    if judged == "no":
+        question = wait_for(stack.conversation.question, timeout=30, message="the question")
+        assert question.question == "What is your city?"
+        return
+    workers = wait_for(lambda: [t for t in stack.tasks.with_status("done") if t.role == "worker"],
+                       timeout=30, message="the Worker's task")
+    assert workers[0].prompt == (
+        "Create a file named after the city I live in.\n\n## The request, in the user's words\n"
+        "make a file named after the city I live in\n\n## Known\nThe user lives in Shanghai.")
+    assert len(llm.requests_for("planner")) == 2
 
 
 NOW = "Today is Sunday 2026-11-29; the time is 14:55 (time zone UTC)."

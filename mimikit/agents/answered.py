@@ -30,10 +30,14 @@ ASKED = ('The user wrote: "{request}"\n{known}\nQuestion: "{question}"\n'
          'above, or "" when they do not say.')
 # Whether the line of Memory a copy came from answers the question. On 44 (line, question,
 # copy) triples with the 1.5B model (23 answers, 21 copies of a line about something else,
-# half across Chinese and English): 23 and 18 right; "Does what the user said give ... as the
-# answer to that question?" 30 and 9 (bench/README.md).
-ANSWERS = 'The user told you: "{line}"\nAsked "{question}", would the user answer "{answer}"?'
+# half across Chinese and English): 23 and 21 right; 'The user told you: "..." Asked "...",
+# would the user answer "..."?' 23 and 18 (bench/README.md).
+ANSWERS = ('The user said: "{line}"\nQuestion: "{question}"\nDoes what the user said give '
+           '"{answer}" as the answer to that question?')
 MEMORY_PREFIX = "Memory: "
+# Whether lines in another script say what a plan gives in its own words: the 1.5B Planner
+# gave "The user lives in Shanghai." of "我住在上海，请记住", words its prompt does not hold.
+SAYS = 'The user said:\n{lines}\nDoes that say "{given}"?'
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
@@ -117,3 +121,15 @@ def found_in(answer: str, request: str, question: str, time_line: str,
 def _within(words: list[str], found: list[str]) -> bool:
     """Whether ``words`` follow one another in ``found`` (the words of a text)."""
     return any(found[at:at + len(words)] == words for at in range(len(found) - len(words) + 1))
+
+
+def said_across(runtime: Runtime, trace_id: str | None, given: str, memory: list[str]) -> bool:
+    """Whether the lines of ``memory`` written in another script than ``given`` (Chinese or
+    not) say it, as the model judges asked alone; False where there are none or no
+    judgment."""
+    other = [line.removeprefix(MEMORY_PREFIX) for line in memory
+             if has_chinese(line) != has_chinese(given)]
+    if not other:
+        return False
+    lines = "\n".join(f"- {line}" for line in other)
+    return verdict(runtime, "planner", trace_id, SAYS.format(lines=lines, given=given)) is True

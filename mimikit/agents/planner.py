@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from mimikit.agents.answered import Given, answered_already, remembered_answer
+from mimikit.agents.answered import Given, answered_already, remembered_answer, said_across
 from mimikit.agents.common import run_role
 from mimikit.agents.context import MEMORY_TOKENS, context_sections, first_request_room
 from mimikit.agents.now import time_line
@@ -53,14 +53,15 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
         task = control.task
         journal = RunJournal(runtime.redis, runtime.keys, task.id)
         plan = make_plan(runtime, control, journal)
-        if (invented := invented_given(plan)) is not None:
+        if (invented := invented_given(plan)) is not None and not said_across(
+                runtime, task.traceId, invented, plan.memory):
             runtime.events.log("given_invented", traceId=task.traceId, taskId=task.id,
                                given=invented[:300])
             journal.clear()  # its work is staged, not made: made again, as a question
             plan = make_plan(runtime, control, journal, withheld=ONLY_ASK)
         result = planner_result(task, plan.record)
         question, given = _answered(runtime, task, plan, result)
-        known: tuple[str, Given] | None = None
+        known: tuple[str, str] | None = None
         if given is not None:
             runtime.events.log("question_not_asked", traceId=task.traceId, taskId=task.id,
                                question=question[:300], answer=given.answer,
@@ -69,7 +70,7 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
             plan = make_plan(runtime, control, journal, NOT_ASKED.format(
                 question=question, answer=given.answer, source=given.source))
             result = planner_result(task, plan.record)
-            known = (question, given)
+            known = (f"{question} {given.answer} ({given.source})", given.answer)
         elif (at := scheduled_now(plan, task.prompt)) is not None:
             runtime.events.log("schedule_at_now", traceId=task.traceId, taskId=task.id,
                                timeOfDay=at)
@@ -84,7 +85,7 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
             result = planner_result(task, plan.record)
         if result.status == "done":  # its delegations commit with the result
             control.delivery.staged = with_what_is_known(
-                with_the_request(task, list(plan.ctx.staged)), known)
+                with_the_request(task, list(plan.ctx.staged)), known or given_of(plan))
         return result
 
     return execute(runtime, task_id, celery_id, runtime.settings.planner_timeout, body).outcome
@@ -177,16 +178,37 @@ def invented_given(plan: Plan) -> str | None:
     otherwise). The 1.5B model answered "please create an empty file and name it after my
     favorite color" with ``"unknown": "my favorite color", "given": "The user uses vim."``
     (an example's words; 2 of 2 runs of that wording), and its Worker named the file "red"."""
-    notes = json_object(next((m.get("content") for m in plan.record.messages
-                              if m.get("role") == "assistant"), None))
-    unknown, given = str(notes.get("unknown") or ""), str(notes.get("given") or "")
-    if not (unknown.strip() and given.strip()) or notes.get("kind") == ASK_THE_USER or \
+    unknown, given = plan_notes(plan)
+    if not (unknown and given) or plan_kind(plan) == ASK_THE_USER or \
             ASK_THE_USER in plan.ctx.withheld_kinds:
         return None
     prompt = next((str(m.get("content")) for m in plan.record.messages
                    if m.get("role") == "user"), "")
     shown = set(tokenize(prompt))
     return given if any(word not in shown for word in tokenize(given)) else None
+
+
+def _first_answer(plan: Plan) -> dict[str, Any]:
+    return json_object(next((m.get("content") for m in plan.record.messages
+                             if m.get("role") == "assistant"), None))
+
+
+def plan_notes(plan: Plan) -> tuple[str, str]:
+    """What a plan's first answer names as only the person's to know (``unknown``) and what
+    it says History or Memory gives (``given``), each '' when it names none."""
+    notes = _first_answer(plan)
+    return str(notes.get("unknown") or "").strip(), str(notes.get("given") or "").strip()
+
+
+def given_of(plan: Plan) -> tuple[str, str] | None:
+    """What a plan says History or Memory gives of what only the person knows, as what is
+    known (None where it names nothing unknown, or gives nothing)."""
+    unknown, given = plan_notes(plan)
+    return (given, given) if unknown and given else None
+
+
+def plan_kind(plan: Plan) -> str:
+    return str(_first_answer(plan).get("kind") or "")
 
 
 def copied_work(runtime: Runtime, request: Task, plan: Plan) -> str | None:
@@ -273,17 +295,19 @@ def with_the_request(plan: Task, staged: list[Task]) -> list[Task]:
 KNOWN_HEADING = "\n\n## Known\n"
 
 
-def with_what_is_known(staged: list[Task], known: tuple[str, Given] | None) -> list[Task]:
-    """The plan's tasks, each Worker task that lacks it given the answer found to the question
-    the plan was not let ask ("What is your city? 北京 (Memory)"). Told the answer, the 1.5B
-    Planner still handed over "Create a text file named after my pet.", and its Worker, which
-    sees no Memory, named the file after a pet of its own."""
+def with_what_is_known(staged: list[Task], known: tuple[str, str] | None) -> list[Task]:
+    """The plan's tasks, each Worker task that lacks its answer given what is known: the
+    answer found to the question the plan was not let ask ("What is your city? 北京
+    (Memory)"), or what the plan said History or Memory gives of what only the person knows
+    ("The user lives in Shanghai."); ``known``: the words and the answer in them. Told the
+    answer, the 1.5B Planner still handed over "Create a text file named after my pet.", and
+    its Worker, which sees no Memory, named the file after a pet of its own; given "The user
+    lives in Shanghai.", it handed over "Create a file named after the city I live in"."""
     if known is None:
         return staged
-    question, given = known
-    told = f"{KNOWN_HEADING}{question} {given.answer} ({given.source})"
-    return [task.model_copy(update={"prompt": task.prompt + told})
-            if task.role == "worker" and plain(given.answer) not in plain(task.prompt) else task
+    told, answer = known
+    return [task.model_copy(update={"prompt": task.prompt + KNOWN_HEADING + told})
+            if task.role == "worker" and plain(answer) not in plain(task.prompt) else task
             for task in staged]
 
 
