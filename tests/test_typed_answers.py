@@ -317,6 +317,14 @@ def test_a_question_handed_to_a_worker_that_memory_answers_is_answered(
 
 
 
+def _asks_instead(llm, unknown: str, question: str) -> None:
+    """The plan made again as the question that asks for ``unknown``, which nothing given
+    answers."""
+    llm.script("planner", turn(unknown=unknown, given="", kind="ask the user",
+                               submit_result={"status": "needs_input", "question": question}),
+               turn(answer=""))  # asked alone, it finds no answer given already
+
+
 @pytest.mark.parametrize(("given", "asked"), [
     ("The user uses vim.", True),  # an example's words: nothing it was shown says so
     ("The user uses pnpm.", False),  # Memory's words
@@ -330,10 +338,7 @@ def test_a_plan_that_gives_what_only_the_user_knows_in_invented_words_asks(
                 submit_result={"status": "done", "result": {"text": "A worker will."}})
     llm.script("planner", work)
     if asked:
-        llm.script("planner", turn(unknown="my favorite color", given="", kind="ask the user",
-                                   submit_result={"status": "needs_input",
-                                                  "question": "What is your favorite color?"}),
-                   turn(answer=""))  # asked alone, it finds no answer given already
+        _asks_instead(llm, "my favorite color", "What is your favorite color?")
     llm.default("worker", turn(submit_result={"status": "done", "result": {"text": "made"}}))
     llm.default("teller", turn(reply="Done."))
     post_input(stack, "create an empty file named after my favorite color")
@@ -362,10 +367,7 @@ def test_a_plan_giving_in_english_what_memory_says_in_chinese_hands_it_to_the_wo
                                submit_result={"status": "done", "result": {"text": "A worker."}}),
                turn(answer=judged))
     if judged == "no":
-        llm.script("planner", turn(unknown="my city", given="", kind="ask the user",
-                                   submit_result={"status": "needs_input",
-                                                  "question": "What is your city?"}),
-                   turn(answer=""))  # asked alone, it finds no answer given already
+        _asks_instead(llm, "my city", "What is your city?")
     llm.default("worker", turn(submit_result={"status": "done", "result": {"text": "made"}}))
     llm.default("teller", turn(reply="Done."))
     post_input(stack, "make a file named after the city I live in")
