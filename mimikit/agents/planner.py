@@ -10,6 +10,7 @@ from typing import Any
 from mimikit.agents.answered import Given, answered_already, remembered_answer, said_across
 from mimikit.agents.common import run_role
 from mimikit.agents.context import MEMORY_TOKENS, context_sections, first_request_room
+from mimikit.agents.copied_examples import without_example_prompts
 from mimikit.agents.now import time_line
 from mimikit.agents.prompts import build_prompts, choose_mode
 from mimikit.agents.servers import planner_view
@@ -84,8 +85,10 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
             plan = make_plan(runtime, control, journal, left_out=(copied,))
             result = planner_result(task, plan.record)
         if result.status == "done":  # its delegations commit with the result
-            control.delivery.staged = with_what_is_known(
-                with_the_request(task, list(plan.ctx.staged)), known or given_of(plan))
+            staged = without_example_prompts(first_request(task), list(plan.ctx.staged),
+                                             str(plan.record.messages[0].get("content")))
+            control.delivery.staged = with_what_is_known(with_the_request(task, staged),
+                                                         known or given_of(plan))
         return result
 
     return execute(runtime, task_id, celery_id, runtime.settings.planner_timeout, body).outcome
