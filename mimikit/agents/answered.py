@@ -3,8 +3,8 @@
 date, by the current time. The model, asked alone, copies the answer from those lines; the copy
 counts only where it is found there, is not the request itself, and shares no word with the
 question (a copy of what the question asks about is no answer to it); a copy from Memory counts
-only where the model, asked alone, says the person would give it as their answer (the 1.5B
-model copied "花生" from "请记住我对花生过敏" for "What is your pet's name?").
+only where the model, asked alone, says its line gives it as the answer to the question (the
+1.5B model copied "花生" from "请记住我对花生过敏" for "What is your pet's name?").
 
 Measured with the 1.5B model on 25 pairs (request, question, some with a line of Memory;
 bench/README.md): 14 of the 15 answered ones found (not "tea" for "Do you prefer tea or
