@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from mimikit.agents.answered import Given, answered_already, remembered_answer, said_across
 from mimikit.agents.common import run_role
@@ -181,8 +181,8 @@ def invented_given(plan: Plan) -> str | None:
     otherwise). The 1.5B model answered "please create an empty file and name it after my
     favorite color" with ``"unknown": "my favorite color", "given": "The user uses vim."``
     (an example's words; 2 of 2 runs of that wording), and its Worker named the file "red"."""
-    unknown, given = plan_notes(plan)
-    if not (unknown and given) or plan_kind(plan) == ASK_THE_USER or \
+    unknown, given, kind = plan_notes(plan)
+    if not (unknown and given) or kind == ASK_THE_USER or \
             ASK_THE_USER in plan.ctx.withheld_kinds:
         return None
     prompt = next((str(m.get("content")) for m in plan.record.messages
@@ -191,27 +191,26 @@ def invented_given(plan: Plan) -> str | None:
     return given if any(word not in shown for word in tokenize(given)) else None
 
 
-def _first_answer(plan: Plan) -> dict[str, Any]:
-    return json_object(next((m.get("content") for m in plan.record.messages
-                             if m.get("role") == "assistant"), None))
+class PlanNotes(NamedTuple):
+    """What a plan's first answer names as only the person's to know, what it says History or
+    Memory gives, and its kind; each '' when it names none."""
+
+    unknown: str
+    given: str
+    kind: str
 
 
-def plan_notes(plan: Plan) -> tuple[str, str]:
-    """What a plan's first answer names as only the person's to know (``unknown``) and what
-    it says History or Memory gives (``given``), each '' when it names none."""
-    notes = _first_answer(plan)
-    return str(notes.get("unknown") or "").strip(), str(notes.get("given") or "").strip()
+def plan_notes(plan: Plan) -> PlanNotes:
+    notes = json_object(next((m.get("content") for m in plan.record.messages
+                              if m.get("role") == "assistant"), None))
+    return PlanNotes(*(str(notes.get(key) or "").strip() for key in PlanNotes._fields))
 
 
 def given_of(plan: Plan) -> tuple[str, str] | None:
     """What a plan says History or Memory gives of what only the person knows, as what is
     known (None where it names nothing unknown, or gives nothing)."""
-    unknown, given = plan_notes(plan)
+    unknown, given, _kind = plan_notes(plan)
     return (given, given) if unknown and given else None
-
-
-def plan_kind(plan: Plan) -> str:
-    return str(_first_answer(plan).get("kind") or "")
 
 
 def copied_work(runtime: Runtime, request: Task, plan: Plan) -> str | None:
