@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 from mimikit.agents.answered import Given, answered_already, remembered_answer, said_across
 from mimikit.agents.common import run_role
 from mimikit.agents.context import MEMORY_TOKENS, context_sections, first_request_room
-from mimikit.agents.copied_examples import without_example_prompts
+from mimikit.agents.copied_prompts import copied_unasked, without_example_prompts
 from mimikit.agents.now import time_line
 from mimikit.agents.prompts import build_prompts, choose_mode
 from mimikit.agents.servers import planner_view
@@ -224,10 +224,10 @@ def copied_work(runtime: Runtime, request: Task, plan: Plan) -> str | None:
         return None
     canceled = {json_object(call.arguments).get("taskId") for call in plan.record.toolCalls
                 if call.name == "cancel_task"}
-    asked = set(tokenize(request.prompt))
     shown = [i for i in plan.ctx.choices.get("cancel_task", ()) if i not in canceled]
-    return next((task.id for task in runtime.tasks.by_id(shown) if plain(task.prompt) in made
-                 and not asked & set(tokenize(task.prompt))), None)
+    asked = set(tokenize(request.prompt))
+    return next((task.id for task in runtime.tasks.by_id(shown)
+                 if copied_unasked(task.prompt, made, asked)), None)
 
 
 def scheduled_now(plan: Plan, request: str) -> str | None:

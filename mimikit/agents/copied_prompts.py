@@ -1,0 +1,45 @@
+"""A Planner's task whose prompt is word for word text the Planner was shown, for a request
+that shares no word with it: a line of Active work (the plan is made again without it:
+``agents.planner.copied_work``) or a prompt of its own examples (the request's words in its
+place). Asked "每个工作日早上8点半提醒我打卡", the 0.5B model scheduled "Remind the user to call
+Anna." (the delay example's), and for "rename fox.txt to animals.txt" it scheduled "What to do
+then" (the field's description); such a task would do what no one asked, where the person's
+words at least say what they did.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from mimikit.memory.tokenize import tokenize
+from mimikit.models import Task
+from mimikit.tools.teller_tools import plain
+
+# A prompt of an example, as the answer's examples write it: "prompt": "..."
+_EXAMPLE_PROMPT = re.compile(r'"prompt": ("(?:[^"\\]|\\.)*")')
+
+
+def example_prompts(system: str) -> set[str]:
+    """The prompts the examples of a system prompt give, plain (case and blanks folded)."""
+    found = set()
+    for quoted in _EXAMPLE_PROMPT.findall(system):
+        try:
+            found.add(plain(json.loads(quoted)))
+        except json.JSONDecodeError:
+            continue
+    return found
+
+
+def copied_unasked(prompt: str, shown: set[str], asked: set[str]) -> bool:
+    """Whether ``prompt`` is one of the ``shown`` texts (plain), word for word, and shares no
+    word with the request (``asked``: its words)."""
+    return plain(prompt) in shown and not asked & set(tokenize(prompt))
+
+
+def without_example_prompts(request: str, staged: list[Task], system: str) -> list[Task]:
+    """``staged`` with each task whose prompt is an example's, and shares no word with
+    ``request``, given ``request`` as its prompt."""
+    examples, asked = example_prompts(system), set(tokenize(request))
+    return [task.model_copy(update={"prompt": request})
+            if copied_unasked(task.prompt, examples, asked) else task for task in staged]
