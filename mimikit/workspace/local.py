@@ -144,7 +144,7 @@ class Workspace:
         real = self.resolve(path)
         if real.is_dir():
             raise ToolError(f"{path!r} is a directory; give a file path to write")
-        if size := self.unread_bytes(path):  # not replaced blindly
+        if size := self._unread_size(real):  # not replaced blindly
             raise ToolError(f"{path!r} already exists ({size} bytes): append_file adds to its "
                             "end, rename renames or moves it; to replace what it holds, "
                             "read_file it first")
@@ -159,7 +159,9 @@ class Workspace:
         """The size of the file at ``path`` where it holds something this run has not seen,
         else 0: such a file is not written over (a small model asked to rename a file or add
         a line to it writes the file anew instead)."""
-        real = self.resolve(path)
+        return self._unread_size(self.resolve(path))
+
+    def _unread_size(self, real: Path) -> int:
         return real.stat().st_size if real.is_file() and real not in self.seen else 0
 
     def append_file(self, path: str, content: str) -> dict[str, Any]:
