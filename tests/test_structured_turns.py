@@ -69,6 +69,22 @@ def test_a_teller_turn_is_one_object_that_hands_over_the_persons_words(llamacpp,
     assert after[1]["content"].startswith(shown.split("\n\n")[0])  # a server's cache holds
 
 
+def test_a_reply_beside_work_handed_over_tells_no_result_before_the_work_ran(llamacpp, stack,
+                                                                            llm):
+    llm.script("teller", turn(delegate=True, remember=False,
+                              reply="Sure, I'll write fox.txt. The file has 13 bytes."),
+               turn(delegate=True, remember=False, reply="It has 3 lines."))
+    llm.default("planner", turn(submit_result={"status": "done", "result": {"text": "ok"}}))
+    llm.default("teller", turn(reply="Done."))
+    post_input(stack, "write 'the quick brown fox' into fox.txt and tell me its size")
+    wait_history(stack, lambda h: ("assistant", "Sure, I'll write fox.txt.") in h,
+                 message="the reply without a size nothing measured")
+    post_input(stack, "count the lines of the 2 files")
+    wait_history(stack, lambda h: ("assistant", "On it: count the lines of the 2 files") in h,
+                 message="what was handed over, for a reply that only told a result")
+    assert not [r for r in _replies(stack) if "13" in r or "3 lines" in r]
+
+
 def _cancel_values(schema: dict) -> list[dict]:
     """What the ``cancel_task`` of each branch of a Planner's schema may hold."""
     return [branch["properties"]["cancel_task"] for branch in schema["anyOf"]

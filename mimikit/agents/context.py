@@ -20,7 +20,7 @@ from mimikit.memory.service import index_for
 from mimikit.models import Message, Usage
 from mimikit.store.runtime import Runtime
 from mimikit.tokens import estimate_tokens
-from mimikit.tools.teller_tools import plain
+from mimikit.tools.reply_checks import plain
 
 log = logging.getLogger("mimikit.agents")
 HISTORY_WINDOW = 60

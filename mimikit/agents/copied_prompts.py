@@ -14,7 +14,7 @@ import re
 
 from mimikit.memory.tokenize import tokenize
 from mimikit.models import Task
-from mimikit.tools.teller_tools import plain
+from mimikit.tools.reply_checks import plain
 
 # A prompt of an example, as the answer's examples write it: "prompt": "..."
 _EXAMPLE_PROMPT = re.compile(r'"prompt": ("(?:[^"\\]|\\.)*")')

@@ -27,14 +27,9 @@ from mimikit.summaries import timing_words
 from mimikit.tasks.listing import list_tasks
 from mimikit.tokens import estimate_tokens
 from mimikit.tools.context import ToolContext
+from mimikit.tools.reply_checks import plain
 from mimikit.tools.task_tools import NOTHING_ACTIVE
-from mimikit.tools.teller_tools import (
-    carries_answer,
-    first_request,
-    last_answer,
-    plain,
-    request_parts,
-)
+from mimikit.tools.teller_tools import carries_answer, first_request, last_answer, request_parts
 from mimikit.workspace.named import named_paths
 
 log = logging.getLogger("mimikit.planner")

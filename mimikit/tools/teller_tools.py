@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from typing import Any, Literal
 
 from pydantic import Field
@@ -21,7 +20,15 @@ from mimikit.models import MAX_TASK_TIMEOUT_SECONDS, Message, PendingQuestion, T
 from mimikit.store import fingerprints as fingerprint
 from mimikit.tools.args import Args, Seconds
 from mimikit.tools.context import ToolContext
-from mimikit.workspace.named import named_paths
+from mimikit.tools.reply_checks import (
+    copied_reply,
+    earlier_sentences,
+    names_as_reported,
+    numbers_in,
+    plain,
+    without_earlier_sentences,
+    without_results_ahead,
+)
 
 USERS_WORDS_CHARS = 4000  # of each of the person's messages appended to a delegation
 USERS_WORDS_HEADING = "\n\n## The user's words\n"
@@ -71,7 +78,8 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
     that are not the model's), a reply that only says earlier replies again is not posted;
     nor, in a pass without the person's words, one with nothing left once the copied lines
     are out, or one that says a sentence of an earlier reply its results do not: the pass's
-    results are then told in their own words (``copied_report``).
+    results are then told in their own words (``copied_report``). Beside work it hands over, a
+    reply tells no number the person did not give (``without_results_ahead``).
 
     Raises:
         ToolError: Nothing is left once the copied lines are taken out, in a pass with the
@@ -80,8 +88,8 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
     text = without_echoes(text, ctx.told)
     earlier = None  # the sentences of earlier replies, read where they are needed
     if not may_repeat and ctx.reported is not None:
-        earlier = _earlier_sentences(ctx)
-        kept = _without_earlier_sentences(text, earlier, ctx.reported)
+        earlier = earlier_sentences(ctx)
+        kept = without_earlier_sentences(text, earlier, ctx.reported)
         if kept != text.strip() and not ctx.heard:  # a report that copied: its results' words
             ctx.copied_report = True  # (the 1.5B's "The task was completed." left, no count)
             return None
@@ -97,13 +105,17 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
                         "the user itself")
     if text in ctx.replies:  # said already in this pass (a model repeating its reply)
         return None
+    if not may_repeat and ctx.created and ctx.heard:  # beside work handed over, not yet run
+        text = without_results_ahead(text, ctx.heard)
+        if not text:
+            return None  # the pass says what it handed over (``teller._say_handed_over``)
     if not may_repeat and ctx.reported is not None and (
-            not _names_as_reported(text, ctx.reported)
+            not names_as_reported(text, ctx.reported)
             or plain(account_in(text)) not in plain(ctx.reported)
             or not numbers_in(text) <= numbers_in(ctx.reported)):
         ctx.copied_report = True  # another task's report, or facts its results do not give:
         return None  # the results are told as they are
-    if not may_repeat and _copied_reply(ctx, text, earlier):
+    if not may_repeat and copied_reply(ctx, text, earlier):
         if not ctx.heard:
             ctx.copied_report = True  # the results are told without the model's words
             return None
@@ -117,68 +129,6 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
     ctx.runtime.conversation.append(message)
     ctx.replies.append(text)
     return message
-
-
-def _names_as_reported(text: str, reported: str) -> bool:
-    """Whether a report names only files its results name, and, where they name any and it
-    says more than "Done.", one of them or a number ("Done: 391."). The 1.5B model reported
-    a listing of count.py and groceries.txt as "The user was reminded to turn off the lights,
-    set a reminder to call the plumber, and listed the files in their working directory."
-    (6 of 784 recorded reports named none of the files their results named, besides the
-    copies of the example's failure)."""
-    named, shown = set(named_paths(text)), set(named_paths(reported))
-    return named <= shown and bool(named or not shown or numbers_in(text)
-                                   or len(text) < COPIED_REPLY_CHARS)
-
-
-_NUMBER = re.compile(r"\d+")
-
-
-def numbers_in(text: str) -> set[str]:
-    """The numbers ``text`` writes in digits, without leading zeros ("08:30": 8 and 30). Of
-    776 recorded reports of the 1.5B and 0.5B models, 33 held a number their results did not:
-    a size of a folder or a file never measured ("15 bytes" beside "2 lines" for three), a date
-    written as "2023-04-15", a time of the clock, an id or an hour of an earlier report."""
-    return {number.lstrip("0") or "0" for number in _NUMBER.findall(text)}
-
-
-COPIED_REPLY_CHARS = 60  # a reply this long made of earlier replies' sentences is a copy
-EARLIER_REPLIES = 6  # the earlier replies a new one is compared with
-# Where a sentence ends: the blanks after its mark are kept by ``split`` (odd places).
-_SENTENCES = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])(\s*)")
-
-
-def _copied_reply(ctx: ToolContext, text: str, earlier: set[str] | None) -> bool:
-    """Whether ``text`` only says again, sentence for sentence in any order, what earlier
-    replies of the conversation said (``earlier``, read here if None: a small model copies
-    its last reply from the history it is shown, and sometimes shuffles its sentences)."""
-    if len(text) < COPIED_REPLY_CHARS:
-        return False
-    return _sentences(text) <= (earlier if earlier is not None else _earlier_sentences(ctx))
-
-
-def _earlier_sentences(ctx: ToolContext) -> set[str]:
-    said = [m.text for m in ctx.runtime.conversation.recent(EARLIER_REPLIES * 3)
-            if m.role == "assistant"][-EARLIER_REPLIES:]
-    return {sentence for reply in said for sentence in _sentences(reply)}
-
-
-def _without_earlier_sentences(text: str, earlier: set[str], reported: str) -> str:
-    """A report without the sentences that earlier replies said and its results do not ('' when
-    that is all it says): the 1.5B model reported a date written as "The task was completed: I
-    wrote date.txt (10 bytes) … The water reminder is canceled. What its run did: canceled
-    task-3b61…", its report before, word for word."""
-    parts = _SENTENCES.split(text)  # sentence, blank, sentence, ..., sentence
-    shown = plain(reported)
-    pairs = zip(parts[::2], [*parts[1::2], ""], strict=True)
-    # all of it said before and none of it in the results: a copy however short (the 1.5B
-    # reported "17 乘以 23 是多少？" answered as its reply before: "好的，我将计算 17 乘以 23 的结果。")
-    return "".join(sentence + blank for sentence, blank in pairs
-                   if plain(sentence) not in earlier or plain(sentence) in shown).strip()
-
-
-def _sentences(text: str) -> set[str]:
-    return {plain(part) for part in _SENTENCES.split(text)[::2] if part.strip()}
 
 
 def pose_question(ctx: ToolContext, question: PendingQuestion) -> PendingQuestion:
@@ -334,10 +284,6 @@ def keep(ctx: ToolContext, content: str, long_term: bool) -> dict[str, Any]:
     path = write_memory(state_dir, content, long_term=long_term)
     return {"path": str(path.relative_to(state_dir))}
 
-
-def plain(text: str) -> str:
-    """``text`` case-folded, its runs of white space one space (for comparing words)."""
-    return " ".join(text.casefold().split())
 
 
 def register(registry: Registry) -> None:

@@ -1,0 +1,93 @@
+"""What a Teller's reply may say, held to what it rests on: a report to its results (no
+number or file they do not give, no sentence of an earlier reply said again), and a reply
+beside work just handed over to the person's words (no result before the work ran)."""
+
+from __future__ import annotations
+
+import re
+
+from mimikit.tools.context import ToolContext
+from mimikit.workspace.named import named_paths
+
+
+def names_as_reported(text: str, reported: str) -> bool:
+    """Whether a report names only files its results name, and, where they name any and it
+    says more than "Done.", one of them or a number ("Done: 391."). The 1.5B model reported
+    a listing of count.py and groceries.txt as "The user was reminded to turn off the lights,
+    set a reminder to call the plumber, and listed the files in their working directory."
+    (6 of 784 recorded reports named none of the files their results named, besides the
+    copies of the example's failure)."""
+    named, shown = set(named_paths(text)), set(named_paths(reported))
+    return named <= shown and bool(named or not shown or numbers_in(text)
+                                   or len(text) < COPIED_REPLY_CHARS)
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def numbers_in(text: str) -> set[str]:
+    """The numbers ``text`` writes in digits, without leading zeros ("08:30": 8 and 30). Of
+    776 recorded reports of the 1.5B and 0.5B models, 33 held a number their results did not:
+    a size of a folder or a file never measured ("15 bytes" beside "2 lines" for three), a date
+    written as "2023-04-15", a time of the clock, an id or an hour of an earlier report."""
+    return {number.lstrip("0") or "0" for number in _NUMBER.findall(text)}
+
+
+COPIED_REPLY_CHARS = 60  # a reply this long made of earlier replies' sentences is a copy
+EARLIER_REPLIES = 6  # the earlier replies a new one is compared with
+# Where a sentence ends: the blanks after its mark are kept by ``split`` (odd places).
+_SENTENCES = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])(\s*)")
+# A sentence with its mark and the blanks after it (a mark inside a word or a number,
+# "fox.txt", "2.5", ends none).
+_SENTENCE = re.compile(r"(?:[^.!?\n\u3002\uff01\uff1f]|[.!?](?=[^\s.!?]))+"
+                       r"[.!?\u3002\uff01\uff1f]*[ \t]*")
+
+
+def copied_reply(ctx: ToolContext, text: str, earlier: set[str] | None) -> bool:
+    """Whether ``text`` only says again, sentence for sentence in any order, what earlier
+    replies of the conversation said (``earlier``, read here if None: a small model copies
+    its last reply from the history it is shown, and sometimes shuffles its sentences)."""
+    if len(text) < COPIED_REPLY_CHARS:
+        return False
+    return sentences(text) <= (earlier if earlier is not None else earlier_sentences(ctx))
+
+
+def earlier_sentences(ctx: ToolContext) -> set[str]:
+    said = [m.text for m in ctx.runtime.conversation.recent(EARLIER_REPLIES * 3)
+            if m.role == "assistant"][-EARLIER_REPLIES:]
+    return {sentence for reply in said for sentence in sentences(reply)}
+
+
+def without_earlier_sentences(text: str, earlier: set[str], reported: str) -> str:
+    """A report without the sentences that earlier replies said and its results do not ('' when
+    that is all it says): the 1.5B model reported a date written as "The task was completed: I
+    wrote date.txt (10 bytes) … The water reminder is canceled. What its run did: canceled
+    task-3b61…", its report before, word for word."""
+    parts = _SENTENCES.split(text)  # sentence, blank, sentence, ..., sentence
+    shown = plain(reported)
+    pairs = zip(parts[::2], [*parts[1::2], ""], strict=True)
+    # all of it said before and none of it in the results: a copy however short (the 1.5B
+    # reported "17 乘以 23 是多少？" answered as its reply before: "好的，我将计算 17 乘以 23 的结果。")
+    return "".join(sentence + blank for sentence, blank in pairs
+                   if plain(sentence) not in earlier or plain(sentence) in shown).strip()
+
+
+def sentences(text: str) -> set[str]:
+    return {plain(part) for part in _SENTENCES.split(text)[::2] if part.strip()}
+
+
+def plain(text: str) -> str:
+    """``text`` case-folded, its runs of white space one space (for comparing words)."""
+    return " ".join(text.casefold().split())
+
+
+def without_results_ahead(text: str, heard: list[str]) -> str:
+    """A reply beside work it hands over, without the sentences holding a number that the
+    person's words do not: the work has not run, so no size, count or sum is known yet ('' when
+    that is all it says). Asked to write a file and tell its size, the 0.5B model replied
+    "The file has 13 bytes." as it delegated, and "I'll create notes.txt ... It's 10 bytes."
+    """
+    given = numbers_in(" ".join(heard))
+    return re.sub(r"[ \t]{2,}", " ", _SENTENCE.sub(
+        lambda sentence: sentence.group() if numbers_in(sentence.group()) <= given else "",
+        text)).strip()
