@@ -34,10 +34,17 @@ def seconds(value: Any) -> Any:
                          "duration such as '90s', '5m', '2h', '1d' or 'PT1H'") from None
 
 
+# A duration in words as ``seconds`` reads it, or in ISO 8601 ("PT1H"). Held to any text,
+# the 1.5B model gave a schedule "every two hours" the timeout "2026-11-30T14:00:00", and
+# the plan failed on it.
+DURATION_PATTERN = (r"^([0-9]+(\.[0-9]+)? ?(" + "|".join(
+    sorted((unit for unit in _UNIT_SECONDS if unit), key=len, reverse=True))
+    + r")?|P[0-9DTHMSW.]+)$")
+
 # A number of seconds or a duration in words: where answers are held to a schema, the model
 # may write "30m" for "every 30 minutes" instead of 30 (seconds).
 Seconds = Annotated[float, BeforeValidator(seconds), WithJsonSchema({
-    "anyOf": [{"type": "number"}, {"type": "string"}],
+    "anyOf": [{"type": "number"}, {"type": "string", "pattern": DURATION_PATTERN}],
     "description": "seconds, or a duration such as '90s', '30m', '2h' or '1d'"})]
 
 

@@ -271,7 +271,7 @@ def test_delegate_refuses_a_duplicate_of_an_active_task(stack, llm):
     llm.default("planner", text("thinking"))  # planner never finishes in this test
     post_input(stack, "go")
     wait_history(stack, lambda h: ("assistant", "ok") in h)
-    run = stack.runs.of("teller")[0]
+    run = wait_for(lambda: stack.runs.of("teller"), message="the Teller's run kept")[0]
     first, second = (json.loads(c["content"]) for c in run["toolCalls"][:2])
     assert second["taskId"] == first["taskId"] and second["duplicate"] is True
 

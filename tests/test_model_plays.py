@@ -562,6 +562,8 @@ def test_a_tools_error_copied_into_a_question_is_refused_and_asked_again(stack, 
     assert question.options == ["hi", "bye", "hello"]  # its default may be chosen too
     second = llm.requests_for("teller")[2]["messages"][-2]["content"]  # then: reply, forced
     assert "copied" in second and "errors you were told" in second
+    wait_history(stack, lambda h: any(role == "assistant" for role, _t in h),
+                 message="the question in the history")
     assert _replies(stack) == [
         "What should notes.txt say?\n- hi\n- bye\n- hello"]
 

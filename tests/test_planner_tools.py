@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from typing import get_args
 
@@ -278,8 +279,16 @@ def test_an_interval_held_to_a_schema_may_be_written_as_a_duration():
     """The prompt's "interval": "45m" can be written where the grammar holds the answer: held
     to a number, "every 30 minutes" became 30 (seconds)."""
     way = _schedule_ways(REPEATING)[("interval",)]
-    assert {"type": "string"} in way["properties"]["interval"]["anyOf"]
+    written = next(b for b in way["properties"]["interval"]["anyOf"] if b["type"] == "string")
+    for duration in ("45m", "2 hours", "1.5h", "PT1H", "90"):
+        assert re.fullmatch(written["pattern"].strip("^$"), duration), duration
+        assert ScheduleArgs(prompt="Stretch.", interval=duration).interval > 0
     assert ScheduleArgs(prompt="Stretch.", type="recurring", interval="30m").interval == 1800
+    # a date is no duration: held to any text, the 1.5B model gave "every two hours" the
+    # timeout "2026-11-30T14:00:00"; a schedule's timeout is its role's default
+    assert not re.fullmatch(written["pattern"].strip("^$"), "2026-11-30T14:00:00")
+    ways = [w for kind in WORK_LATER for w in _schedule_ways(kind).values()]
+    assert all("timeout" not in w["properties"] for w in ways)
 
 
 def test_a_kind_withheld_from_a_plan_leaves_its_status_or_its_call_out():

@@ -29,8 +29,8 @@ class Args(BaseModel):
     # Where answers are held to a schema, the ways the arguments may be given, each the fields
     # it must give, the fields of the others left out (none: one object of every field) ...
     alternatives: ClassVar[tuple[tuple[str, ...], ...]] = ()
-    # ... and the fields left out of every way, each one a validator derives from the others
-    # (a schedule's type, from its timing).
+    # ... and the fields left out of every way: one a validator derives from the others (a
+    # schedule's type, from its timing), or one a small model fills with what it is not.
     held_out: ClassVar[frozenset[str]] = frozenset()
 
     @model_validator(mode="before")
