@@ -21,6 +21,7 @@ from mimikit.conversation.question import answer_question
 from mimikit.lifecycle.submit import submit
 from mimikit.models import IntervalSchedule, Message, RunAtSchedule, Task, TaskStatus
 from mimikit.roles import WORK_LATER
+from mimikit.tools.task_tools import EVERY_SCHEDULE
 
 MODELS = ("teller", "planner", "worker")
 
@@ -112,11 +113,39 @@ def test_a_cancel_is_held_to_active_tasks_and_its_report_names_the_one_canceled(
     assert stack.tasks.require(wrong.id).status == "canceled"
     assert stack.tasks.require(water.id).status != "canceled"
     [allowed] = _cancel_values(_schema(llm.requests_for("planner")[0]))
-    assert sorted(allowed["enum"]) == sorted([water.id, wrong.id])
+    assert sorted(allowed["enum"]) == sorted([water.id, wrong.id, EVERY_SCHEDULE])
     report = llm.requests_for("teller")[1]["messages"][1]["content"]
     # what the Planner's run did, beside what it said it did
     assert f"what its run did: canceled {wrong.id}: Remind the user to use pnpm." in report
     assert "The drink water reminder is canceled." in report
+
+
+def test_a_cancel_of_every_schedule_cancels_them_all_and_leaves_other_work(llamacpp, stack,
+                                                                            llm):
+    """Held to one id, the 1.5B model canceled one reminder of two for "cancel all my
+    reminders"; where two schedules or more are active, Active work offers them all."""
+    from scheduling_helpers import add_trigger
+
+    every_day = IntervalSchedule(interval=86_400)
+    water = add_trigger(stack, type="recurring", schedule=every_day,
+                        prompt="Remind the user to drink water.")
+    bank = add_trigger(stack, type="scheduled", schedule=RunAtSchedule(
+        runAt=datetime(2099, 1, 1, 9, tzinfo=UTC)), prompt="Remind the user to call the bank.")
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll cancel them."))
+    llm.script("planner", turn(unknown="", given="", kind="cancel work",
+                               cancel_task=EVERY_SCHEDULE, submit_result={
+                                   "status": "done", "result": {"text": "All canceled."}}))
+    llm.default("teller", turn(reply="Both reminders are canceled."))
+    post_input(stack, "cancel all my reminders")
+    wait_history(stack, lambda h: ("assistant", "Both reminders are canceled.") in h,
+                 message="the report")
+    assert {stack.tasks.require(t.id).status for t in (water, bank)} == {"canceled"}
+    shown = llm.requests_for("planner")[0]["messages"][1]["content"]
+    assert shown.split("## Active work\n")[1].split("\n\n")[0].splitlines()[-1] == \
+        f"- {EVERY_SCHEDULE}: every schedule above"
+    report = llm.requests_for("teller")[1]["messages"][1]["content"]
+    assert f"canceled {EVERY_SCHEDULE}: " in report
+    assert water.id in report and bank.id in report
 
 
 def test_a_cancel_with_no_active_work_says_nothing_was_canceled(llamacpp, stack, llm):
@@ -476,8 +505,9 @@ def test_a_long_list_of_active_work_shows_the_task_a_request_names_within_its_bu
     assert f"- {water.id}: recurring cron 0 9 * * * UTC: Remind the user to drink water." \
         in lines  # the oldest, and the one the request names
     shown = [line for line in lines if line.startswith("- task-")]
-    assert 2 <= len(shown) < 16 and lines[-1] == \
-        f"- and {16 - len(shown)} more (list_tasks lists them all)"
+    assert 2 <= len(shown) < 16 and lines[-2:] == [
+        f"- and {16 - len(shown)} more (list_tasks lists them all)",
+        f"- {EVERY_SCHEDULE}: every schedule above"]
     request = llm.requests_for("planner")[0]["messages"]
     assert _estimate(request) * UNCOUNTED_SCALE <= FIRST_REQUEST_TOKENS
 

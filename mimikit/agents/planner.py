@@ -28,7 +28,7 @@ from mimikit.tasks.listing import list_tasks
 from mimikit.tokens import estimate_tokens
 from mimikit.tools.context import ToolContext
 from mimikit.tools.reply_checks import plain
-from mimikit.tools.task_tools import NOTHING_ACTIVE
+from mimikit.tools.task_tools import EVERY_SCHEDULE, NOTHING_ACTIVE
 from mimikit.tools.teller_tools import carries_answer, first_request, last_answer, request_parts
 from mimikit.workspace.named import named_paths
 
@@ -219,6 +219,8 @@ def copied_work(runtime: Runtime, request: Task, plan: Plan) -> str | None:
         return None
     canceled = {json_object(call.arguments).get("taskId") for call in plan.record.toolCalls
                 if call.name == "cancel_task"}
+    if EVERY_SCHEDULE in canceled:
+        return None
     shown = [i for i in plan.ctx.choices.get("cancel_task", ()) if i not in canceled]
     asked = set(tokenize(request.prompt))
     return next((task.id for task in runtime.tasks.by_id(shown)
@@ -324,7 +326,8 @@ CANCEL_CHOICES = 200  # active tasks a Planner's cancel may name (the newest)
 class ActiveWork:
     """The schedules and the queued or running tasks, as a Planner's first request shows them
     (``section``: '' when none), and what its cancel may name (``choices``: each active
-    task's id; when none is active, the one choice of nothing)."""
+    task's id, and all of them where two schedules or more are; when none is active, the one
+    choice of nothing)."""
 
     section: str
     choices: tuple[str, ...]
@@ -337,7 +340,10 @@ def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS,
     an id from elsewhere, or one digit short). Held to labels that begin with what a task does,
     it began with the words most tasks begin with ("Remind the user to") and was then held to
     the wrong task. Its lines take at most ``room`` (within ``ACTIVE_WORK_TOKENS``), but
-    never fewer than ``ACTIVE_WORK_FEWEST_LINES`` are shown."""
+    never fewer than ``ACTIVE_WORK_FEWEST_LINES`` are shown. Where two schedules or more are
+    active, a last line offers them all: held to one id, the 1.5B model canceled one of two
+    for "cancel all my reminders" (6 of 6 such requests replayed); shown the line, it chose
+    all for 5 of 6, and still the one named for 6 of 6 single cancels."""
     ids = [summary["id"] for summary in list_tasks(runtime, "all")[:CANCEL_CHOICES]]
     tasks = runtime.tasks.by_id([i for i in ids if i != current.id])
     listed = [task for task in tasks if task.id not in left_out]
@@ -347,8 +353,10 @@ def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS,
     shown = within_budget(lines, current.prompt, min(ACTIVE_WORK_TOKENS, room))
     if len(shown) < len(listed):
         shown.append(f"- and {len(listed) - len(shown)} more (list_tasks lists them all)")
+    every = (EVERY_SCHEDULE,) if sum(task.type != "oneshot" for task in tasks) > 1 else ()
+    shown += [f"- {EVERY_SCHEDULE}: every schedule above" for _ in every]
     section = "## Active work\n" + "\n".join(shown) + "\n\n" if lines else ""
-    return ActiveWork(section, tuple(task.id for task in tasks) or (NOTHING_ACTIVE,))
+    return ActiveWork(section, tuple(task.id for task in tasks) + every or (NOTHING_ACTIVE,))
 
 
 def within_budget(lines: list[str], request: str, budget: int = ACTIVE_WORK_TOKENS) -> list[str]:

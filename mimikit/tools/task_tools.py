@@ -18,6 +18,10 @@ from mimikit.tools.context import ToolContext
 # cancel schedules or delegates "Cancel the water reminder" and reports it canceled.
 NOTHING_ACTIVE = "nothing (no task or schedule is active)"
 NOTHING_CANCELED = "Nothing was canceled: no task or schedule is active."
+# The choice of a Planner's cancel, beside the ids, where two schedules or more are active:
+# every one of them ("cancel all my reminders": held to one id, the 1.5B model canceled one
+# of two). Queued and running work is not a schedule, and stays.
+EVERY_SCHEDULE = "all"
 
 
 class ListTasksArgs(Args):
@@ -44,6 +48,8 @@ def register(registry: Registry) -> None:
         if args.taskId == NOTHING_ACTIVE:  # its one choice: the plan ends saying so
             return StopRun({"status": "done", "resultType": "text",
                             "result": {"text": NOTHING_CANCELED}})
+        if args.taskId == EVERY_SCHEDULE and EVERY_SCHEDULE in ctx.choices.get("cancel_task", ()):
+            return cancel_schedules(ctx)
         task = ctx.runtime.tasks.get(args.taskId)
         success, message = cancel(ctx.runtime, args.taskId, stop_running=False,
                                   source=ctx.role)
@@ -53,3 +59,19 @@ def register(registry: Registry) -> None:
             return {"success": True}
         # what was canceled, in its words: what the person is told can be checked against it
         return {"success": True, "canceled": task.title or task.prompt[:120]}
+
+
+def cancel_schedules(ctx: ToolContext) -> dict[str, Any]:
+    """Cancel every schedule its cancel could name (recurring, at a time, on a condition).
+
+    Raises:
+        ToolError: None of them could be canceled.
+    """
+    schedules = [task for task in ctx.runtime.tasks.by_id(list(ctx.choices["cancel_task"]))
+                 if task.type != "oneshot"]
+    canceled = [task for task in schedules
+                if cancel(ctx.runtime, task.id, stop_running=False, source=ctx.role)[0]]
+    if not canceled:
+        raise ToolError("no schedule could be canceled")
+    return {"success": True, "canceled": "; ".join(
+        f"{task.id}: {task.title or task.prompt[:120]}" for task in canceled)}
