@@ -316,6 +316,27 @@ def test_a_preference_handed_to_the_planner_is_kept_and_nothing_runs(llamacpp, s
     assert [t.role for t in made] == ["planner"]  # no worker, no reminder
 
 
+def test_an_answer_in_an_examples_words_is_planned_again_without_answering(llamacpp, stack,
+                                                                            llm):
+    """The 0.5B model answered "请记住我对花生过敏" with its example's "You use vim."."""
+    llm.script("teller", turn(delegate=True, remember=False, reply="好的。"))
+    llm.script("planner", turn(unknown="", given="", kind="answer", submit_result={
+                   "status": "done", "result": {"text": "You use vim."}}),
+               turn(unknown="", given="", kind="keep a fact about the user",
+                    remember="The user is allergic to peanuts.", submit_result={
+                        "status": "done", "result": {"text": "Noted."}}))
+    llm.default("teller", turn(reply="记住了。"))
+    post_input(stack, "请记住我对花生过敏")
+    wait_history(stack, lambda h: ("assistant", "记住了。") in h, message="the report")
+    second = llm.requests_for("planner")[1]
+    kinds = [b["properties"]["kind"]["enum"][0] for b in _schema(second)["anyOf"]]
+    assert "answer" not in kinds and "keep a fact about the user" in kinds
+    kept = [f.read_text(encoding="utf-8")
+            for f in (stack.settings.state_dir / "memory").glob("*.md")]
+    assert any("The user is allergic to peanuts." in words for words in kept)
+    assert "You use vim." not in llm.requests_for("teller")[1]["messages"][1]["content"]
+
+
 def test_the_reply_streams_from_its_field_and_never_shows_the_object(llamacpp, stack, llm):
     llm.script("teller", streamed(turn(delegate=False, remember=False,
                                        reply="Hello there, how can I help?"),

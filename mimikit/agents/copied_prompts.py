@@ -4,7 +4,8 @@ that shares no word with it: a line of Active work (the plan is made again witho
 place). Asked "每个工作日早上8点半提醒我打卡", the 0.5B model scheduled "Remind the user to call
 Anna." (the delay example's), and for "rename fox.txt to animals.txt" it scheduled "What to do
 then" (the field's description); such a task would do what no one asked, where the person's
-words at least say what they did.
+words at least say what they did. An answer in an example's words is no answer either: the
+0.5B model answered "请记住我对花生过敏" and "我对什么过敏？" with "You use vim.".
 """
 
 from __future__ import annotations
@@ -16,14 +17,17 @@ from mimikit.memory.tokenize import tokenize
 from mimikit.models import Task
 from mimikit.tools.reply_checks import plain
 
-# A prompt of an example, as the answer's examples write it: "prompt": "..."
+# A prompt of an example, as the answer's examples write it: "prompt": "...", and a result's
+# text: "text": "..."
 _EXAMPLE_PROMPT = re.compile(r'"prompt": ("(?:[^"\\]|\\.)*")')
+_EXAMPLE_TEXT = re.compile(r'"text": ("(?:[^"\\]|\\.)*")')
 
 
-def example_prompts(system: str) -> set[str]:
-    """The prompts the examples of a system prompt give, plain (case and blanks folded)."""
+def example_prompts(system: str, field: re.Pattern[str] = _EXAMPLE_PROMPT) -> set[str]:
+    """The prompts (or other ``field``) the examples of a system prompt give, plain (case and
+    blanks folded)."""
     found = set()
-    for quoted in _EXAMPLE_PROMPT.findall(system):
+    for quoted in field.findall(system):
         try:
             found.add(plain(json.loads(quoted)))
         except json.JSONDecodeError:
@@ -43,3 +47,10 @@ def without_example_prompts(request: str, staged: list[Task], system: str) -> li
     examples, asked = example_prompts(system), set(tokenize(request))
     return [task.model_copy(update={"prompt": request})
             if copied_unasked(task.prompt, examples, asked) else task for task in staged]
+
+
+def copied_answer(request: str, text: str, system: str) -> bool:
+    """Whether a plan's answer ``text`` is word for word an example's result, sharing no word
+    with ``request``."""
+    return bool(text) and copied_unasked(text, example_prompts(system, _EXAMPLE_TEXT),
+                                         set(tokenize(request)))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -10,7 +9,7 @@ from typing import Any, NamedTuple
 from mimikit.agents.answered import Given, answered_already, remembered_answer, said_across
 from mimikit.agents.common import run_role
 from mimikit.agents.context import MEMORY_TOKENS, context_sections, first_request_room
-from mimikit.agents.copied_prompts import copied_unasked, without_example_prompts
+from mimikit.agents.copied_prompts import copied_answer, copied_unasked, without_example_prompts
 from mimikit.agents.now import time_line
 from mimikit.agents.prompts import build_prompts, choose_mode
 from mimikit.agents.servers import planner_view
@@ -32,8 +31,6 @@ from mimikit.tools.task_tools import EVERY_SCHEDULE, NOTHING_ACTIVE
 from mimikit.tools.teller_tools import carries_answer, first_request, last_answer, request_parts
 from mimikit.workspace.named import named_paths
 
-log = logging.getLogger("mimikit.planner")
-
 
 def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
     """One delivery of a Planner task, whose plan may be made again: as a question, where it
@@ -42,8 +39,9 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
     or the current time answers what it asks, or a fact kept answers a request that is itself
     a question it handed over as work (``agents.answered``); without work for later, where
     it schedules work at the time of day it was shown as now and the request names neither
-    that time nor its hour; without a line of Active work, where a task it makes copies that
-    line's prompt and the request shares no word with it (``copied_work``)."""
+    that time nor its hour; not answering, where its answer is an example's (``copied_answer``);
+    without a line of Active work, where a task it makes copies that line's prompt and the
+    request shares no word with it (``copied_work``)."""
 
     def body(control: RunControl) -> Result:
         task = control.task
@@ -73,6 +71,12 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
             journal.clear()  # its schedule is staged, not made: made again, for now
             plan = make_plan(runtime, control, journal, withheld=WORK_LATER)
             result = planner_result(task, plan.record)
+        elif copied_answer(first_request(task), words := plan.answer(result), plan.system):
+            runtime.events.log("answer_copied", traceId=task.traceId, taskId=task.id,
+                               answer=words[:300])
+            journal.clear()  # an example's words, not an answer: made again, not answered
+            plan = make_plan(runtime, control, journal, withheld=(ANSWER,))
+            result = planner_result(task, plan.record)
         elif (copied := copied_work(runtime, task, plan)) is not None:
             runtime.events.log("prompt_copied", traceId=task.traceId, taskId=task.id,
                                copiedFrom=copied)
@@ -81,7 +85,7 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
             result = planner_result(task, plan.record)
         if result.status == "done":  # its delegations commit with the result
             staged = without_example_prompts(first_request(task), list(plan.ctx.staged),
-                                             str(plan.record.messages[0].get("content")))
+                                             plan.system)
             control.delivery.staged = with_what_is_known(with_the_request(task, staged),
                                                          known or given_of(plan))
         return result
@@ -125,6 +129,15 @@ class Plan:
     memory: list[str]
     kept: list[str]
     clock: str = ""  # the time of day it was asked at (HH:MM; its History shows it)
+
+    @property
+    def system(self) -> str:  # its system prompt
+        return str(self.record.messages[0].get("content"))
+
+    def answer(self, result: Result) -> str:
+        """What it answered in words alone ('' where it made work or did not end done)."""
+        done = result.status == "done" and not self.ctx.staged
+        return str(result.result.get("text") or "") if done else ""
 
 
 def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
