@@ -131,8 +131,8 @@ class Plan:
     clock: str = ""  # the time of day it was asked at (HH:MM; its History shows it)
 
     @property
-    def system(self) -> str:  # its system prompt
-        return str(self.record.messages[0].get("content"))
+    def system(self) -> str:  # its system prompt ('' where its run sent nothing)
+        return next((str(m.get("content")) for m in self.record.messages[:1]), "")
 
     def answer(self, result: Result) -> str:
         """What it answered in words alone ('' where it made work or did not end done)."""
