@@ -120,6 +120,17 @@ def test_a_cancel_is_held_to_active_tasks_and_its_report_names_the_one_canceled(
     assert "The drink water reminder is canceled." in report
 
 
+def _planned_cancel(stack, llm, request: str, choice: str, planned: str, report: str) -> None:
+    """``request`` handed over, planned as a cancel of ``choice`` said done as ``planned``, and
+    reported as ``report`` (waited for)."""
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll cancel it."))
+    llm.script("planner", turn(unknown="", given="", kind="cancel work", cancel_task=choice,
+                               submit_result={"status": "done", "result": {"text": planned}}))
+    llm.default("teller", turn(reply=report))
+    post_input(stack, request)
+    wait_history(stack, lambda h: ("assistant", report) in h, message="the report")
+
+
 def test_a_cancel_of_every_schedule_cancels_them_all_and_leaves_other_work(llamacpp, stack,
                                                                             llm):
     """Held to one id, the 1.5B model canceled one reminder of two for "cancel all my
@@ -131,14 +142,8 @@ def test_a_cancel_of_every_schedule_cancels_them_all_and_leaves_other_work(llama
                         prompt="Remind the user to drink water.")
     bank = add_trigger(stack, type="scheduled", schedule=RunAtSchedule(
         runAt=datetime(2099, 1, 1, 9, tzinfo=UTC)), prompt="Remind the user to call the bank.")
-    llm.script("teller", turn(delegate=True, remember=False, reply="I'll cancel them."))
-    llm.script("planner", turn(unknown="", given="", kind="cancel work",
-                               cancel_task=EVERY_SCHEDULE, submit_result={
-                                   "status": "done", "result": {"text": "All canceled."}}))
-    llm.default("teller", turn(reply="Both reminders are canceled."))
-    post_input(stack, "cancel all my reminders")
-    wait_history(stack, lambda h: ("assistant", "Both reminders are canceled.") in h,
-                 message="the report")
+    _planned_cancel(stack, llm, "cancel all my reminders", EVERY_SCHEDULE, "All canceled.",
+                    "Both reminders are canceled.")
     assert {stack.tasks.require(t.id).status for t in (water, bank)} == {"canceled"}
     shown = llm.requests_for("planner")[0]["messages"][1]["content"]
     assert shown.split("## Active work\n")[1].split("\n\n")[0].splitlines()[-1] == \
@@ -154,14 +159,8 @@ def test_a_cancel_with_no_active_work_says_nothing_was_canceled(llamacpp, stack,
     and reports it canceled)."""
     from mimikit.tools.task_tools import NOTHING_ACTIVE, NOTHING_CANCELED
 
-    llm.script("teller", turn(delegate=True, remember=False, reply="I'll cancel it."))
-    llm.script("planner", turn(unknown="", given="", kind="cancel work",
-                               cancel_task=NOTHING_ACTIVE, submit_result={
-                                   "status": "done", "result": {"text": "It is canceled."}}))
-    llm.default("teller", turn(reply="There was no reminder to cancel."))
-    post_input(stack, "cancel the water reminder")
-    wait_history(stack, lambda h: ("assistant", "There was no reminder to cancel.") in h,
-                 message="the report")
+    _planned_cancel(stack, llm, "cancel the water reminder", NOTHING_ACTIVE, "It is canceled.",
+                    "There was no reminder to cancel.")
     [asked] = llm.requests_for("planner")
     assert "## Active work" not in asked["messages"][1]["content"]
     assert [value["enum"] for value in _cancel_values(_schema(asked))] == [[NOTHING_ACTIVE]]

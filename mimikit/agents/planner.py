@@ -367,7 +367,8 @@ def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS,
     if len(shown) < len(listed):
         shown.append(f"- and {len(listed) - len(shown)} more (list_tasks lists them all)")
     every = (EVERY_SCHEDULE,) if sum(task.type != "oneshot" for task in tasks) > 1 else ()
-    shown += [f"- {EVERY_SCHEDULE}: every schedule above" for _ in every]
+    if every:
+        shown.append(f"- {EVERY_SCHEDULE}: every schedule above")
     section = "## Active work\n" + "\n".join(shown) + "\n\n" if lines else ""
     return ActiveWork(section, tuple(task.id for task in tasks) + every or (NOTHING_ACTIVE,))
 
