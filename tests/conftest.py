@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from fault_helpers import wired  # noqa: F401  (fixture)
 from figures import figures, pytest_terminal_summary  # noqa: F401  (fixture, hook)
+from forking import Forker
 from llm_fixtures import llamacpp, llm  # noqa: F401  (fixtures)
-from processes import ProcessPool, RedisServer, free_port, wait_for
+from processes import ROOT, ProcessPool, RedisServer, free_port, wait_for
 
 SESSION_DIR = Path(tempfile.mkdtemp(prefix="mimikit-tests-"))
 REDIS_PORT = free_port()
@@ -63,10 +64,18 @@ def runtime(redis_server: RedisServer, tmp_path: Path, monkeypatch: pytest.Monke
     reset_runtime()
 
 
+@pytest.fixture(scope="session")
+def forker() -> Iterator[Forker]:
+    """The parent every test's Celery workers and beats are forked from (``forking.py``)."""
+    parent = Forker(SESSION_DIR / "forked", ProcessPool.environment(), ROOT)
+    yield parent
+    parent.close()
+
+
 @pytest.fixture
-def procs(runtime, tmp_path: Path) -> Iterator[ProcessPool]:
+def procs(runtime, tmp_path: Path, forker: Forker) -> Iterator[ProcessPool]:
     """Start real Celery workers and beats for one test; all are killed afterwards."""
-    pool = ProcessPool(tmp_path / "logs", runtime)
+    pool = ProcessPool(tmp_path / "logs", runtime, forker)
     yield pool
     pool.stop_all()
 

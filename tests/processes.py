@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from forking import Forker
 from redis import Redis
 
 from mimikit.launcher import signal_group, spawn, stop_processes
@@ -72,26 +73,36 @@ class RedisServer:
 class ProcessPool:
     """Celery worker and beat processes of one test, with their logs under ``log_dir``."""
 
-    def __init__(self, log_dir: Path, runtime: Any) -> None:
+    def __init__(self, log_dir: Path, runtime: Any, forker: Forker | None = None) -> None:
         self.log_dir = log_dir
         self.runtime = runtime
-        self.processes: list[subprocess.Popen[bytes]] = []
+        self.forker = forker
+        self.processes: list[Any] = []  # subprocess.Popen, or Forked where a forker starts them
         self._hostnames: dict[int, str] = {}
         log_dir.mkdir(parents=True, exist_ok=True)
 
     def _env(self) -> dict[str, str]:
+        return self.environment()
+
+    @staticmethod
+    def environment() -> dict[str, str]:
+        """This process's environment, with the tests and the repository importable."""
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(ROOT), env.get("PYTHONPATH", "")])
         return env
 
-    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
-        process = spawn(argv, self.log_dir / f"{name}.log", cwd=ROOT, env=self._env())
+    def _spawn(self, name: str, argv: list[str]) -> Any:
+        log = self.log_dir / f"{name}.log"
+        if self.forker is not None and argv[1:3] == ["-m", "celery"]:
+            process: Any = self.forker.start(argv[3:], self._env(), ROOT, log)
+        else:
+            process = spawn(argv, log, cwd=ROOT, env=self._env())
         self.processes.append(process)
         return process
 
     def worker(self, queues: str = "teller,planner,worker,supervisor", concurrency: int = 1,
                name: str = "w", wait: bool = True, pool: str = "threads"
-               ) -> subprocess.Popen[bytes]:
+               ) -> Any:
         """Start ``celery -A worker_app worker`` (Mimikit's app plus the test tasks) on
         ``pool``: the threads pool by default, as ``mimikit worker`` runs."""
         hostname = f"{name}-{len(self.processes)}@test"
@@ -104,7 +115,7 @@ class ProcessPool:
             self.wait_ready(process)
         return process
 
-    def wait_ready(self, *workers: subprocess.Popen[bytes]) -> None:
+    def wait_ready(self, *workers: Any) -> None:
         """Wait until each worker (started with ``wait=False``) has registered."""
         for process in workers:
             hostname = self._hostnames[process.pid]
@@ -113,12 +124,12 @@ class ProcessPool:
                      timeout=30, message=f"worker {hostname} to be ready")
             assert process.poll() is None, f"worker {hostname} exited; see {self.log_dir}"
 
-    def beat(self, name: str = "beat") -> subprocess.Popen[bytes]:
+    def beat(self, name: str = "beat") -> Any:
         argv = [sys.executable, "-m", "celery", "-A", "worker_app", "beat", "-l", "INFO",
                 "-s", str(self.log_dir / f"{name}-schedule")]
         return self._spawn(f"{name}-{len(self.processes)}", argv)
 
-    def kill(self, process: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
+    def kill(self, process: Any, sig: int = signal.SIGKILL) -> None:
         signal_group(process, sig)
         process.wait(timeout=15)
 

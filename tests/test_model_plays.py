@@ -437,8 +437,8 @@ def test_a_planner_question_the_teller_only_relays_in_words_is_asked_all_the_sam
     pending = wait_for(stack.conversation.question, timeout=30, message="the question")
     planner = next(t for t in stack.tasks.with_status("done") if t.role == "planner")
     assert (pending.question, pending.taskId) == ("Staging or production?", planner.id)
-    assert _replies(stack)[-2:] == ["The Planner wants to know where to deploy.",
-                                    "Staging or production?"]
+    told = ["The Planner wants to know where to deploy.", "Staging or production?"]
+    wait_for(lambda: _replies(stack)[-2:] == told, message="the question told after the reply")
 
 
 @pytest.mark.parametrize(("answer", "result"), [

@@ -91,8 +91,9 @@ def test_a_trigger_over_its_budget_pauses_and_tells_the_user_once(priced, llm, p
                       timeout=60, message="the trigger to pause")
     assert "budget" in paused.pausedReason
     assert book.totals(runtime, "trigger", trigger.id)["cost"] <= 0.005
-    notes = [m.text for m in runtime.conversation.between(None, None)
-             if m.text.startswith("Trigger paused: disk check")]
+    notes = wait_for(lambda: [m.text for m in runtime.conversation.between(None, None)
+                              if m.text.startswith("Trigger paused: disk check")],
+                     message="the note that the trigger paused")
     assert len(notes) == 1
 
 
