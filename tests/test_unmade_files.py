@@ -5,7 +5,8 @@ Worker that made no call at all for files its task or its result names that are 
 told so once, then left to its words: the report says it made none, and which of those files
 are not there. One that wrote a script and ran nothing is told once that it never ran it. The
 Worker is shown, before its first step, the paths its task names that are in the work
-directory."""
+directory. A ``done`` whose result is word for word one of the examples the Worker was
+shown, sharing no word with its task, ends failed."""
 
 from __future__ import annotations
 
@@ -252,3 +253,25 @@ def test_a_step_of_a_chain_is_told_of_the_files_its_result_names_as_work_handed_
     assert not _fired(Task(prompt="Split what A read.", triggerId=step_b.id))
     assert _fired(Task(prompt="Remind the user to stretch.", triggerId=daily.id))
     assert not _fired(Task(prompt="Create notes.txt."))
+
+
+def test_a_workers_done_in_an_examples_words_sharing_none_of_its_tasks_is_failed(
+        llamacpp, stack, llm):
+    """The 0.5B model ended "对花生过敏" with an example's check, "It printed 1, 2 and 3, as
+    the task asks.", and the person was told so."""
+    llm.script("worker", turn(submit_result={
+        "status": "done", "result": {"text": "It printed 1, 2 and 3, as the task asks."}}))
+    _request(stack, llm, "对花生过敏")
+    worker = _worker(stack)
+    assert worker.status == "failed"
+    assert "an example's words" in stack.tasks.results_by_id([worker.id])[worker.id].error
+
+
+def test_a_workers_done_in_an_examples_words_that_answer_its_task_stands(llamacpp, stack, llm):
+    llm.script("worker",
+               turn(write_file={"path": "count.py", "content": "print(1)\nprint(2)\nprint(3)"}),
+               turn(shell={"command": "python3 count.py"}),
+               turn(submit_result={"status": "done",
+                                   "result": {"text": "count.py printed 1, 2 and 3."}}))
+    _request(stack, llm, "Write count.py that prints 1 to 3, run it and say what it prints.")
+    assert _worker(stack).status == "done"

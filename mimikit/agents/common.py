@@ -178,8 +178,9 @@ def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: SystemPrompt, us
     task = ctx.task
     meter = metered(runtime, ctx, model, record, stream_to, journal)
     path = answer_path(runtime, ctx.role)
+    ctx.system = system_prompt(path)
     session = Session(runtime=runtime, ctx=ctx, record=record, meter=meter,
-                      system=system_prompt(path), native_system=system_prompt("native"),
+                      system=ctx.system, native_system=system_prompt("native"),
                       user=user_prompt,
                       deadline=time.monotonic() + timeout, on_step=on_step,
                       observe=live_steps(runtime, record, task, journal), cancel=cancel,

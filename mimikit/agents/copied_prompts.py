@@ -10,41 +10,15 @@ words at least say what they did. An answer in an example's words is no answer e
 
 from __future__ import annotations
 
-import json
-import re
-
 from mimikit.memory.tokenize import tokenize
 from mimikit.models import Task
-from mimikit.tools.reply_checks import plain
-
-# A prompt of an example, as the answer's examples write it: "prompt": "...", and a result's
-# text: "text": "..."
-_EXAMPLE_PROMPT = re.compile(r'"prompt": ("(?:[^"\\]|\\.)*")')
-_EXAMPLE_TEXT = re.compile(r'"text": ("(?:[^"\\]|\\.)*")')
-
-
-def example_prompts(system: str, field: re.Pattern[str] = _EXAMPLE_PROMPT) -> set[str]:
-    """The prompts (or other ``field``) the examples of a system prompt give, plain (case and
-    blanks folded)."""
-    found = set()
-    for quoted in field.findall(system):
-        try:
-            found.add(plain(json.loads(quoted)))
-        except json.JSONDecodeError:
-            continue
-    return found
-
-
-def copied_unasked(prompt: str, shown: set[str], asked: set[str]) -> bool:
-    """Whether ``prompt`` is one of the ``shown`` texts (plain), word for word, and shares no
-    word with the request (``asked``: its words)."""
-    return plain(prompt) in shown and not asked & set(tokenize(prompt))
+from mimikit.tools.example_copies import copied_unasked, example_values
 
 
 def without_example_prompts(request: str, staged: list[Task], system: str) -> list[Task]:
     """``staged`` with each task whose prompt is an example's, and shares no word with
     ``request``, given ``request`` as its prompt."""
-    examples, asked = example_prompts(system), set(tokenize(request))
+    examples, asked = example_values(system, "prompt"), set(tokenize(request))
     return [task.model_copy(update={"prompt": request})
             if copied_unasked(task.prompt, examples, asked) else task for task in staged]
 
@@ -52,5 +26,5 @@ def without_example_prompts(request: str, staged: list[Task], system: str) -> li
 def copied_answer(request: str, text: str, system: str) -> bool:
     """Whether a plan's answer ``text`` is word for word an example's result, sharing no word
     with ``request``."""
-    return bool(text) and copied_unasked(text, example_prompts(system, _EXAMPLE_TEXT),
+    return bool(text) and copied_unasked(text, example_values(system, "text"),
                                          set(tokenize(request)))

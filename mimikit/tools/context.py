@@ -72,6 +72,8 @@ class ToolContext:
     # A Worker run: the files its task names that the work directory did not hold when it
     # began (``workspace.named.NamedFiles``), looked for again when it says it is done.
     named: NamedFiles | None = None
+    # The system prompt the run's model reads (what its examples say: ``example_copies``).
+    system: str = ""
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)

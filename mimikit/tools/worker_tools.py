@@ -10,6 +10,7 @@ from mimikit.llm.registry import Registry, StopRun
 from mimikit.models import ResultBody, ResultType
 from mimikit.tools.args import Args, Seconds, finish_with_result
 from mimikit.tools.context import ToolContext
+from mimikit.tools.example_copies import copied_result
 
 
 class ShellArgs(Args):
@@ -101,8 +102,19 @@ def register(registry: Registry) -> None:
     @registry.tool("submit_result", roles=worker, alone=True, idempotent=True)
     def submit_result(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
         """Finish the task with its structured result (must match resultType's schema)."""
-        if args.status == "done" and ctx.named is not None and (unmade := ctx.named.check_done(
-                ctx.workspace, str(args.result.get("text") or ""))):
+        if args.status == "done" and (error := _not_done(ctx, str(args.result.get("text") or ""))):
             return StopRun({"status": "failed", "resultType": "text", "result": {},
-                            "error": unmade})
+                            "error": error})
         return finish_with_result(args, ctx.corrected)
+
+
+def _not_done(ctx: ToolContext, said: str) -> str | None:
+    """Why a ``done`` whose result says ``said`` does not stand (None when it does): files the
+    task names that were never made (``NamedFiles.check_done``, which may tell the Worker once
+    instead), or a result in the words of one of the examples it was shown."""
+    if ctx.named is not None and (unmade := ctx.named.check_done(ctx.workspace, said)):
+        return unmade
+    if ctx.task is not None and copied_result(ctx.task.prompt, said, ctx.system):
+        return (f"the worker's result was an example's words from its instructions ({said!r}), "
+                "not what it did")
+    return None

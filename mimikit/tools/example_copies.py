@@ -1,0 +1,45 @@
+"""Words a run's model was shown in its prompt's examples, given back as its own.
+
+The examples of a role's answer write their values as JSON (``"prompt": "..."``, ``"text":
+"..."``); a value of theirs said again word for word, where it shares no word with what was
+asked, is a copy and not an answer. (Asked "我对什么过敏？", the 0.5B model's Worker ended
+``done`` with "It printed 1, 2 and 3, as the task asks.", an example's check, and the person
+was told so.)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from mimikit.memory.tokenize import tokenize
+from mimikit.tools.reply_checks import plain
+
+# A Worker's done result whose text is one of these of its examples did nothing it says.
+RESULT_FIELDS = ("text", "check")
+
+
+def example_values(system: str, *fields: str) -> set[str]:
+    """The values the examples of a system prompt give for ``fields``, plain (case and blanks
+    folded)."""
+    names = "|".join(re.escape(name) for name in fields)
+    found = set()
+    for quoted in re.findall(rf'"(?:{names})": ("(?:[^"\\]|\\.)*")', system):
+        try:
+            found.add(plain(json.loads(quoted)))
+        except json.JSONDecodeError:
+            continue
+    return found
+
+
+def copied_unasked(text: str, shown: set[str], asked: set[str]) -> bool:
+    """Whether ``text`` is one of the ``shown`` values (plain), word for word, and shares no
+    word with the request (``asked``: its words)."""
+    return plain(text) in shown and not asked & set(tokenize(text))
+
+
+def copied_result(task_prompt: str, text: str, system: str) -> bool:
+    """Whether a Worker's result ``text`` is word for word an example's result or check,
+    sharing no word with its task."""
+    return bool(text) and copied_unasked(text, example_values(system, *RESULT_FIELDS),
+                                         set(tokenize(task_prompt)))
