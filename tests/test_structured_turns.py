@@ -1053,22 +1053,25 @@ def test_a_plan_that_copies_a_line_of_active_work_is_made_again_without_it(
         assert asked[1][1]["content"].endswith(request_text)
 
 
-@pytest.mark.parametrize(("request_text", "made"), [
-    ("每个工作日早上8点半提醒我打卡", "每个工作日早上8点半提醒我打卡"),  # no word of the example's
-    ("every weekday at 8:30 remind me to call Anna", "Remind the user to call Anna."),
-], ids=["an_examples_prompt", "the_requests_own"])
+@pytest.mark.parametrize(("request_text", "prompt", "made"), [
+    ("每个工作日早上8点半提醒我打卡", "Remind the user to call Anna.", "每个工作日早上8点半提醒我打卡"),
+    ("every weekday at 8:30 remind me to walk the dog", "What is your favorite fruit?",
+     "every weekday at 8:30 remind me to walk the dog"),  # an example's question
+    ("every weekday at 8:30 remind me to call Anna", "Remind the user to call Anna.",
+     "Remind the user to call Anna."),
+], ids=["an_examples_prompt", "an_examples_question", "the_requests_own"])
 def test_a_task_whose_prompt_is_an_examples_is_given_the_requests_words(
-        llamacpp, stack, llm, request_text, made):
+        llamacpp, stack, llm, request_text, prompt, made):
     """Asked "每个工作日早上8点半提醒我打卡", the 0.5B model scheduled "Remind the user to call
-    Anna.", the delay example's prompt."""
+    Anna.", the delay example's prompt; asked for a daily reminder to walk the dog, it
+    scheduled "What is your favorite fruit?", an example's question."""
     llm.script("teller", turn(delegate=True, remember=False, reply="I'll set it."))
     llm.script("planner", turn(unknown="", given="", kind=AT_A_TIME, schedule={
-        "prompt": "Remind the user to call Anna.", "at": "08:30", "days": "monday to friday"},
+        "prompt": prompt, "at": "08:30", "days": "monday to friday"},
         submit_result={"status": "done", "result": {"text": "Set."}}))
     llm.default("teller", turn(reply="Set."))
     post_input(stack, request_text)
     scheduled = wait_for(lambda: [t for t in stack.tasks.with_status(*get_args(TaskStatus))
                                   if t.type == "recurring"], message="the schedule made")
     assert [t.prompt for t in scheduled] == [made]
-    assert "Remind the user to call Anna." in llm.requests_for("planner")[0]["messages"][0][
-        "content"]  # the example it copied
+    assert prompt in llm.requests_for("planner")[0]["messages"][0]["content"]  # the example's
