@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from fault_helpers import wired  # noqa: F401  (fixture)
 from figures import figures, pytest_terminal_summary  # noqa: F401  (fixture, hook)
-from forking import Forker
+from forking import Forker, shared
 from llm_fixtures import llamacpp, llm  # noqa: F401  (fixtures)
-from processes import ROOT, ProcessPool, RedisServer, free_port, wait_for
+from processes import ProcessPool, RedisServer, free_port, wait_for
 
 SESSION_DIR = Path(tempfile.mkdtemp(prefix="mimikit-tests-"))
 REDIS_PORT = free_port()
@@ -65,11 +65,9 @@ def runtime(redis_server: RedisServer, tmp_path: Path, monkeypatch: pytest.Monke
 
 
 @pytest.fixture(scope="session")
-def forker() -> Iterator[Forker]:
+def forker() -> Forker:
     """The parent every test's Celery workers and beats are forked from (``forking.py``)."""
-    parent = Forker(SESSION_DIR / "forked", ProcessPool.environment(), ROOT)
-    yield parent
-    parent.close()
+    return shared()
 
 
 @pytest.fixture

@@ -1,13 +1,14 @@
-"""Celery processes for tests forked from one parent that has imported their code already.
+"""Celery workers and beats and ``mimikit web`` for tests, forked from one parent that has
+imported their code already.
 
 A test worker's interpreter spends about three seconds of a core importing Celery, the OpenAI
 SDK and Mimikit before it reads a task; the suite starts hundreds. The parent
-(``python forking.py``, one per test session) imports ``worker_app`` once and, for each line
-it reads (``{"argv": [...], "env": {...}, "cwd": ..., "log": ...}``), forks a child that
-becomes a session of its own, takes that environment, and runs Celery's command line on those
-arguments, as ``python -m celery ARGS`` would. The children are real Celery workers and beats;
-only the imports are shared. Nothing the parent imports reads the settings: the Celery
-configuration is read in each child, from the child's environment.
+(``python forking.py``, one per test session) imports that code once and, for each line it
+reads (``{"module": ..., "argv": [...], "env": {...}, "cwd": ..., "log": ...}``), forks a child
+that becomes a session of its own, takes that environment, and runs the module as ``python -m
+MODULE ARGV`` would. The children are real Celery workers, beats and web servers; only the
+imports are shared. Nothing the parent imports reads the settings: the Celery configuration is
+read in each child, from the child's environment.
 
 The parent reaps its children and writes each exit status to ``<pid>.rc`` in its directory;
 ``Forked`` reads it, so a test holds a child as it holds a ``subprocess.Popen``.
@@ -15,12 +16,16 @@ The parent reaps its children and writes each exit status to ``<pid>.rc`` in its
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import json
 import os
+import runpy
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -33,7 +38,10 @@ PRELOADED = (
     "celery.concurrency.solo", "kombu.transport.redis", "mimikit.scheduling.beat",
     "mimikit.memory.search", "mimikit.mcp.run", "mimikit.supervisor.tick",
     "mimikit.supervisor.recovery", "mimikit.supervisor.archival", "mimikit.scheduling.timed",
+    "mimikit.cli", "mimikit.web", "mimikit.web.server",
 )
+TESTS = Path(__file__).resolve().parent
+_shared: list[Forker] = []
 
 
 class Forked:
@@ -88,20 +96,36 @@ class Forker:
         assert self._parent.stdout is not None
         return self._parent.stdout.readline().strip()
 
-    def start(self, argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> Forked:
-        """Fork a child running ``celery ARGV`` with ``env`` in ``cwd``, output to ``log``."""
-        request = json.dumps({"argv": argv, "env": env, "cwd": str(cwd), "log": str(log)})
+    def start(self, module: str, argv: list[str], env: dict[str, str], cwd: Path, log: Path
+              ) -> Forked:
+        """Fork a child running ``python -m MODULE ARGV`` with ``env`` in ``cwd``, its output
+        appended to ``log``."""
+        request = json.dumps({"module": module, "argv": argv, "env": env, "cwd": str(cwd),
+                              "log": str(log)})
         with self._lock:
             assert self._parent.stdin is not None
             self._parent.stdin.write(request + "\n")
             self._parent.stdin.flush()
             pid = int(self._read())
-        return Forked(pid, self.status_dir, ["celery", *argv])
+        return Forked(pid, self.status_dir, [module, *argv])
 
     def close(self) -> None:
         if self._parent.stdin is not None:
             self._parent.stdin.close()
         self._parent.wait(timeout=10)
+
+
+def shared() -> Forker:
+    """The forking parent of this test session, started on first need (with the environment
+    as it is then, the tests and the repository importable) and closed at exit."""
+    if not _shared:
+        status_dir = Path(tempfile.mkdtemp(prefix="mimikit-forked-"))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")])}
+        _shared.append(Forker(status_dir, env, TESTS.parent))
+        atexit.register(shutil.rmtree, status_dir, True)  # after the close: last in, first run
+        atexit.register(_shared[0].close)
+    return _shared[0]
 
 
 def _reap(status_dir: Path, *_: Any) -> None:
@@ -120,7 +144,7 @@ def _reap(status_dir: Path, *_: Any) -> None:
 
 def _become(request: dict[str, Any]) -> None:
     """In the child: a session of its own, the request's environment, output and arguments;
-    then Celery's command line, as ``python -m celery`` runs it."""
+    then the module, as ``python -m`` runs it."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.setsid()
     null = os.open(os.devnull, os.O_RDONLY)
@@ -133,11 +157,9 @@ def _become(request: dict[str, Any]) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    sys.argv = ["celery", *request["argv"]]
-    from celery.__main__ import main
-
+    sys.argv = [request["module"], *request["argv"]]
     try:
-        main()
+        runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)

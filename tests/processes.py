@@ -82,19 +82,14 @@ class ProcessPool:
         log_dir.mkdir(parents=True, exist_ok=True)
 
     def _env(self) -> dict[str, str]:
-        return self.environment()
-
-    @staticmethod
-    def environment() -> dict[str, str]:
-        """This process's environment, with the tests and the repository importable."""
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(ROOT), env.get("PYTHONPATH", "")])
         return env
 
     def _spawn(self, name: str, argv: list[str]) -> Any:
         log = self.log_dir / f"{name}.log"
-        if self.forker is not None and argv[1:3] == ["-m", "celery"]:
-            process: Any = self.forker.start(argv[3:], self._env(), ROOT, log)
+        if self.forker is not None and argv[1] == "-m":
+            process: Any = self.forker.start(argv[2], argv[3:], self._env(), ROOT, log)
         else:
             process = spawn(argv, log, cwd=ROOT, env=self._env())
         self.processes.append(process)

@@ -8,8 +8,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -17,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from forking import Forked, shared
 from processes import ROOT, TESTS, free_port, wait_for
 
 
@@ -27,7 +26,7 @@ class WebServer:
         self.port = free_port()
         self.log_path = log_path
         self.extra_env = env or {}
-        self.process: subprocess.Popen[bytes] | None = None
+        self.process: Forked | None = None
 
     @property
     def url(self) -> str:
@@ -37,11 +36,8 @@ class WebServer:
         """Start with the environment as it is now (fixtures may have changed it)."""
         env = {**os.environ, **self.extra_env,
                "PYTHONPATH": os.pathsep.join([str(TESTS), str(ROOT)])}
-        log = open(self.log_path, "ab")  # noqa: SIM115
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "mimikit", "web", "--port", str(self.port)],
-            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env, start_new_session=True)
-        log.close()
+        self.process = shared().start("mimikit", ["web", "--port", str(self.port)], env, ROOT,
+                                      self.log_path)
         wait_for(self._ready, timeout=20, message=f"mimikit web on {self.url}")
         return self
 
