@@ -621,6 +621,27 @@ def test_an_answer_repeating_one_line_is_ended_where_the_loop_began(stack, llm):
     assert len(llm.requests_for("teller")) <= 2  # the answer, and whether more follows
 
 
+def test_an_answer_to_a_schema_saying_one_passage_over_and_over_ends_after_its_first_copy(
+        llamacpp, stack, llm):
+    """The 0.5B model wrote a Worker's error of 19,000 characters, one 374-character passage
+    again and again, until its 4,096 tokens ran out (six minutes), then did it again when
+    asked for a shorter answer."""
+    from llm_server import streamed, turn
+
+    passage = "Please check the file path and make sure that the file is there before it runs. "
+    llm.script("worker", streamed(turn(submit_result={
+        "status": "failed", "error": "countdown.py is not there. " + passage * 300}),
+        pause=0.01, chunk_chars=16))  # 25,000 characters: 16 s if read to its end
+    task = submit(stack, [Task(role="worker", prompt="Run countdown.py")])[0]
+    began = time.monotonic()
+    failed = wait_for(lambda: stack.tasks.require(task.id).status == "failed", timeout=30,
+                      message="the Worker's failed result")
+    assert failed and time.monotonic() - began < 10
+    error = stack.tasks.results_by_id([task.id])[task.id].error
+    assert error == "countdown.py is not there. " + passage.strip()
+    assert len(llm.requests_for("worker")) == 1
+
+
 def test_an_answer_writing_one_call_over_and_over_ends_at_the_third_and_runs_it_once(stack, llm):
     from llm_server import streamed
 

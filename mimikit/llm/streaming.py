@@ -18,12 +18,25 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import json_repair
+
 from mimikit.llm.reading import ShownText, Written, read_text
-from mimikit.llm.repeats import TAIL_CHARS, loop_cut, phrase_cut
+from mimikit.llm.repeats import (
+    PHRASE_CHARS,
+    REPEATED_PHRASES,
+    TAIL_CHARS,
+    loop_cut,
+    phrase_cut,
+)
 from mimikit.llm.responses import usage_of
 from mimikit.models import Usage
 
 REPLY_TOOL = "reply"
+# An answer held to a schema is read for a loop in any field once it is this long (a file
+# written may repeat a line a few times on purpose), over its last characters: room for
+# ``REPEATED_PHRASES`` copies of the longest phrase, twice.
+LONG_ANSWER_CHARS = 2000
+LOOP_WINDOW_CHARS = 2 * REPEATED_PHRASES * PHRASE_CHARS[1]
 
 
 class Reading(NamedTuple):
@@ -123,6 +136,7 @@ class _Reader:
         self.usage, self.usage_sent, self.received = Usage(), False, 0
         self.finish_reason: str | None = None
         self.looped = False
+        self.tail = ""  # the end of an answer held to a schema, read for a loop
 
     def take(self, chunk: dict[str, Any]) -> None:
         """Read one chunk, as decoded from the stream's JSON (plain dicts: a chunk is not
@@ -164,6 +178,8 @@ class _Reader:
             if self.field is not None:
                 self._show(self.field.feed(piece))
                 self._field_looping()
+            if not self.looped:
+                self._answer_looping(piece)
             return
         if "\n" in piece and self._looping():
             return
@@ -197,6 +213,21 @@ class _Reader:
             return
         kept = json.dumps(self.field.sent[:cut].rstrip(), ensure_ascii=False)
         self.content = [self.field.opening() + kept[1:] + "}"]
+        self.looped, self.finish_reason = True, "stop"
+
+    def _answer_looping(self, piece: str) -> None:
+        """Whether an answer held to a schema, past ``LONG_ANSWER_CHARS``, ends in a phrase said
+        again and again in any of its fields (the 0.5B model wrote a Worker's error of 19,000
+        characters, one 374-character passage over and over, for six minutes): the answer then
+        ends after the first copy, its strings and objects closed where it was cut."""
+        self.tail = (self.tail + piece)[-LOOP_WINDOW_CHARS:]
+        if self.received < LONG_ANSWER_CHARS:
+            return
+        cut = phrase_cut(self.tail)
+        if cut is None:
+            return
+        text = "".join(self.content)
+        self.content = [json_repair.repair_json(text[:len(text) - len(self.tail) + cut])]
         self.looped, self.finish_reason = True, "stop"
 
     def _show(self, text: str) -> None:
