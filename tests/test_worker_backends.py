@@ -94,5 +94,6 @@ def test_canceling_a_running_shell_task_stops_it_within_5_seconds(stack, llm):
     wait_for(lambda: stack.tasks.get(task.id).status == "canceled",
              timeout=5 - (time.monotonic() - started) + 1, message="status canceled")
     assert time.monotonic() - started < 5
-    texts = [m.text for m in stack.conversation.recent(20)]
-    assert any(t.startswith("Task canceled") for t in texts)
+    wait_for(lambda: any(m.text.startswith("Task canceled")
+                         for m in stack.conversation.recent(20)),
+             message="the note that the task was canceled")  # written after the status
