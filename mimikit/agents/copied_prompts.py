@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from mimikit.memory.tokenize import tokenize
 from mimikit.models import Task
-from mimikit.tools.example_copies import copied_unasked, example_values
+from mimikit.tools.example_copies import copied_example, copied_unasked, example_values
 
 # What an example's task, question or answer says: none of it is a prompt of this request's.
 EXAMPLE_WORDS = ("prompt", "question", "text")
@@ -30,5 +30,4 @@ def without_example_prompts(request: str, staged: list[Task], system: str) -> li
 def copied_answer(request: str, text: str, system: str) -> bool:
     """Whether a plan's answer ``text`` is word for word an example's result, sharing no word
     with ``request``."""
-    return bool(text) and copied_unasked(text, example_values(system, "text"),
-                                         set(tokenize(request)))
+    return copied_example(request, text, system, "text")

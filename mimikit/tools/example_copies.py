@@ -38,8 +38,14 @@ def copied_unasked(text: str, shown: set[str], asked: set[str]) -> bool:
     return plain(text) in shown and not asked & set(tokenize(text))
 
 
+def copied_example(asked: str, text: str, system: str, *fields: str) -> bool:
+    """Whether ``text`` is word for word a value the examples give for ``fields``, sharing no
+    word with what was ``asked``."""
+    return bool(text) and copied_unasked(text, example_values(system, *fields),
+                                         set(tokenize(asked)))
+
+
 def copied_result(task_prompt: str, text: str, system: str) -> bool:
     """Whether a Worker's result ``text`` is word for word an example's result or check,
     sharing no word with its task."""
-    return bool(text) and copied_unasked(text, example_values(system, *RESULT_FIELDS),
-                                         set(tokenize(task_prompt)))
+    return copied_example(task_prompt, text, system, *RESULT_FIELDS)
