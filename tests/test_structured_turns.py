@@ -336,6 +336,45 @@ def test_an_answer_in_an_examples_words_is_planned_again_without_answering(llama
     assert "You use vim." not in llm.requests_for("teller")[1]["messages"][1]["content"]
 
 
+def test_a_question_in_an_examples_words_is_planned_again_without_asking(llamacpp, stack,
+                                                                          llm):
+    """For "请记住我对花生过敏" the 0.5B model asked "What is your favorite fruit?", an
+    example's question: the person was asked what no one wanted to know."""
+    llm.script("teller", turn(delegate=True, remember=False, reply="好的。"))
+    llm.script("planner", turn(unknown="my favorite fruit", given="", kind="ask the user",
+                               submit_result={"status": "needs_input",
+                                              "question": "What is your favorite fruit?"}),
+               turn(unknown="", given="", kind="keep a fact about the user",
+                    remember="The user is allergic to peanuts.", submit_result={
+                        "status": "done", "result": {"text": "Noted."}}))
+    llm.default("teller", turn(reply="记住了。"))
+    post_input(stack, "请记住我对花生过敏")
+    wait_history(stack, lambda h: ("assistant", "记住了。") in h, message="the report")
+    first, second = llm.requests_for("planner")
+    assert "What is your favorite fruit?" in first["messages"][0]["content"]  # the example's
+    kinds = [b["properties"]["kind"]["enum"][0] for b in _schema(second)["anyOf"]]
+    assert "ask the user" not in kinds and "keep a fact about the user" in kinds
+    assert stack.conversation.question() is None
+    copied = [e for e in stack.events.recent() if e["type"] == "answer_copied"]
+    assert [(e["kind"], e["answer"]) for e in copied] == [
+        ("ask the user", "What is your favorite fruit?")]
+
+
+def test_a_question_of_the_requests_own_is_asked_even_in_an_examples_words(llamacpp, stack,
+                                                                            llm):
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll ask."))
+    llm.script("planner", turn(unknown="my favorite fruit", given="", kind="ask the user",
+                               submit_result={"status": "needs_input",
+                                              "question": "What is your favorite fruit?"}))
+    post_input(stack, asked := "make a file named after my favorite fruit")
+    wait_for(lambda: stack.conversation.question() is not None, message="the question")
+    assert stack.conversation.question().question == "What is your favorite fruit?"
+    assert not [e for e in stack.events.recent() if e["type"] == "answer_copied"]
+    plans = [body for body in llm.requests_for("planner")
+             if body["messages"][-1]["content"].endswith("## User request\n" + asked)]
+    assert len(plans) == 1  # planned once
+
+
 def test_the_reply_streams_from_its_field_and_never_shows_the_object(llamacpp, stack, llm):
     llm.script("teller", streamed(turn(delegate=False, remember=False,
                                        reply="Hello there, how can I help?"),

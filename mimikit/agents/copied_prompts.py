@@ -6,13 +6,16 @@ Anna." (the delay example's); asked to be reminded to walk the dog, "What is you
 fruit?" (an example's question); and for "rename fox.txt to animals.txt" it scheduled "What to
 do then" (the field's description); such a task would do what no one asked, where the person's
 words at least say what they did. An answer in an example's words is no answer either: the 0.5B
-model answered "请记住我对花生过敏" and "我对什么过敏？" with "You use vim.".
+model answered "请记住我对花生过敏" and "我对什么过敏？" with "You use vim."; nor a question in an
+example's words a question of the request's: for "请记住我对花生过敏" it asked "What is your
+favorite fruit?".
 """
 
 from __future__ import annotations
 
 from mimikit.memory.tokenize import tokenize
-from mimikit.models import Task
+from mimikit.models import Result, Task
+from mimikit.roles import ANSWER, ASK_THE_USER
 from mimikit.tools.example_copies import copied_example, copied_unasked, example_values
 
 # What an example's task, question or answer says: none of it is a prompt of this request's.
@@ -27,7 +30,14 @@ def without_example_prompts(request: str, staged: list[Task], system: str) -> li
             if copied_unasked(task.prompt, examples, asked) else task for task in staged]
 
 
-def copied_answer(request: str, text: str, system: str) -> bool:
-    """Whether a plan's answer ``text`` is word for word an example's result, sharing no word
-    with ``request``."""
-    return copied_example(request, text, system, "text")
+def copied_kind(request: str, answer: str, result: Result,
+                system: str) -> tuple[str, str] | None:
+    """The kind of a plan's turn (an answer, a question) and its words, where they are word for
+    word an example's answer or question sharing no word with ``request``; None otherwise
+    (``answer``: what the plan answered in words alone, '' where it did not)."""
+    if copied_example(request, answer, system, "text"):
+        return ANSWER, answer
+    question = result.question or ""
+    if result.status == "needs_input" and copied_example(request, question, system, "question"):
+        return ASK_THE_USER, question
+    return None

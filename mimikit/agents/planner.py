@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 from mimikit.agents.answered import Given, answered_already, remembered_answer, said_across
 from mimikit.agents.common import run_role
 from mimikit.agents.context import MEMORY_TOKENS, context_sections, first_request_room
-from mimikit.agents.copied_prompts import copied_answer, copied_unasked, without_example_prompts
+from mimikit.agents.copied_prompts import copied_kind, copied_unasked, without_example_prompts
 from mimikit.agents.now import time_line
 from mimikit.agents.prompts import build_prompts, choose_mode
 from mimikit.agents.servers import planner_view
@@ -39,7 +39,7 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
     or the current time answers what it asks, or a fact kept answers a request that is itself
     a question it handed over as work (``agents.answered``); without work for later, where
     it schedules work at the time of day it was shown as now and the request names neither
-    that time nor its hour; not answering, where its answer is an example's (``copied_answer``);
+    that time nor its hour; not answering or not asking, where its answer or question is an example's (``copied_kind``);
     without a line of Active work, where a task it makes copies that line's prompt and the
     request shares no word with it (``copied_work``)."""
 
@@ -54,6 +54,13 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
             journal.clear()  # its work is staged, not made: made again, as a question
             plan = make_plan(runtime, control, journal, withheld=ONLY_ASK)
         result = planner_result(task, plan.record)
+        if (copy := copied_kind(first_request(task), plan.answer(result), result,
+                                plan.system)) is not None:
+            runtime.events.log("answer_copied", traceId=task.traceId, taskId=task.id,
+                               kind=copy[0], answer=copy[1][:300])
+            journal.clear()  # an example's words, not its own: made again without that kind
+            plan = make_plan(runtime, control, journal, withheld=(copy[0],))
+            result = planner_result(task, plan.record)
         question, given = _answered(runtime, task, plan, result)
         known: tuple[str, str] | None = None
         if given is not None:
@@ -70,12 +77,6 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
                                timeOfDay=at)
             journal.clear()  # its schedule is staged, not made: made again, for now
             plan = make_plan(runtime, control, journal, withheld=WORK_LATER)
-            result = planner_result(task, plan.record)
-        elif copied_answer(first_request(task), words := plan.answer(result), plan.system):
-            runtime.events.log("answer_copied", traceId=task.traceId, taskId=task.id,
-                               answer=words[:300])
-            journal.clear()  # an example's words, not an answer: made again, not answered
-            plan = make_plan(runtime, control, journal, withheld=(ANSWER,))
             result = planner_result(task, plan.record)
         elif (copied := copied_work(runtime, task, plan)) is not None:
             runtime.events.log("prompt_copied", traceId=task.traceId, taskId=task.id,
