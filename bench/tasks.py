@@ -42,6 +42,7 @@ from errands import ERRANDS
 from evening import EVENING
 from household import HOUSEHOLD
 from morning import MORNING
+from night import NIGHT
 from noon import NOON
 from recorder import ROLES, Recorder
 from stack import Client
@@ -51,7 +52,7 @@ READY_SECONDS = 180
 SETS: dict[str, list[Request]] = {"everyday": REQUESTS, "errands": ERRANDS, "chores": CHORES,
                                   "household": HOUSEHOLD, "weekend": WEEKEND,
                                   "evening": EVENING, "morning": MORNING,
-                                  "noon": NOON}
+                                  "noon": NOON, "night": NIGHT}
 SETTLED_QUIET_SECONDS = 4.0  # nothing running, nothing new, this long: settled
 
 
@@ -327,7 +328,8 @@ def main() -> int:
                              "fifteen evening requests (evening.py: worded once more) or "
                              "fifteen morning requests (morning.py: and once again) or twelve "
                              "noon requests (noon.py: a to-do file, all reminders listed and "
-                             "cancelled, a fact in Chinese used in English); "
+                             "cancelled, a fact in Chinese used in English) or fifteen "
+                             "night requests (night.py: worded once more); "
                              "all but the twelve with a real model only")
     args = parser.parse_args()
     requests = SETS[args.set]
