@@ -51,14 +51,25 @@ def _shown_status(task: Task) -> str:
 
 def timing_words(task: Task) -> str:
     """When a task runs, in few words after a space: " at 2026-11-27 16:19 UTC", " cron
-    0 9 * * * UTC", " every 1800 s", a condition as JSON ('' for a task run now)."""
+    0 9 * * * UTC", " every 30 minutes", a condition as JSON ('' for a task run now)."""
     schedule = task.schedule
     if isinstance(schedule, RunAtSchedule):
         return f" at {schedule.runAt:%Y-%m-%d %H:%M %Z}"
     if isinstance(schedule, IntervalSchedule):
         if schedule.cron is not None:
             return f" cron {schedule.cron} {schedule.timezone or 'UTC'}"
-        return f" every {schedule.interval:g} s"
+        return f" every {interval_words(schedule.interval or 0)}"
     if task.condition is not None:
         return f" {json.dumps(task.condition.model_dump(mode='json'))[:CONDITION_CHARS]}"
     return ""
+
+
+def interval_words(seconds: float) -> str:
+    """An interval as a person says it: "2 hours", "hour", "30 minutes", "45 s" (the 1.5B
+    model, shown "recurring every 7200 s", left that reminder out of "what reminders do I
+    have?")."""
+    for unit, size in (("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            count = int(seconds // size)
+            return unit if count == 1 else f"{count} {unit}s"
+    return f"{seconds:g} s"

@@ -29,15 +29,20 @@ def test_the_teller_sees_what_is_scheduled_and_what_the_work_directory_holds(
     (work / ".env").write_text("SECRET=1\n")
     add_trigger(stack, type="recurring", schedule=IntervalSchedule(cron="0 17 * * 5"),
                 prompt="Remind the user to back up their laptop.")
+    add_trigger(stack, type="recurring", schedule=IntervalSchedule(interval=7200),
+                prompt="Remind the user to drink water.")
     llm.script("teller", turn(delegate=False, remember=False,
                               reply="Every Friday at 17:00: back up your laptop."))
     post_input(stack, "what reminders do I have?")
     wait_history(stack, lambda h: ("assistant", "Every Friday at 17:00: back up your laptop.")
                  in h, message="the reply")
     prompt = user_prompt(llm.requests_for("teller")[0])
+    laptop, water = sorted(_section(prompt, "Scheduled").splitlines())  # cron, every
     assert re.fullmatch(r"- recurring cron 0 17 \* \* 5 UTC \(next: Friday \d{4}-\d\d-\d\d "
-                        r"17:00\): Remind the user to back up their laptop\.",
-                        _section(prompt, "Scheduled"))
+                        r"17:00\): Remind the user to back up their laptop\.", laptop)
+    # an interval as a person says it (shown "every 7200 s", the 1.5B model left it out)
+    assert re.fullmatch(r"- recurring every 2 hours \(next: \w+ \d{4}-\d\d-\d\d \d\d:\d\d\): "
+                        r"Remind the user to drink water\.", water)
     assert _section(prompt, "Work directory") == "photos/, shopping.txt"  # no state, no secret
     assert llm.requests_for("planner") == []  # answered from what it was shown
 

@@ -6,7 +6,8 @@ told so once, then left to its words: the report says it made none, and which of
 are not there. One that wrote a script and ran nothing is told once that it never ran it. The
 Worker is shown, before its first step, the paths its task names that are in the work
 directory. A ``done`` whose result is word for word one of the examples the Worker was
-shown, sharing no word with its task, ends failed."""
+shown, sharing no word with its task, ends failed. One whose result gives a number that
+neither its task nor its calls nor their results hold is told so once."""
 
 from __future__ import annotations
 
@@ -191,6 +192,38 @@ def test_a_file_a_result_names_that_no_call_made_is_told_once_and_reported_as_no
                                body["messages"][1]["content"]], message="the report")[-1]
     assert "what its run did: it made no call, and a.txt is not in the work directory" in report
     assert "data.csv is not" not in report
+
+
+def test_a_number_no_result_showed_is_told_once_and_the_result_given_again(
+        llamacpp, stack, llm):
+    """After listing a folder that held countdown.py and fox.txt, the 1.5B model ended done
+    with "fox.txt holds fox: 12 bytes." (an example's "12 bytes"; the file had 19)."""
+    (stack.settings.work_dir / "fox.txt").write_text("the quick brown fox")
+    (stack.settings.work_dir / "countdown.py").write_text("print(5)\n")
+    llm.script("worker", turn(check="", list_files={"path": "."}),
+               turn(check="", submit_result={"status": "done", "result": {
+                   "text": "fox.txt holds fox: 12 bytes."}}),
+               turn(check="", submit_result={"status": "done", "result": {
+                   "text": "The folder holds countdown.py and fox.txt."}}))
+    _request(stack, llm, "Show me what is in my work folder.")
+    worker = _worker(stack)
+    assert worker.status == "done"
+    assert stack.tasks.result(worker.id).result["text"] == \
+        "The folder holds countdown.py and fox.txt."
+    told = llm.requests_for("worker")[2]["messages"][-1]["content"]
+    assert "Your result gives 12, which neither the task nor any result of this run shows" \
+        in told
+
+
+def test_numbers_a_run_was_given_or_shown_stand_at_once(llamacpp, stack, llm):
+    llm.script("worker", turn(check="", write_file={"path": "a.txt", "content": "hi"}),
+               turn(check="", shell={"command": "wc -w a.txt"}),
+               turn(check="", submit_result={"status": "done", "result": {
+                   "text": "a.txt holds 1 word, 2 bytes, as the 3rd step of 10,800 showed."}}))
+    _request(stack, llm, "Write a.txt with hi, count its words; step 3 of 10800.")
+    worker = _worker(stack)
+    assert worker.status == "done"
+    assert len(llm.requests_for("worker")) == 3  # nothing told
 
 
 def test_a_reply_before_anything_ran_gives_no_account_of_a_run(llamacpp, stack, llm):

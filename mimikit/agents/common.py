@@ -179,6 +179,7 @@ def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: SystemPrompt, us
     meter = metered(runtime, ctx, model, record, stream_to, journal)
     path = answer_path(runtime, ctx.role)
     ctx.system = system_prompt(path)
+    ctx.seen = [user_prompt]
     session = Session(runtime=runtime, ctx=ctx, record=record, meter=meter,
                       system=ctx.system, native_system=system_prompt("native"),
                       user=user_prompt,

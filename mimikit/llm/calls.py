@@ -73,6 +73,8 @@ class Calls:
         entry = ToolCallRecord(name=call.name, arguments=call.arguments, ok=outcome.ok,
                                content=outcome.content, durationMs=elapsed_ms)
         self.record.toolCalls.append(entry)
+        if isinstance(seen := getattr(self.ctx, "seen", None), list):
+            seen.append(f"{call.arguments}\n{outcome.content}")
         self.observe({"kind": "tool", "name": call.name,
                       "arguments": call.arguments[:STEP_TEXT_LIMIT], "ok": outcome.ok,
                       "output": outcome.content[:STEP_TEXT_LIMIT], "durationMs": elapsed_ms})

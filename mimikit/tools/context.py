@@ -74,6 +74,9 @@ class ToolContext:
     named: NamedFiles | None = None
     # The system prompt the run's model reads (what its examples say: ``example_copies``).
     system: str = ""
+    # What the run's model was given beside it (its first message) and each call's arguments
+    # and result: a Worker's result gives no number none of them holds (``unseen_numbers``).
+    seen: list[str] = field(default_factory=list)
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)

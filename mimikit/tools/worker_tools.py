@@ -6,11 +6,13 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from mimikit.exceptions import ToolError
 from mimikit.llm.registry import Registry, StopRun
 from mimikit.models import ResultBody, ResultType
 from mimikit.tools.args import Args, Seconds, finish_with_result
 from mimikit.tools.context import ToolContext
 from mimikit.tools.example_copies import copied_result
+from mimikit.tools.unseen_numbers import TOLD, told_unseen
 
 
 class ShellArgs(Args):
@@ -111,10 +113,16 @@ def register(registry: Registry) -> None:
 def _not_done(ctx: ToolContext, said: str) -> str | None:
     """Why a ``done`` whose result says ``said`` does not stand (None when it does): files the
     task names that were never made (``NamedFiles.check_done``, which may tell the Worker once
-    instead), or a result in the words of one of the examples it was shown."""
+    instead), or a result in the words of one of the examples it was shown. A result that gives
+    numbers nothing of its run shows is sent back once (``unseen_numbers``)."""
     if ctx.named is not None and (unmade := ctx.named.check_done(ctx.workspace, said)):
         return unmade
     if ctx.task is not None and copied_result(ctx.task.prompt, said, ctx.system):
         return (f"the worker's result was an example's words from its instructions ({said!r}), "
                 "not what it did")
+    # one word on a result: a Worker told of its files already is left to its account
+    told = any(TOLD in words for words in ctx.told) or bool(ctx.named and ctx.named.told)
+    if not told and (unseen := told_unseen(said, [ctx.task.prompt if ctx.task else "",
+                                                   *ctx.seen])):
+        raise ToolError(unseen)
     return None
