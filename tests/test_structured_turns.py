@@ -706,8 +706,8 @@ def test_a_report_tells_the_files_a_run_renamed_added_to_copied_removed_and_the_
     wait_history(stack, lambda h: ("assistant", "All done.") in h, message="the report")
     shown = llm.requests_for("teller")[-1]["messages"][1]["content"]
     assert ("what its run did: made the folder photos/; renamed todo.md to tasks.md; "
-            "added to tasks.md (now 18 bytes); copied tasks.md to backup.md; removed old.md\n"
-            ) in shown
+            "added to tasks.md (now 18 bytes); copied tasks.md to backup.md (tasks.md stays); "
+            "removed old.md\n") in shown
     assert (stack.settings.work_dir / "tasks.md").read_text() == "milk\nwalk the dog\n"
     assert (stack.settings.work_dir / "backup.md").read_text() == "milk\nwalk the dog\n"
     assert not (stack.settings.work_dir / "old.md").exists()

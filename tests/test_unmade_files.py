@@ -7,7 +7,8 @@ are not there. One that wrote a script and ran nothing is told once that it neve
 Worker is shown, before its first step, the paths its task names that are in the work
 directory. A ``done`` whose result is word for word one of the examples the Worker was
 shown, sharing no word with its task, ends failed. One whose result gives a number that
-neither its task nor its calls nor their results hold is told so once."""
+neither its task nor its calls nor their results hold is told so once; one that ends failed
+right after its own command failed is told once to fix it and run it again."""
 
 from __future__ import annotations
 
@@ -224,6 +225,36 @@ def test_numbers_a_run_was_given_or_shown_stand_at_once(llamacpp, stack, llm):
     worker = _worker(stack)
     assert worker.status == "done"
     assert len(llm.requests_for("worker")) == 3  # nothing told
+
+
+def test_a_worker_that_gives_up_at_its_own_commands_error_is_told_once_to_fix_it(
+        llamacpp, stack, llm):
+    """The 1.5B model summed numbers.txt with a ``python3 -c`` that lacked a bracket and ended
+    failed at the syntax error (2 of 2 runs)."""
+    llm.script("worker", turn(check="", write_file={"path": "numbers.txt", "content": "1\n2\n"}),
+               turn(check="", shell={"command": "python3 -c 'print(sum([1, 2)' > total.txt"}),
+               turn(check="", submit_result={"status": "failed", "error": "Syntax error."}),
+               turn(check="", shell={"command": "python3 -c 'print(sum([1, 2]))' > total.txt"}),
+               turn(check="", submit_result={"status": "done", "result": {
+                   "text": "total.txt holds 3."}}))
+    _request(stack, llm, "Put 1 and 2 in numbers.txt, then write their sum to total.txt.")
+    worker = _worker(stack)
+    assert worker.status == "done"
+    assert (stack.settings.work_dir / "total.txt").read_text().strip() == "3"
+    told = llm.requests_for("worker")[3]["messages"][-1]["content"]
+    assert "Your last command failed (`python3 -c 'print(sum([1, 2)' > total.txt`): fix " \
+        "what its error says and run it again" in told
+
+
+def test_a_worker_that_fails_again_after_being_told_ends_failed(llamacpp, stack, llm):
+    gives_up = turn(check="", submit_result={"status": "failed", "error": "No such script."})
+    llm.script("worker", turn(check="", shell={"command": "python3 missing.py"}), gives_up,
+               gives_up)
+    _request(stack, llm, "Run missing.py.")
+    worker = _worker(stack)
+    assert worker.status == "failed"
+    assert stack.tasks.result(worker.id).error == "No such script."
+    assert len(llm.requests_for("worker")) == 3
 
 
 def test_a_reply_before_anything_ran_gives_no_account_of_a_run(llamacpp, stack, llm):

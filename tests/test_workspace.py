@@ -89,12 +89,12 @@ def test_rename_moves_a_file_or_folder_and_never_over_another(ws: Workspace) -> 
 
 def test_copy_copies_a_file_or_folder(ws: Workspace) -> None:
     (ws.root / "shopping.txt").write_text("milk\nbread\n")
-    assert ws.copy("shopping.txt", "backup.txt") == {"path": "backup.txt", "was": "shopping.txt",
+    assert ws.copy("shopping.txt", "backup.txt") == {"path": "backup.txt", "from": "shopping.txt",
                                                      "bytes": 11, "text": "milk\nbread\n"}
     assert (ws.root / "backup.txt").read_text() == (ws.root / "shopping.txt").read_text()
     ws.make_dir("old")
     assert ws.copy("shopping.txt", "old")["path"] == "old/shopping.txt"
-    assert ws.copy("old", "older") == {"path": "older", "was": "old"}
+    assert ws.copy("old", "older") == {"path": "older", "from": "old"}
     assert (ws.root / "older/shopping.txt").read_text() == "milk\nbread\n"
 
 
@@ -103,7 +103,7 @@ def test_a_copy_shows_what_a_small_text_file_holds_and_no_more(ws: Workspace) ->
     and a file whose text was shown may be written over as one read is."""
     (ws.root / "big.txt").write_text("x" * (SHOWN_COPY_BYTES + 1))
     (ws.root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff")
-    assert ws.copy("big.txt", "big2.txt") == {"path": "big2.txt", "was": "big.txt",
+    assert ws.copy("big.txt", "big2.txt") == {"path": "big2.txt", "from": "big.txt",
                                               "bytes": SHOWN_COPY_BYTES + 1}
     assert "text" not in ws.copy("logo.png", "logo2.png")
     with pytest.raises(ToolError, match="already exists"):

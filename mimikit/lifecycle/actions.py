@@ -107,7 +107,8 @@ def _line(call: dict[str, Any]) -> str | None:
     if call.get("name") == "rename" and call.get("ok"):
         return f"renamed {content.get('was')} to {content.get('path')}"
     if call.get("name") == "copy" and call.get("ok"):
-        return f"copied {content.get('was')} to {content.get('path')}"
+        source = content.get("from", content.get("was"))  # "was": a run kept before
+        return f"copied {source} to {content.get('path')} ({source} stays)"
     if call.get("name") == "remove" and call.get("ok"):
         return f"removed {content.get('removed')}"
     if call.get("name") == "make_dir" and call.get("ok"):

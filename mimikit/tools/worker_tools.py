@@ -104,10 +104,33 @@ def register(registry: Registry) -> None:
     @registry.tool("submit_result", roles=worker, alone=True, idempotent=True)
     def submit_result(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
         """Finish the task with its structured result (must match resultType's schema)."""
-        if args.status == "done" and (error := _not_done(ctx, str(args.result.get("text") or ""))):
-            return StopRun({"status": "failed", "resultType": "text", "result": {},
-                            "error": error})
-        return finish_with_result(args, ctx.corrected)
+        return _finished(ctx, args)
+
+
+def _finished(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
+    """The end of a Worker's run with ``args``: a ``done`` that does not stand ends failed;
+    a ``failed`` right after its own command failed is sent back once (``_given_up``)."""
+    if args.status == "done" and (error := _not_done(ctx, str(args.result.get("text") or ""))):
+        return StopRun({"status": "failed", "resultType": "text", "result": {}, "error": error})
+    if args.status == "failed" and (retry := _given_up(ctx)):
+        raise ToolError(retry)
+    return finish_with_result(args, ctx.corrected)
+
+
+# What a Worker that gives up right after its own command failed is told, once: the 1.5B
+# model's ``python3 -c`` for a sum of numbers.txt lacked a bracket, and it ended failed at
+# the syntax error (2 of 2 runs of that request).
+RETRY = "Your last command failed"
+
+
+def _given_up(ctx: ToolContext) -> str | None:
+    """What to tell a Worker that ends failed after a command of its failed and nothing ran
+    after it, the first time (None otherwise)."""
+    failing = getattr(ctx.workspace, "failing", None)
+    if not failing or any(RETRY in words for words in ctx.told):
+        return None
+    return (f"{RETRY} (`{failing[:200]}`): fix what its error says and run it again; call "
+            "submit_result with status failed only if the task cannot be done.")
 
 
 def _not_done(ctx: ToolContext, said: str) -> str | None:

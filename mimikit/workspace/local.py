@@ -72,6 +72,7 @@ class Workspace:
         self.used = False  # a file action or a command was asked for
         self.changed = False  # a file was written or a command succeeded
         self.ran = False  # a command was asked for
+        self.failing: str | None = None  # the last command run, where it failed
         self.seen: set[Path] = set()  # files this run read or wrote: it knows what they hold
         self._canceled = threading.Event()
 
@@ -209,7 +210,7 @@ class Workspace:
         if real in self.seen:  # what it holds is known
             self.seen.add(target)
         self.changed = True
-        copied = {"path": self._relative(target), "was": self._relative(real)}
+        copied = {"path": self._relative(target), "from": self._relative(real)}
         if not target.is_file():
             return copied
         size = target.stat().st_size
@@ -319,6 +320,7 @@ class Workspace:
             "durationMs": run.durationMs,
         }
         self.changed = self.changed or run.exitCode == 0
+        self.failing = command if run.exitCode != 0 and not run.stopped else None
         if waited >= SLOT_WAIT_SHOWN_SECONDS:
             result["waitedMs"] = int(waited * 1000)
         if note := self.sandbox.note(run.exitCode, run.stderr + run.stdout):
