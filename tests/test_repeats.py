@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mimikit.llm.repeats import loop_cut, phrase_cut
+from mimikit.llm.repeats import PASSAGE_CHARS, PHRASE_CHARS, loop_cut, phrase_cut
 
 CALL = ('```json\n{\n  "function": "delegate",\n  "arguments": {\n    "prompt": "Create notes.txt",'
         '\n    "timeout": null\n  }\n}\n```\n\n')
@@ -71,3 +71,15 @@ def test_a_phrase_said_again_and_again_in_one_line_keeps_its_first_copy(end):
 ], ids=["table_rule", "dashes", "laughter", "numbers", "three_copies"])
 def test_a_line_that_only_looks_like_a_phrase_loop_is_left_alone(text):
     assert phrase_cut(text) is None
+
+
+def test_a_long_passage_said_three_times_keeps_its_first_copy_and_twice_is_left_alone():
+    """The 1.5B model's report of a failed command said one 595-character passage over and
+    over until max_tokens, twice (396 s): a passage that long is a loop at its third copy."""
+    passage = "".join(f"Step {n} failed because the command of step {n} did not run. "
+                      for n in range(1, 10))
+    assert PHRASE_CHARS[1] < len(passage) <= PASSAGE_CHARS
+    intro = "Sorry: "
+    kept = _phrase_kept(intro + passage * 3 + passage[:100])
+    assert kept is not None and kept.rstrip() == (intro + passage).rstrip()
+    assert phrase_cut(intro + passage * 2 + passage[:100]) is None

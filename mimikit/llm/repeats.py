@@ -21,6 +21,11 @@ TAIL_CHARS = 8192  # the end of the text read on each line break
 _LINE = re.compile(r"[^\n]*\n")
 REPEATED_PHRASES = 4  # copies in a row of a phrase of PHRASE_CHARS characters
 PHRASE_CHARS = (12, 400)  # shorter ones, or with no letter or digit, are tables and rules
+# Copies in a row of a longer passage, up to PASSAGE_CHARS: fewer fit in an answer (the 1.5B
+# model's report of a failed command said one 595-character passage over and over until
+# max_tokens, twice, for 396 s).
+REPEATED_PASSAGES = 3
+PASSAGE_CHARS = 1000
 
 
 def loop_cut(tail: str) -> int | None:
@@ -58,14 +63,15 @@ def _block_run(filled: list[tuple[str, int, int]]) -> int | None:
 
 def phrase_cut(text: str) -> int | None:
     """Where to cut ``text`` that ends in ``REPEATED_PHRASES`` or more copies of one phrase in
-    a row (at whatever point of the phrase it ends): after the first copy of the run; None
-    when it ends in none."""
+    a row (``REPEATED_PASSAGES`` of a longer one), at whatever point of the phrase it ends:
+    after the first copy of the run; None when it ends in none."""
     shortest, longest = PHRASE_CHARS
-    for size in range(shortest, min(longest, len(text) // REPEATED_PHRASES) + 1):
+    for size in range(shortest, min(PASSAGE_CHARS, len(text) // REPEATED_PASSAGES) + 1):
+        copies = REPEATED_PHRASES if size <= longest else REPEATED_PASSAGES
         phrase = text[-size:]
-        if any(char.isalnum() for char in phrase) and \
-                text.endswith(phrase * REPEATED_PHRASES):
-            start = len(text) - size * REPEATED_PHRASES
+        if size * copies <= len(text) and any(char.isalnum() for char in phrase) and \
+                text.endswith(phrase * copies):
+            start = len(text) - size * copies
             while start > 0 and text[start - 1] == text[start - 1 + size]:
                 start -= 1  # back to where the run begins, wherever in the phrase that is
             word = next((at for at in range(start, start + size)

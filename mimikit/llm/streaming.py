@@ -22,8 +22,8 @@ import json_repair
 
 from mimikit.llm.reading import ShownText, Written, read_text
 from mimikit.llm.repeats import (
-    PHRASE_CHARS,
-    REPEATED_PHRASES,
+    PASSAGE_CHARS,
+    REPEATED_PASSAGES,
     TAIL_CHARS,
     loop_cut,
     phrase_cut,
@@ -34,9 +34,9 @@ from mimikit.models import Usage
 REPLY_TOOL = "reply"
 # An answer held to a schema is read for a loop in any field once it is this long (a file
 # written may repeat a line a few times on purpose), over its last characters: room for
-# ``REPEATED_PHRASES`` copies of the longest phrase, twice.
+# ``REPEATED_PASSAGES`` copies of the longest passage, twice.
 LONG_ANSWER_CHARS = 2000
-LOOP_WINDOW_CHARS = 2 * REPEATED_PHRASES * PHRASE_CHARS[1]
+LOOP_WINDOW_CHARS = 2 * REPEATED_PASSAGES * PASSAGE_CHARS
 
 
 class Reading(NamedTuple):
