@@ -103,6 +103,8 @@ def test_a_running_task_shows_in_the_panel_and_its_cancel_button_stops_it(page, 
 def test_a_task_opens_its_detail_with_prompt_result_history_and_transcript(page, stack, llm):
     from playwright.sync_api import expect
 
+    for number in (1, 2, 3):  # what its listing shows holds the number its result gives
+        (stack.settings.work_dir / f"part-{number}.txt").write_text("x")
     llm.script("worker", tool_call("list_files", path="."),
                tool_call("submit_result", status="done", resultType="text",
                          result={"text": "Counted **3** files"}))

@@ -2,7 +2,9 @@
 task, nor a call's arguments, nor a call's result. A small model fills a report in from its
 examples: after listing a folder that held ``countdown.py`` and ``fox.txt``, the 1.5B model
 ended ``done`` with "fox.txt holds fox: 12 bytes." (the file had 19; "12 bytes" is an
-example's), and the person was told so. Told once, it may say again what it holds to.
+example's), and the person was told so. Told once instead, it ended failed with the runtime's
+words as its error, though the listing was done. The sentences that give such a number are
+left out of the result; what the run did is told beside it (``lifecycle.actions``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from collections.abc import Iterable
 # A number as written: digits, with the separators inside it ("1,024", "3.5"), read without
 # the thousands' commas so that "10,800" and "10800" are one number.
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-TOLD = "Your result gives"  # how the runtime's word on it begins (said once per run)
+# A sentence and the blanks after it (a mark inside a number or a name ends none).
+_SENTENCE = re.compile(r".+?(?:[.!?](?=\s|$)|[。！？]|$)\s*", re.DOTALL)
+LEFT_OUT = "Its result gave {numbers}, which nothing its run showed."
 
 
 def numbers(text: str) -> list[str]:
@@ -27,12 +31,14 @@ def unseen(said: str, seen: Iterable[str]) -> list[str]:
     return [number for number in numbers(said) if number not in shown]
 
 
-def told_unseen(said: str, seen: Iterable[str]) -> str | None:
-    """What to tell a Worker whose result ``said`` gives numbers none of ``seen`` (its task,
-    its calls and their results) holds; None when it gives none."""
-    missing = unseen(said, seen)
+def held_to_seen(said: str, seen: Iterable[str]) -> str:
+    """``said`` without its sentences that give a number none of ``seen`` (the run's task,
+    calls and their results) writes; where none is left, a sentence that says what was left
+    out. ``said`` itself when it gives no such number."""
+    shown = list(seen)
+    missing = unseen(said, shown)
     if not missing:
-        return None
-    return (f"{TOLD} {', '.join(missing)}, which neither the task nor any result of this run "
-            "shows. Give only what the results showed (run a command that shows it if you "
-            "need it), then call submit_result again.")
+        return said
+    kept = "".join(sentence for sentence in _SENTENCE.findall(said)
+                   if not unseen(sentence, shown)).strip()
+    return kept or LEFT_OUT.format(numbers=", ".join(missing))

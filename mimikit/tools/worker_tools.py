@@ -12,7 +12,7 @@ from mimikit.models import ResultBody, ResultType
 from mimikit.tools.args import Args, Seconds, finish_with_result
 from mimikit.tools.context import ToolContext
 from mimikit.tools.example_copies import copied_result
-from mimikit.tools.unseen_numbers import TOLD, told_unseen
+from mimikit.tools.unseen_numbers import held_to_seen
 
 
 class ShellArgs(Args):
@@ -108,12 +108,18 @@ def register(registry: Registry) -> None:
 
 
 def _finished(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
-    """The end of a Worker's run with ``args``: a ``done`` that does not stand ends failed;
-    a ``failed`` right after its own command failed is sent back once (``_given_up``)."""
-    if args.status == "done" and (error := _not_done(ctx, str(args.result.get("text") or ""))):
+    """The end of a Worker's run with ``args``: a ``done`` that does not stand ends failed,
+    and one that does keeps no sentence giving a number its run never showed
+    (``unseen_numbers``); a ``failed`` right after its own command failed is sent back once
+    (``_given_up``)."""
+    said = str(args.result.get("text") or "")
+    if args.status == "done" and (error := _not_done(ctx, said)):
         return StopRun({"status": "failed", "resultType": "text", "result": {}, "error": error})
     if args.status == "failed" and (retry := _given_up(ctx)):
         raise ToolError(retry)
+    if args.status == "done" and said:  # no number its run never showed
+        held = held_to_seen(said, [ctx.task.prompt if ctx.task else "", *ctx.seen])
+        args.result = {**args.result, "text": held}
     return finish_with_result(args, ctx.corrected)
 
 
@@ -136,16 +142,10 @@ def _given_up(ctx: ToolContext) -> str | None:
 def _not_done(ctx: ToolContext, said: str) -> str | None:
     """Why a ``done`` whose result says ``said`` does not stand (None when it does): files the
     task names that were never made (``NamedFiles.check_done``, which may tell the Worker once
-    instead), or a result in the words of one of the examples it was shown. A result that gives
-    numbers nothing of its run shows is sent back once (``unseen_numbers``)."""
+    instead), or a result in the words of one of the examples it was shown."""
     if ctx.named is not None and (unmade := ctx.named.check_done(ctx.workspace, said)):
         return unmade
     if ctx.task is not None and copied_result(ctx.task.prompt, said, ctx.system):
         return (f"the worker's result was an example's words from its instructions ({said!r}), "
                 "not what it did")
-    # one word on a result: a Worker told of its files already is left to its account
-    told = any(TOLD in words for words in ctx.told) or bool(ctx.named and ctx.named.told)
-    if not told and (unseen := told_unseen(said, [ctx.task.prompt if ctx.task else "",
-                                                   *ctx.seen])):
-        raise ToolError(unseen)
     return None
