@@ -88,6 +88,33 @@ def _says(*needles: str) -> Check:
     return check
 
 
+def _kept(label: str, *words: str) -> Check:
+    """Memory holds one of ``words`` (any case): what the person asked to keep."""
+    def check(world: World) -> tuple[bool, str]:
+        memory = world.memory().lower()
+        kept = any(word in memory for word in words)
+        return kept, f"memory {'has' if kept else 'lacks'} {label}"
+    return check
+
+
+def _recalled(label: str, *words: str) -> Check:
+    """A reply names one of ``words`` (any case): a kept fact asked for."""
+    def check(world: World) -> tuple[bool, str]:
+        said = world.said()
+        told = any(word in said.lower() for word in words)
+        return told, f"reply {'names' if told else 'lacks'} {label}: {said[:60]!r}"
+    return check
+
+
+def _named_after(answer: str) -> Check:
+    """A file or folder named after ``answer``, the person's answer when asked (no model's
+    guess)."""
+    def check(world: World) -> tuple[bool, str]:
+        made = [p.name for p in world.work.rglob("*") if answer.lower() in p.name.lower()]
+        return bool(made), f"made {made}" if made else f"nothing named after {answer}"
+    return check
+
+
 def _notes(world: World) -> tuple[bool, str]:
     path = world.work / "notes.txt"
     if not path.is_file():

@@ -3,28 +3,25 @@ of the others worded once more (a unit conversion, a list file added to and its 
 a greeting script, a weekly meeting in Chinese, a delay in minutes, a birthday kept in Chinese
 and recalled, the folder listed, a reminder stopped, a file moved into a new folder, a file
 named after the person's answer, tomorrow morning), each checked in the world, one after
-another."""
+another. The greeting is worded as in the evening set, the lines counted nearly so."""
 
 from __future__ import annotations
 
-from checks import Request, World, _listed, _replied, _says
+from checks import (
+    Request,
+    World,
+    _kept,
+    _listed,
+    _named_after,
+    _recalled,
+    _replied,
+    _says,
+)
 from errands import _at_minutes, _cron, _lines, _no_trigger, _prints, _tomorrow_at, _trigger
 
 MEETING = ("meeting", "\u5468\u4f1a", "\u5f00\u4f1a")  # 周会, 开会
 BIRTHDAY = ("5\u67083", "may 3", "3 may", "05-03", "5/3")  # 5月3
 RUN = ("run", "jog", "\u8dd1")  # 跑
-
-
-def _birthday_kept(world: World) -> tuple[bool, str]:
-    memory = world.memory().lower()
-    kept = any(words in memory for words in BIRTHDAY)
-    return kept, "memory has May 3" if kept else "memory lacks May 3"
-
-
-def _birthday_recalled(world: World) -> tuple[bool, str]:
-    said = world.said()
-    told = any(words in said.lower() for words in BIRTHDAY)
-    return told, f"reply {'names' if told else 'lacks'} May 3: {said[:60]!r}"
 
 
 def _lines_counted(world: World) -> tuple[bool, str]:
@@ -45,13 +42,6 @@ def _moved(world: World) -> tuple[bool, str]:
                             f"archive/shopping.txt {'there' if new else 'missing'}"
 
 
-def _cat_file(world: World) -> tuple[bool, str]:
-    """A file named after the cat's name the person gives when asked: Miso, no model's
-    guess."""
-    made = [p.name for p in world.work.rglob("*") if "miso" in p.name.lower()]
-    return bool(made), f"made {made}" if made else "no file named after Miso"
-
-
 NIGHT: list[Request] = [
     Request("hello", "hey there, how's it going?", _replied),
     Request("seconds", "how many seconds are in 3 hours?", _says("10800")),
@@ -66,12 +56,13 @@ NIGHT: list[Request] = [
             _trigger(MEETING, _cron("0", "10", "*", "*", "1"))),
     Request("laundry", "in 20 minutes, remind me to take the laundry out",
             _trigger("laundry", _at_minutes(18, 22))),
-    Request("birthday", "记住我的生日是5月3日", _birthday_kept),
-    Request("birthday-recall", "我的生日是哪天？", _birthday_recalled),
+    Request("birthday", "记住我的生日是5月3日", _kept("May 3", *BIRTHDAY)),
+    Request("birthday-recall", "我的生日是哪天？", _recalled("May 3", *BIRTHDAY)),
     Request("folder", "what files do I have?", _listed),
     Request("laundry-stop", "stop the laundry reminder, I already did it",
             _no_trigger("laundry")),
     Request("archive", "make a folder called archive and move shopping.txt into it", _moved),
-    Request("cat", "create an empty file named after my cat", _cat_file, answer="Miso"),
+    Request("cat", "create an empty file named after my cat", _named_after("Miso"),
+            answer="Miso"),
     Request("run", "remind me tomorrow at 7am to go for a run", _trigger(RUN, _tomorrow_at(7))),
 ]

@@ -131,7 +131,7 @@ def test_answer_refuses_an_empty_answer_and_keeps_the_question(runtime):
 def test_task_show_prints_the_status_result_events_and_transcript(stack, llm):
     llm.script("worker", tool_call("shell", command="echo counted"),
                tool_call("submit_result", status="done", resultType="text",
-                         result={"text": "3 files"}))
+                         result={"text": "three files"}))
     llm.default("teller", tool_call("reply", text="ok"))
     task = submit(stack, [Task(prompt="count the files", title="count files")])[0]
     wait_for(lambda: stack.tasks.get(task.id).status == "done", timeout=30,
@@ -141,7 +141,7 @@ def test_task_show_prints_the_status_result_events_and_transcript(stack, llm):
     lines = done.stdout.splitlines()
     assert lines[0].startswith(f"{task.id}  done  worker oneshot")
     assert "title:          count files" in lines and "prompt:         count the files" in lines
-    assert lines[lines.index("result: done (text)") + 1] == "  3 files"
+    assert lines[lines.index("result: done (text)") + 1] == "  three files"
     events = lines[lines.index("events: " + str(len(stack.tasks.log_of(task.id)))):]
     assert any("task_started" in line for line in events)
     runs = lines[lines.index("runs: 1"):]

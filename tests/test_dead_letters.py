@@ -184,8 +184,8 @@ def test_a_task_result_the_teller_cannot_report_gives_up_and_a_message_is_still_
     from mimikit.models import Task
 
     llm.default("worker", tool_call("submit_result", status="done", resultType="text",
-                                    result={"text": "zq-result-91"}))
-    llm.default("teller", chokes_on("zq-result-91", reply="Noted."))
+                                    result={"text": "zq-result-nq"}))
+    llm.default("teller", chokes_on("zq-result-nq", reply="Noted."))
     task = submit(stack, [Task(prompt="make the report", title="Weekly report")])[0]
     note = wait_for(lambda: notes(stack), timeout=40, message="the result gives up")[0]
     assert note.taskId == task.id and "could not be reported" in note.text
