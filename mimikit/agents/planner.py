@@ -39,9 +39,9 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
     or the current time answers what it asks, or a fact kept answers a request that is itself
     a question it handed over as work (``agents.answered``); without work for later, where
     it schedules work at the time of day it was shown as now and the request names neither
-    that time nor its hour; not answering or not asking, where its answer or question is an example's (``copied_kind``);
-    without a line of Active work, where a task it makes copies that line's prompt and the
-    request shares no word with it (``copied_work``)."""
+    that time nor its hour; not answering or not asking, where its answer or question is an
+    example's (``copied_kind``); without a line of Active work, where a task it makes copies
+    that line's prompt and the request shares no word with it (``copied_work``)."""
 
     def body(control: RunControl) -> Result:
         task = control.task

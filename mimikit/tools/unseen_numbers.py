@@ -25,20 +25,14 @@ def numbers(text: str) -> list[str]:
     return list(dict.fromkeys(found.replace(",", "") for found in _NUMBER.findall(text)))
 
 
-def unseen(said: str, seen: Iterable[str]) -> list[str]:
-    """The numbers of ``said`` that none of ``seen`` writes."""
-    shown = {number for text in seen for number in numbers(text)}
-    return [number for number in numbers(said) if number not in shown]
-
-
 def held_to_seen(said: str, seen: Iterable[str]) -> str:
     """``said`` without its sentences that give a number none of ``seen`` (the run's task,
     calls and their results) writes; where none is left, a sentence that says what was left
     out. ``said`` itself when it gives no such number."""
-    shown = list(seen)
-    missing = unseen(said, shown)
+    shown = {number for text in seen for number in numbers(text)}
+    missing = [number for number in numbers(said) if number not in shown]
     if not missing:
         return said
     kept = "".join(sentence for sentence in _SENTENCE.findall(said)
-                   if not unseen(sentence, shown)).strip()
+                   if shown.issuperset(numbers(sentence))).strip()
     return kept or LEFT_OUT.format(numbers=", ".join(missing))
