@@ -347,7 +347,7 @@ def prompt(role: str, mode: str) -> int:
 def doctor(as_json: bool) -> int:
     """Check Redis and its persistence, workers per queue, beat, the LLM and its models, the
     state dir and clocks; each problem comes with its fix. Exit 1 when a check fails."""
-    from mimikit.console.report import print_doctor
+    from mimikit.console.checkup import print_doctor
 
     return print_doctor(_settings(), as_json=as_json)
 

@@ -30,6 +30,9 @@ SECRET_SETTINGS = frozenset({"api_token", "llm_api_key", "flower_basic_auth"})
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 
+DEFAULT_LLM_BASE_URL = "https://api.openai.com/v1"  # where a model is asked when no URL is set
+
+
 class Settings(BaseSettings):
     """The runtime configuration (env prefix ``MIMIKIT_``, optional ``.env``)."""
 

@@ -9,14 +9,13 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from mimikit.config import Settings, hide_password
+from mimikit.config import DEFAULT_LLM_BASE_URL, Settings, hide_password
 from mimikit.conversation.failed import listing as failed_listing
 from mimikit.conversation.gate import teller_state
 from mimikit.conversation.outage import outage
 from mimikit.conversation.tries import MAX_TRIES, item_tries
 from mimikit.delivery.dispatch import queue_depths
 from mimikit.delivery.workers import workers
-from mimikit.llm.client import DEFAULT_BASE_URL
 from mimikit.llm.profile_store import RedisProfiles
 from mimikit.mcp.catalog import overview
 from mimikit.roles import CHAT_ROLES
@@ -85,7 +84,7 @@ def llm_profile(runtime: Runtime) -> dict[str, Any]:
     """What the server does for each role's model, as learned (``llm.profile``), with the path
     the role's requests take: ``{role: {path, server, line, ...}}``; empty before any is known."""
     settings = runtime.settings
-    url = (settings.llm_base_url or DEFAULT_BASE_URL).rstrip("/")
+    url = (settings.llm_base_url or DEFAULT_LLM_BASE_URL).rstrip("/")
     keeper = RedisProfiles(runtime.redis, runtime.keys.llm_profiles)
     shown: dict[str, Any] = {}
     for role in CHAT_ROLES:

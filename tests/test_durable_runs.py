@@ -64,7 +64,8 @@ def test_a_worker_killed_mid_run_resumes_without_repeating_steps(wired, procs, l
 def test_a_call_that_started_and_never_finished_is_reported_as_interrupted(runtime, llm):
     """Replay of a journal whose last call started without a result: the model is told."""
     from mimikit.agents.common import registry
-    from mimikit.llm import LLMClient, RunOptions, run_agent
+    from mimikit.llm.client import LLMClient
+    from mimikit.llm.loop import RunOptions, run_agent
     from mimikit.store.journal import RunJournal
     from mimikit.tools.context import ToolContext
     from mimikit.workspace.local import Workspace

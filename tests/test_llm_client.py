@@ -23,7 +23,8 @@ from llm_server import (
 
 from mimikit.config import load_settings
 from mimikit.exceptions import LLMUnavailable
-from mimikit.llm import LLMClient, ToolCall
+from mimikit.llm.client import LLMClient
+from mimikit.llm.completion import ToolCall
 
 llm = llm_fixtures.llm  # the scripted server fixture
 

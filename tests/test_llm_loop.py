@@ -13,7 +13,9 @@ from llm_server import ScriptedLLM, delay, raw_arguments, text, tool_call, tool_
 from pydantic import BaseModel, Field
 
 from mimikit.exceptions import LLMUnavailable, ToolError
-from mimikit.llm import LLMClient, RunOptions, RunRecord, run_agent
+from mimikit.llm.client import LLMClient
+from mimikit.llm.loop import RunOptions, run_agent
+from mimikit.llm.record import RunRecord
 from mimikit.llm.registry import Registry, StopRun
 
 llm = llm_fixtures.llm  # the scripted server fixture

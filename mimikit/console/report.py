@@ -1,4 +1,4 @@
-"""``mimikit status`` and ``mimikit doctor``: what an instance is doing, and whether it can."""
+"""``mimikit status``: what an instance is doing (``console.checkup``: whether it can)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 from mimikit.config import Settings
-from mimikit.doctor import format_check, healthy, run_checks
 from mimikit.status import status
 from mimikit.store.runtime import build_runtime
 
@@ -71,20 +70,6 @@ def print_inbox(inbox: dict[str, Any]) -> None:
               f"{item['tries']} tries: {item['reason']}")
     if inbox.get("failed"):
         print("          try again: mimikit failed retry ID; dismiss: mimikit failed dismiss ID")
-
-
-def print_doctor(settings: Settings, as_json: bool = False) -> int:
-    """Run every check and print one line each; 1 when any check failed."""
-    checks = run_checks(build_runtime(settings))
-    ok = healthy(checks)
-    if as_json:
-        print(json.dumps({"ok": ok, "checks": [c.dump() for c in checks]}, indent=2))
-    else:
-        for check in checks:
-            print(format_check(check))
-        failed = sum(check.status == "fail" for check in checks)
-        print("all checks passed" if ok else f"{failed} check{'s' * (failed != 1)} failed")
-    return 0 if ok else 1
 
 
 def print_mcp(mcp: dict[str, Any]) -> None:

@@ -1,9 +1,4 @@
-"""The LLM client (any OpenAI-compatible API) and the agent loop."""
+"""The LLM client (any OpenAI-compatible API, ``client``) and the agent loop (``loop``).
 
-from mimikit.llm.client import LLMClient
-from mimikit.llm.completion import Completion, ToolCall
-from mimikit.llm.loop import RunOptions, run_agent
-from mimikit.llm.record import RunRecord, ToolCallRecord
-
-__all__ = ["Completion", "LLMClient", "RunOptions", "RunRecord", "ToolCall", "ToolCallRecord",
-           "run_agent"]
+Nothing is imported here, so that a module of this package (a server profile, a constant)
+costs a command no import of the OpenAI SDK."""

@@ -11,7 +11,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from mimikit.config import secret_text
+from mimikit.config import DEFAULT_LLM_BASE_URL, secret_text
 from mimikit.exceptions import LLMAway, LLMStopped, LLMUnavailable
 from mimikit.llm import choice
 from mimikit.llm.abort import http_client, pause, stopped
@@ -38,7 +38,6 @@ NOT_CONFIGURED = (
     "no LLM is configured: set MIMIKIT_LLM_BASE_URL (any OpenAI-compatible server) "
     "or MIMIKIT_LLM_API_KEY"
 )
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRY_AFTER_MAX_SECONDS = 60.0
 # Each backoff waits a random time between half and all of its exponential step ("equal
 # jitter"), so clients that failed together do not retry together.
@@ -130,7 +129,7 @@ class LLMClient:
     @property
     def url(self) -> str:
         """The base URL requests go to (for messages)."""
-        return (self.base_url or DEFAULT_BASE_URL).rstrip("/")
+        return (self.base_url or DEFAULT_LLM_BASE_URL).rstrip("/")
 
     def profile(self, model: str) -> ServerProfile:
         """What the server does for ``model`` (learned once, kept by the keeper)."""
