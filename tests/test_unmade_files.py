@@ -13,6 +13,8 @@ right after its own command failed is told once to fix it and run it again."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from agent_helpers import history, post_input
 from llm_server import turn
@@ -197,13 +199,18 @@ def test_a_file_a_result_names_that_no_call_made_is_told_once_and_reported_as_no
     assert "data.csv is not" not in report
 
 
-# 4,096: no date or time of the run's prompt can write it (12, the model's, is December's).
+# "3": a number the Worker's examples give, which no date or hour of its prompt writes (they
+# are written 03); the model's own was "12", which a date in December writes.
 @pytest.mark.parametrize(("said", "kept"), [
-    ("fox.txt holds fox: 4,096 bytes.", "Its result gave 4096, which nothing its run showed."),
-    ("The folder holds countdown.py and fox.txt. fox.txt holds fox: 4,096 bytes.",
+    ("fox.txt holds fox: 3 bytes.", "Its result gave 3, which nothing its run showed."),
+    ("The folder holds countdown.py and fox.txt. fox.txt holds fox: 3 bytes.",
      "The folder holds countdown.py and fox.txt."),
-], ids=["all_of_it", "one_sentence"])
-def test_a_sentence_giving_a_number_no_result_showed_is_left_out_of_the_result(
+    ("The folder holds 2 files: countdown.py and fox.txt.",  # 2: the listing's count
+     "The folder holds 2 files: countdown.py and fox.txt."),
+    ("The folder holds countdown.py and fox.txt; 17 and 5 make 22.",  # no example's numbers
+     "The folder holds countdown.py and fox.txt; 17 and 5 make 22."),
+], ids=["all_of_it", "one_sentence", "a_count_of_what_it_listed", "numbers_of_its_own"])
+def test_a_sentence_giving_an_examples_number_no_result_showed_is_left_out_of_the_result(
         llamacpp, stack, llm, said, kept):
     """After listing a folder that held countdown.py and fox.txt, the 1.5B model ended done
     with "fox.txt holds fox: 12 bytes." (an example's "12 bytes"; the file had 19). Told so
@@ -220,7 +227,7 @@ def test_a_sentence_giving_a_number_no_result_showed_is_left_out_of_the_result(
     report = wait_for(lambda: [body["messages"][1]["content"] for body in
                                llm.requests_for("teller") if kept in
                                body["messages"][1]["content"]], message="the report")[-1]
-    assert "4,096 bytes" not in report
+    assert "fox: 3 bytes" not in report
     assert "what its run did: listed .: countdown.py, fox.txt" in report
 
 
@@ -239,7 +246,7 @@ def test_numbers_a_run_was_given_or_shown_stand_at_once(llamacpp, stack, llm):
 def test_a_worker_that_gives_up_at_its_own_commands_error_is_told_once_to_fix_it(
         llamacpp, stack, llm):
     """The 1.5B model summed numbers.txt with a ``python3 -c`` that lacked a bracket and ended
-    failed at the syntax error (2 of 2 runs)."""
+    failed at the syntax error (2 of 2 runs); told so, it sent the same failed again."""
     llm.script("worker", turn(check="", write_file={"path": "numbers.txt", "content": "1\n2\n"}),
                turn(check="", shell={"command": "python3 -c 'print(sum([1, 2)' > total.txt"}),
                turn(check="", submit_result={"status": "failed", "error": "Syntax error."}),
@@ -250,9 +257,13 @@ def test_a_worker_that_gives_up_at_its_own_commands_error_is_told_once_to_fix_it
     worker = _worker(stack)
     assert worker.status == "done"
     assert (stack.settings.work_dir / "total.txt").read_text().strip() == "3"
-    told = llm.requests_for("worker")[3]["messages"][-1]["content"]
+    asked = llm.requests_for("worker")
+    told = asked[3]["messages"][-1]["content"]
     assert "Your last command failed (`python3 -c 'print(sum([1, 2)' > total.txt`): fix " \
         "what its error says and run it again" in told
+    # the answer after that runs something: it may not be submit_result; the next one may
+    assert "submit_result" not in json.dumps(asked[3]["response_format"])
+    assert "submit_result" in json.dumps(asked[4]["response_format"])
 
 
 def test_a_worker_that_fails_again_after_being_told_ends_failed(llamacpp, stack, llm):

@@ -74,7 +74,7 @@ class Calls:
                                content=outcome.content, durationMs=elapsed_ms)
         self.record.toolCalls.append(entry)
         if isinstance(seen := getattr(self.ctx, "seen", None), list):
-            seen.append(f"{call.arguments}\n{outcome.content}")
+            seen.extend((call.arguments, outcome.content))
         self.observe({"kind": "tool", "name": call.name,
                       "arguments": call.arguments[:STEP_TEXT_LIMIT], "ok": outcome.ok,
                       "output": outcome.content[:STEP_TEXT_LIMIT], "durationMs": elapsed_ms})

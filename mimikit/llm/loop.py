@@ -150,7 +150,7 @@ class _Loop:
     def _request(self) -> Completion | None:
         began = time.monotonic()
         tool_choice = self.options.tool_choice if self.tools else None
-        shape = self.options.shape_at(self.shape, self.record.steps + 1)
+        shape = self.options.shape_at(self.shape, self.record.steps + 1, self.ctx)
         if self.forced is not None:  # held to that one call's schema, or its tool_choice
             shape, tool_choice = (shape.only(self.forced), None) if shape else \
                 (None, forced(self.forced))

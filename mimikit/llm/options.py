@@ -48,8 +48,13 @@ class RunOptions:
     reply_ends_turn: bool = False
     opening: TurnShape | None = None
 
-    def shape_at(self, shape: TurnShape | None, step: int) -> TurnShape | None:
+    def shape_at(self, shape: TurnShape | None, step: int, ctx: Any = None) -> TurnShape | None:
         """The shape answer ``step`` is held to: the run's ``shape`` (None where answers are
-        not held to one), or its opening for the first."""
-        return self.opening if shape is not None and self.opening is not None and step == 1 \
-            else shape
+        not held to one), or its opening for the first; without the calls the run's tools
+        withheld from its next answer (``ctx.next_withheld``, taken: it holds once)."""
+        if shape is not None and self.opening is not None and step == 1:
+            shape = self.opening
+        if shape is not None and (withheld := getattr(ctx, "next_withheld", ())):
+            ctx.next_withheld = ()
+            shape = shape.without(withheld)
+        return shape

@@ -57,6 +57,10 @@ class ToolContext:
     # The calls the run's first answer may not make, where answers are held to a schema (a
     # Worker whose task names a file that holds something: ``agents.worker.OPENING_WITHHELD``).
     opening_withheld: tuple[str, ...] = ()
+    # The calls the run's next answer may not make, where answers are held to a schema (set
+    # by a tool, taken by the loop for one answer: a Worker that gave up right after its own
+    # command failed must run something first, ``tools.worker_tools._given_up``).
+    next_withheld: tuple[str, ...] = ()
     # The values a one-field call may take in this run, where answers are held to a schema (a
     # Planner's ``cancel_task``: the ids of the active tasks, or "nothing (...)" when none is).
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -75,7 +79,8 @@ class ToolContext:
     # The system prompt the run's model reads (what its examples say: ``example_copies``).
     system: str = ""
     # What the run's model was given beside it (its first message) and each call's arguments
-    # and result: a Worker's result gives no number none of them holds (``unseen_numbers``).
+    # and result: a Worker's result gives no example's number none of them holds
+    # (``unseen_numbers``).
     seen: list[str] = field(default_factory=list)
 
     def elapsed_ms(self) -> int:

@@ -1,16 +1,22 @@
-"""Numbers a Worker's result gives that nothing its run was given or shown holds: neither its
-task, nor a call's arguments, nor a call's result. A small model fills a report in from its
-examples: after listing a folder that held ``countdown.py`` and ``fox.txt``, the 1.5B model
-ended ``done`` with "fox.txt holds fox: 12 bytes." (the file had 19; "12 bytes" is an
-example's), and the person was told so. Told once instead, it ended failed with the runtime's
-words as its error, though the listing was done. The sentences that give such a number are
-left out of the result; what the run did is told beside it (``lifecycle.actions``).
+"""Numbers a Worker's result copies from the examples of its instructions that nothing its run
+was given or shown holds: neither its task, nor a call's arguments, nor a call's result, nor
+a count of what a result lists. A small model fills a report in from its examples: after
+listing a folder that held ``countdown.py`` and ``fox.txt``, the 1.5B model ended ``done``
+with "fox.txt holds fox: 12 bytes." (the file had 19; "12 bytes" is an example's), and the
+person was told so. Told once instead, it ended failed with the runtime's words as its error,
+though the listing was done. The sentences that give such a number are left out of the
+result; what the run did is told beside it (``lifecycle.actions``).
+
+A number no example gives stands (a sum the model worked out, "22"), and so does one that
+counts what a result showed ("2 files" after a listing of two entries).
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 # A number as written: digits, with the separators inside it ("1,024", "3.5"), read without
 # the thousands' commas so that "10,800" and "10800" are one number.
@@ -25,14 +31,40 @@ def numbers(text: str) -> list[str]:
     return list(dict.fromkeys(found.replace(",", "") for found in _NUMBER.findall(text)))
 
 
-def held_to_seen(said: str, seen: Iterable[str]) -> str:
-    """``said`` without its sentences that give a number none of ``seen`` (the run's task,
-    calls and their results) writes; where none is left, a sentence that says what was left
-    out. ``said`` itself when it gives no such number."""
-    shown = {number for text in seen for number in numbers(text)}
-    missing = [number for number in numbers(said) if number not in shown]
-    if not missing:
+def held_to_seen(said: str, seen: Iterable[str], examples: str = "") -> str:
+    """``said`` without its sentences that give a number ``examples`` (the run's instructions)
+    give and none of ``seen`` (the run's task, calls and their results) writes or counts;
+    where none is left, a sentence that says what was left out. ``said`` itself when it gives
+    no such number."""
+    shown = {number for text in seen for number in (*numbers(text), *counted(text))}
+    copied = set(numbers(examples)) - shown
+    unseen = [number for number in numbers(said) if number in copied]
+    if not unseen:
         return said
     kept = "".join(sentence for sentence in _SENTENCE.findall(said)
-                   if shown.issuperset(numbers(sentence))).strip()
-    return kept or LEFT_OUT.format(numbers=", ".join(missing))
+                   if copied.isdisjoint(numbers(sentence))).strip()
+    return kept or LEFT_OUT.format(numbers=", ".join(unseen))
+
+
+def counted(text: str) -> list[str]:
+    """What a JSON ``text`` (a call's arguments or result) counts: the items of each of its
+    lists, and the lines and words of each of its texts ("2" for a listing of two entries)."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return []
+    return list(dict.fromkeys(str(count) for count in _counts(value)))
+
+
+def _counts(value: Any) -> Iterator[int]:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            yield len(item)
+            stack.extend(item)
+        elif isinstance(item, str):
+            yield len(item.splitlines())
+            yield len(item.split())

@@ -109,23 +109,26 @@ def register(registry: Registry) -> None:
 
 def _finished(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
     """The end of a Worker's run with ``args``: a ``done`` that does not stand ends failed,
-    and one that does keeps no sentence giving a number its run never showed
+    and one that does keeps no sentence giving an example's number its run never showed
     (``unseen_numbers``); a ``failed`` right after its own command failed is sent back once
     (``_given_up``)."""
     said = str(args.result.get("text") or "")
     if args.status == "done" and (error := _not_done(ctx, said)):
         return StopRun({"status": "failed", "resultType": "text", "result": {}, "error": error})
     if args.status == "failed" and (retry := _given_up(ctx)):
+        ctx.next_withheld = ("submit_result",)  # its next answer runs something
         raise ToolError(retry)
-    if args.status == "done" and said:  # no number its run never showed
-        held = held_to_seen(said, [ctx.task.prompt if ctx.task else "", *ctx.seen])
+    if args.status == "done" and said:  # no example's number its run never showed
+        held = held_to_seen(said, [ctx.task.prompt if ctx.task else "", *ctx.seen],
+                            ctx.system)
         args.result = {**args.result, "text": held}
     return finish_with_result(args, ctx.corrected)
 
 
-# What a Worker that gives up right after its own command failed is told, once: the 1.5B
-# model's ``python3 -c`` for a sum of numbers.txt lacked a bracket, and it ended failed at
-# the syntax error (2 of 2 runs of that request).
+# What a Worker that gives up right after its own command failed is told, once, and its next
+# answer may not be submit_result: the 1.5B model's ``python3 -c`` for a sum of numbers.txt
+# lacked a bracket, and it ended failed at the syntax error (2 of 2 runs of that request);
+# told only, it sent the same failed again.
 RETRY = "Your last command failed"
 
 
