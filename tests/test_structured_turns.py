@@ -21,7 +21,7 @@ from mimikit.conversation.question import answer_question
 from mimikit.lifecycle.submit import submit
 from mimikit.models import IntervalSchedule, Message, RunAtSchedule, Task, TaskStatus
 from mimikit.roles import WORK_LATER
-from mimikit.tools.task_tools import EVERY_SCHEDULE
+from mimikit.tools.task_tools import EVERY_SCHEDULE, NONE_ASKED
 
 MODELS = ("teller", "planner", "worker")
 
@@ -113,7 +113,7 @@ def test_a_cancel_is_held_to_active_tasks_and_its_report_names_the_one_canceled(
     assert stack.tasks.require(wrong.id).status == "canceled"
     assert stack.tasks.require(water.id).status != "canceled"
     [allowed] = _cancel_values(_schema(llm.requests_for("planner")[0]))
-    assert sorted(allowed["enum"]) == sorted([water.id, wrong.id, EVERY_SCHEDULE])
+    assert sorted(allowed["enum"]) == sorted([water.id, wrong.id, EVERY_SCHEDULE, NONE_ASKED])
     report = llm.requests_for("teller")[1]["messages"][1]["content"]
     # what the Planner's run did, beside what it said it did
     assert f"what its run did: canceled {wrong.id}: Remind the user to use pnpm." in report
@@ -146,11 +146,33 @@ def test_a_cancel_of_every_schedule_cancels_them_all_and_leaves_other_work(llama
                     "Both reminders are canceled.")
     assert {stack.tasks.require(t.id).status for t in (water, bank)} == {"canceled"}
     shown = llm.requests_for("planner")[0]["messages"][1]["content"]
-    assert shown.split("## Active work\n")[1].split("\n\n")[0].splitlines()[-1] == \
-        f"- {EVERY_SCHEDULE}: every schedule above"
+    assert shown.split("## Active work\n")[1].split("\n\n")[0].splitlines()[-2:] == [
+        f"- {EVERY_SCHEDULE}: every schedule above",
+        f"- {NONE_ASKED}: none of the above is the one asked for"]
     report = llm.requests_for("teller")[1]["messages"][1]["content"]
     assert f"canceled {EVERY_SCHEDULE}: " in report
     assert water.id in report and bank.id in report
+
+
+def test_a_cancel_of_none_of_the_active_tasks_cancels_nothing_and_says_so(llamacpp, stack,
+                                                                           llm):
+    """Held to the active ids, the 0.5B model asked to remove a dog reminder that did not
+    exist canceled the one that did (the oven's), and the person was told the dog's was."""
+    from scheduling_helpers import add_trigger
+
+    from mimikit.tools.task_tools import NONE_CANCELED
+
+    oven = add_trigger(stack, type="scheduled", schedule=RunAtSchedule(
+        runAt=datetime(2099, 1, 1, 9, tzinfo=UTC)), prompt="Remind the user to check the oven.")
+    _planned_cancel(stack, llm, "remove the dog walking reminder", NONE_ASKED,
+                    "The dog walking reminder is canceled.", "There is no dog reminder.")
+    assert stack.tasks.require(oven.id).status != "canceled"
+    [allowed] = _cancel_values(_schema(llm.requests_for("planner")[0]))
+    assert allowed["enum"] == [oven.id, NONE_ASKED]
+    plan = next(t for t in stack.tasks.with_status("done") if t.role == "planner")
+    assert stack.tasks.result(plan.id).result == {"text": NONE_CANCELED}
+    report = llm.requests_for("teller")[1]["messages"][1]["content"]
+    assert NONE_CANCELED in report and "The dog walking reminder is canceled." not in report
 
 
 def test_a_cancel_with_no_active_work_says_nothing_was_canceled(llamacpp, stack, llm):
@@ -564,9 +586,10 @@ def test_a_long_list_of_active_work_shows_the_task_a_request_names_within_its_bu
     assert f"- {water.id}: recurring cron 0 9 * * * UTC: Remind the user to drink water." \
         in lines  # the oldest, and the one the request names
     shown = [line for line in lines if line.startswith("- task-")]
-    assert 2 <= len(shown) < 16 and lines[-2:] == [
+    assert 2 <= len(shown) < 16 and lines[-3:] == [
         f"- and {16 - len(shown)} more (list_tasks lists them all)",
-        f"- {EVERY_SCHEDULE}: every schedule above"]
+        f"- {EVERY_SCHEDULE}: every schedule above",
+        f"- {NONE_ASKED}: none of the above is the one asked for"]
     request = llm.requests_for("planner")[0]["messages"]
     assert _estimate(request) * UNCOUNTED_SCALE <= FIRST_REQUEST_TOKENS
 

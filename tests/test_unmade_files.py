@@ -200,7 +200,7 @@ def test_a_file_a_result_names_that_no_call_made_is_told_once_and_reported_as_no
 
 
 # "3": a number the Worker's examples give, which no date or hour of its prompt writes (they
-# are written 03); the model's own was "12", which a date in December writes.
+# are written 03) and no id holds; the model's own was "12", which a date in December writes.
 @pytest.mark.parametrize(("said", "kept"), [
     ("fox.txt holds fox: 3 bytes.", "Its result gave 3, which nothing its run showed."),
     ("The folder holds countdown.py and fox.txt. fox.txt holds fox: 3 bytes.",

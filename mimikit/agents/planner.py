@@ -27,7 +27,7 @@ from mimikit.tasks.listing import list_tasks
 from mimikit.tokens import estimate_tokens
 from mimikit.tools.context import ToolContext
 from mimikit.tools.reply_checks import plain
-from mimikit.tools.task_tools import EVERY_SCHEDULE, NOTHING_ACTIVE
+from mimikit.tools.task_tools import CHOICE_LINES, EVERY_SCHEDULE, NONE_ASKED, NOTHING_ACTIVE
 from mimikit.tools.teller_tools import carries_answer, first_request, last_answer, request_parts
 from mimikit.workspace.named import named_paths
 
@@ -340,8 +340,8 @@ CANCEL_CHOICES = 200  # active tasks a Planner's cancel may name (the newest)
 class ActiveWork:
     """The schedules and the queued or running tasks, as a Planner's first request shows them
     (``section``: '' when none), and what its cancel may name (``choices``: each active
-    task's id, and all of them where two schedules or more are; when none is active, the one
-    choice of nothing)."""
+    task's id, all of them where two schedules or more are, and none of them; when none is
+    active, the one choice of nothing)."""
 
     section: str
     choices: tuple[str, ...]
@@ -355,9 +355,9 @@ def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS,
     it began with the words most tasks begin with ("Remind the user to") and was then held to
     the wrong task. Its lines take at most ``room`` (within ``ACTIVE_WORK_TOKENS``), but
     never fewer than ``ACTIVE_WORK_FEWEST_LINES`` are shown. Where two schedules or more are
-    active, a last line offers them all: held to one id, the 1.5B model canceled one of two
-    for "cancel all my reminders" (6 of 6 such requests replayed); shown the line, it chose
-    all for 5 of 6, and still the one named for 6 of 6 single cancels."""
+    active, a line offers them all: held to one id, the 1.5B model canceled one of two for
+    "cancel all my reminders" (6 of 6 such requests replayed); shown the line, it chose all for
+    5 of 6, and still the one named for 6 of 6 single cancels. The last offers none of them."""
     ids = [summary["id"] for summary in list_tasks(runtime, "all")[:CANCEL_CHOICES]]
     tasks = runtime.tasks.by_id([i for i in ids if i != current.id])
     listed = [task for task in tasks if task.id not in left_out]
@@ -368,10 +368,10 @@ def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS,
     if len(shown) < len(listed):
         shown.append(f"- and {len(listed) - len(shown)} more (list_tasks lists them all)")
     every = (EVERY_SCHEDULE,) if sum(task.type != "oneshot" for task in tasks) > 1 else ()
-    if every:
-        shown.append(f"- {EVERY_SCHEDULE}: every schedule above")
+    shown += [CHOICE_LINES[choice] for choice in (*every, NONE_ASKED)]
     section = "## Active work\n" + "\n".join(shown) + "\n\n" if lines else ""
-    return ActiveWork(section, tuple(task.id for task in tasks) + every or (NOTHING_ACTIVE,))
+    return ActiveWork(section, (*(task.id for task in tasks), *every, NONE_ASKED) if tasks
+                      else (NOTHING_ACTIVE,))
 
 
 def within_budget(lines: list[str], request: str, budget: int = ACTIVE_WORK_TOKENS) -> list[str]:

@@ -22,6 +22,14 @@ NOTHING_CANCELED = "Nothing was canceled: no task or schedule is active."
 # every one of them ("cancel all my reminders": held to one id, the 1.5B model canceled one
 # of two). Queued and running work is not a schedule, and stays.
 EVERY_SCHEDULE = "all"
+# The choice of a Planner's cancel, beside the ids, of none of them: held to the active ids,
+# the 0.5B model asked to remove a dog reminder that did not exist canceled the one reminder
+# that did (the oven's), and the person was told the dog's was.
+NONE_ASKED = "none"
+NONE_CANCELED = "Nothing was canceled: no active task or schedule is the one asked for."
+# How Active work shows the choices that are no task's id.
+CHOICE_LINES = {EVERY_SCHEDULE: f"- {EVERY_SCHEDULE}: every schedule above",
+                NONE_ASKED: f"- {NONE_ASKED}: none of the above is the one asked for"}
 
 
 class ListTasksArgs(Args):
@@ -48,6 +56,9 @@ def register(registry: Registry) -> None:
         if args.taskId == NOTHING_ACTIVE:  # its one choice: the plan ends saying so
             return StopRun({"status": "done", "resultType": "text",
                             "result": {"text": NOTHING_CANCELED}})
+        if args.taskId == NONE_ASKED and NONE_ASKED in ctx.choices.get("cancel_task", ()):
+            return StopRun({"status": "done", "resultType": "text",
+                            "result": {"text": NONE_CANCELED}})
         if args.taskId == EVERY_SCHEDULE and EVERY_SCHEDULE in ctx.choices.get("cancel_task", ()):
             return cancel_schedules(ctx)
         task = ctx.runtime.tasks.get(args.taskId)

@@ -19,8 +19,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 # A number as written: digits, with the separators inside it ("1,024", "3.5"), read without
-# the thousands' commas so that "10,800" and "10800" are one number.
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+# the thousands' commas so that "10,800" and "10800" are one number; not the digits of a
+# name or an id ("python3", "task-3f2a…": a run's ids would show numbers at random).
+_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])\d+(?:[.,]\d+)*(?![A-Za-z0-9_])")
 # A sentence and the blanks after it (a mark inside a number or a name ends none).
 _SENTENCE = re.compile(r".+?(?:[.!?](?=\s|$)|[。！？]|$)\s*", re.DOTALL)
 LEFT_OUT = "Its result gave {numbers}, which nothing its run showed."
