@@ -147,8 +147,8 @@ def test_a_cancel_of_every_schedule_cancels_them_all_and_leaves_other_work(llama
     assert {stack.tasks.require(t.id).status for t in (water, bank)} == {"canceled"}
     shown = llm.requests_for("planner")[0]["messages"][1]["content"]
     assert shown.split("## Active work\n")[1].split("\n\n")[0].splitlines()[-2:] == [
-        f"- {EVERY_SCHEDULE}: every schedule above",
-        f"- {NONE_ASKED}: none of the above is the one asked for"]
+        f"- {NONE_ASKED}: none of the above is the one asked for",
+        f"- {EVERY_SCHEDULE}: every schedule above"]
     report = llm.requests_for("teller")[1]["messages"][1]["content"]
     assert f"canceled {EVERY_SCHEDULE}: " in report
     assert water.id in report and bank.id in report
@@ -588,8 +588,8 @@ def test_a_long_list_of_active_work_shows_the_task_a_request_names_within_its_bu
     shown = [line for line in lines if line.startswith("- task-")]
     assert 2 <= len(shown) < 16 and lines[-3:] == [
         f"- and {16 - len(shown)} more (list_tasks lists them all)",
-        f"- {EVERY_SCHEDULE}: every schedule above",
-        f"- {NONE_ASKED}: none of the above is the one asked for"]
+        f"- {NONE_ASKED}: none of the above is the one asked for",
+        f"- {EVERY_SCHEDULE}: every schedule above"]
     request = llm.requests_for("planner")[0]["messages"]
     assert _estimate(request) * UNCOUNTED_SCALE <= FIRST_REQUEST_TOKENS
 

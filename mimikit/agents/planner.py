@@ -357,7 +357,7 @@ def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS,
     never fewer than ``ACTIVE_WORK_FEWEST_LINES`` are shown. Where two schedules or more are
     active, a line offers them all: held to one id, the 1.5B model canceled one of two for
     "cancel all my reminders" (6 of 6 such requests replayed); shown the line, it chose all for
-    5 of 6, and still the one named for 6 of 6 single cancels. The last offers none of them."""
+    5 of 6, and still the one named for 6 of 6 single cancels. One before it offers none."""
     ids = [summary["id"] for summary in list_tasks(runtime, "all")[:CANCEL_CHOICES]]
     tasks = runtime.tasks.by_id([i for i in ids if i != current.id])
     listed = [task for task in tasks if task.id not in left_out]
@@ -368,9 +368,9 @@ def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS,
     if len(shown) < len(listed):
         shown.append(f"- and {len(listed) - len(shown)} more (list_tasks lists them all)")
     every = (EVERY_SCHEDULE,) if sum(task.type != "oneshot" for task in tasks) > 1 else ()
-    shown += [CHOICE_LINES[choice] for choice in (*every, NONE_ASKED)]
+    shown += [CHOICE_LINES[choice] for choice in (NONE_ASKED, *every)]
     section = "## Active work\n" + "\n".join(shown) + "\n\n" if lines else ""
-    return ActiveWork(section, (*(task.id for task in tasks), *every, NONE_ASKED) if tasks
+    return ActiveWork(section, (*(task.id for task in tasks), NONE_ASKED, *every) if tasks
                       else (NOTHING_ACTIVE,))
 
 
