@@ -1,4 +1,4 @@
 """The LLM client (any OpenAI-compatible API, ``client``) and the agent loop (``loop``).
 
-Nothing is imported here, so that a module of this package (a server profile, a constant)
-costs a command no import of the OpenAI SDK."""
+Nothing is imported here: a command that needs one module of this package (a server profile,
+a constant) does not pay for importing the OpenAI SDK."""

@@ -62,7 +62,8 @@ class ToolContext:
     # command failed must run something first, ``tools.worker_tools._given_up``).
     next_withheld: tuple[str, ...] = ()
     # The values a one-field call may take in this run, where answers are held to a schema (a
-    # Planner's ``cancel_task``: the ids of the active tasks, or "nothing (...)" when none is).
+    # Planner's ``cancel_task``: the ids of the active tasks and "none", or "nothing (...)" when
+    # none is active).
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # The questions this run leaves open again (a Teller pass: an answer typed in the chat
     # box that was not one, ``agents.typed_answers``).
