@@ -368,10 +368,10 @@ def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS,
     if len(shown) < len(listed):
         shown.append(f"- and {len(listed) - len(shown)} more (list_tasks lists them all)")
     every = (EVERY_SCHEDULE,) if sum(task.type != "oneshot" for task in tasks) > 1 else ()
-    shown += [CHOICE_LINES[choice] for choice in (NONE_ASKED, *every)]
+    offered = (NONE_ASKED, *every)  # the choices that are no task's id, each on a line
+    shown += [CHOICE_LINES[choice] for choice in offered]
     section = "## Active work\n" + "\n".join(shown) + "\n\n" if lines else ""
-    return ActiveWork(section, (*(task.id for task in tasks), NONE_ASKED, *every) if tasks
-                      else (NOTHING_ACTIVE,))
+    return ActiveWork(section, (*(t.id for t in tasks), *offered) if tasks else (NOTHING_ACTIVE,))
 
 
 def within_budget(lines: list[str], request: str, budget: int = ACTIVE_WORK_TOKENS) -> list[str]:

@@ -5,6 +5,7 @@ beside work just handed over to the person's words (no result before the work ra
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from mimikit.tools.context import ToolContext
 from mimikit.workspace.named import named_paths
@@ -88,6 +89,11 @@ def without_results_ahead(text: str, heard: list[str]) -> str:
     "The file has 13 bytes." as it delegated, and "I'll create notes.txt ... It's 10 bytes."
     """
     given = numbers_in(" ".join(heard))
+    return without_sentences(text, lambda sentence: not numbers_in(sentence) <= given)
+
+
+def without_sentences(text: str, dropped: Callable[[str], bool]) -> str:
+    """``text`` without its sentences that ``dropped`` is true of ('' when that is all it
+    says), its runs of blanks left by them made one."""
     return re.sub(r"[ \t]{2,}", " ", _SENTENCE.sub(
-        lambda sentence: sentence.group() if numbers_in(sentence.group()) <= given else "",
-        text)).strip()
+        lambda sentence: "" if dropped(sentence.group()) else sentence.group(), text)).strip()

@@ -54,11 +54,9 @@ def register(registry: Registry) -> None:
     def cancel_task(ctx: ToolContext, args: CancelTaskArgs) -> dict[str, Any] | StopRun:
         """Cancel a queued task or remove a trigger (running tasks are not affected)."""
         if args.taskId == NOTHING_ACTIVE:  # its one choice: the plan ends saying so
-            return StopRun({"status": "done", "resultType": "text",
-                            "result": {"text": NOTHING_CANCELED}})
+            return _nothing_canceled(NOTHING_CANCELED)
         if args.taskId == NONE_ASKED and NONE_ASKED in ctx.choices.get("cancel_task", ()):
-            return StopRun({"status": "done", "resultType": "text",
-                            "result": {"text": NONE_CANCELED}})
+            return _nothing_canceled(NONE_CANCELED)
         if args.taskId == EVERY_SCHEDULE and EVERY_SCHEDULE in ctx.choices.get("cancel_task", ()):
             return cancel_schedules(ctx)
         task = ctx.runtime.tasks.get(args.taskId)
@@ -70,6 +68,11 @@ def register(registry: Registry) -> None:
             return {"success": True}
         # what was canceled, in its words: what the person is told can be checked against it
         return {"success": True, "canceled": task.title or task.prompt[:120]}
+
+
+def _nothing_canceled(why: str) -> StopRun:
+    """The end of a plan whose cancel chose no task, saying ``why`` nothing was canceled."""
+    return StopRun({"status": "done", "resultType": "text", "result": {"text": why}})
 
 
 def cancel_schedules(ctx: ToolContext) -> dict[str, Any]:

@@ -18,12 +18,12 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from mimikit.tools.reply_checks import without_sentences
+
 # A number as written: digits, with the separators inside it ("1,024", "3.5"), read without
 # the thousands' commas so that "10,800" and "10800" are one number; not the digits of a
 # name or an id ("python3", "task-3f2a…": a run's ids would show numbers at random).
 _NUMBER = re.compile(r"(?<![A-Za-z0-9_.])\d+(?:[.,]\d+)*(?![A-Za-z0-9_])")
-# A sentence and the blanks after it (a mark inside a number or a name ends none).
-_SENTENCE = re.compile(r".+?(?:[.!?](?=\s|$)|[。！？]|$)\s*", re.DOTALL)
 LEFT_OUT = "Its result gave {numbers}, which nothing its run showed."
 
 
@@ -42,19 +42,18 @@ def held_to_seen(said: str, seen: Iterable[str], examples: str = "") -> str:
     unseen = [number for number in numbers(said) if number in copied]
     if not unseen:
         return said
-    kept = "".join(sentence for sentence in _SENTENCE.findall(said)
-                   if copied.isdisjoint(numbers(sentence))).strip()
+    kept = without_sentences(said, lambda sentence: not copied.isdisjoint(numbers(sentence)))
     return kept or LEFT_OUT.format(numbers=", ".join(unseen))
 
 
-def counted(text: str) -> list[str]:
+def counted(text: str) -> set[str]:
     """What a JSON ``text`` (a call's arguments or result) counts: the items of each of its
     lists, and the lines and words of each of its texts ("2" for a listing of two entries)."""
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
-        return []
-    return list(dict.fromkeys(str(count) for count in _counts(value)))
+        return set()
+    return {str(count) for count in _counts(value)}
 
 
 def _counts(value: Any) -> Iterator[int]:
