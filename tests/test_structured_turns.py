@@ -358,6 +358,28 @@ def test_an_answer_in_an_examples_words_is_planned_again_without_answering(llama
     assert "You use vim." not in llm.requests_for("teller")[1]["messages"][1]["content"]
 
 
+def test_a_fact_in_an_examples_words_is_not_kept(llamacpp, stack, llm):
+    """Asked "请记住我对花生过敏", the 0.5B model kept "The user remembers that I use vim.", the
+    words of its example's request: refused, told the request's fact, it keeps that one."""
+    llm.script("teller", turn(delegate=True, remember=False, reply="好的。"))
+    copied = turn(unknown="", given="", kind="keep a fact about the user",
+                  remember="The user remembers that I use vim.", submit_result={
+                      "status": "done", "result": {"text": "Noted: you use vim."}})
+    llm.script("planner", copied, turn(
+        unknown="", given="", kind="keep a fact about the user",
+        remember="The user is allergic to peanuts.", submit_result={
+            "status": "done", "result": {"text": "Noted: you are allergic to peanuts."}}))
+    llm.default("teller", turn(reply="记住了。"))
+    post_input(stack, "请记住我对花生过敏")
+    wait_history(stack, lambda h: ("assistant", "记住了。") in h, message="the report")
+    told = llm.requests_for("planner")[1]["messages"][-1]["content"]
+    assert "请记住我对花生过敏" in told and "example" in told
+    kept = " ".join(f.read_text(encoding="utf-8")
+                    for f in (stack.settings.state_dir / "memory").glob("*.md"))
+    assert "peanuts" in kept and "vim" not in kept
+    assert "vim" not in llm.requests_for("teller")[-1]["messages"][-1]["content"]
+
+
 def test_a_question_in_an_examples_words_is_planned_again_without_asking(llamacpp, stack,
                                                                           llm):
     """For "请记住我对花生过敏" the 0.5B model asked "What is your favorite fruit?", an
@@ -1065,7 +1087,8 @@ def test_a_workers_first_step_cannot_write_over_a_file_its_task_names(llamacpp, 
     wait_for(lambda: len(llm.requests_for("worker")) >= 2, message="the counting Worker")
     first, second = (_calls_offered(body) for body in llm.requests_for("worker")[:2])
     assert "write_file" not in first and {"shell", "read_file", "append_file"} <= first
-    assert "write_file" in second
+    assert "submit_result" not in first  # a result before anything was run or read
+    assert {"write_file", "submit_result"} <= second
     wait_history(stack, lambda h: ("assistant", "Done.") in h, message="the report")
     llm.script("teller", turn(delegate=True, remember=False, reply="I'll write it."))
     new = stack.settings.work_dir / "new.txt"
@@ -1073,6 +1096,19 @@ def test_a_workers_first_step_cannot_write_over_a_file_its_task_names(llamacpp, 
     post_input(stack, "write hi into new.txt")
     wait_for(lambda: new.read_text() == "hi", message="new.txt written")
     assert "write_file" in _calls_offered(llm.requests_for("worker")[2])
+
+
+def test_a_reminder_a_schedule_fires_may_be_told_at_once(llamacpp, stack, llm):
+    """A reminder is words, no tool: the first step of a task a schedule fired may be its
+    result, as that of no other task may."""
+    llm.script("worker", turn(check="", submit_result={
+        "status": "done", "result": {"text": "Time to stretch."}}))
+    daily = Task(type="recurring", prompt="Remind the user to stretch.",
+                 schedule=IntervalSchedule(interval=86400))
+    stack.tasks.add([daily])  # not armed: its run is sent here as it fires
+    [fired] = submit(stack, [Task(role="worker", prompt=daily.prompt, triggerId=daily.id)])
+    wait_for(lambda: stack.tasks.require(fired.id).status == "done", message="the reminder")
+    assert "submit_result" in _calls_offered(llm.requests_for("worker")[0])
 
 
 @pytest.mark.parametrize(("request_text", "again"), [

@@ -45,6 +45,18 @@ def copied_example(asked: str, text: str, system: str, *fields: str) -> bool:
                                          set(tokenize(asked)))
 
 
+def example_fact(asked: str, fact: str, system: str) -> bool:
+    """Whether a ``fact`` to keep shares no word with what was ``asked`` and a word with the
+    request of an example that keeps one (``request: ... -> {... "remember": ...}``): that
+    example's fact retold. Asked "请记住我对花生过敏", the 0.5B model kept "The user remembers
+    that I use vim." (2 of 2 runs), and was then asked what the person is allergic to."""
+    words = set(tokenize(fact))
+    if words & set(tokenize(asked)):
+        return False
+    keeping = re.findall(r'^request: (.*?) -> .*"remember": "', system, re.MULTILINE)
+    return bool(words & {word for request in keeping for word in tokenize(request)})
+
+
 def copied_result(task_prompt: str, text: str, system: str) -> bool:
     """Whether a Worker's result ``text`` is word for word an example's result or check,
     sharing no word with its task."""

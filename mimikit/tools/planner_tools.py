@@ -34,6 +34,7 @@ from mimikit.store import fingerprints as fingerprint
 from mimikit.tasks import checks
 from mimikit.tools.args import Args, Seconds, finish_with_result
 from mimikit.tools.context import ToolContext
+from mimikit.tools.example_copies import example_fact
 from mimikit.tools.teller_tools import keep, request_parts
 
 Notify = Literal["always", "on_change", "on_failure", "never"]
@@ -330,7 +331,11 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
     def remember(ctx: ToolContext, args: PlannerRememberArgs) -> dict[str, Any]:
         """Keep a fact or preference the user states, as one sentence (longTerm: memory.md;
         else a dated memory file)."""
-        return keep(ctx, args.content.strip(), args.longTerm)
+        fact, asked = args.content.strip(), ctx.task.prompt if ctx.task else ""
+        if example_fact(asked, fact, ctx.system):
+            raise ToolError(f"{fact!r} is not what the request states (its words are an "
+                            f"example's): keep the fact the request gives: {asked!r}")
+        return keep(ctx, fact, args.longTerm)
 
     @registry.tool("submit_result", roles=planner, alone=True, idempotent=True)
     def submit_result(ctx: ToolContext, args: PlannerResultArgs) -> StopRun:
