@@ -358,6 +358,25 @@ def test_an_answer_in_an_examples_words_is_planned_again_without_answering(llama
     assert "You use vim." not in llm.requests_for("teller")[1]["messages"][1]["content"]
 
 
+def test_a_plans_action_without_its_finisher_is_followed_by_the_finisher_alone(llamacpp, stack,
+                                                                                llm):
+    """The 0.5B model delegated, then delegated "Delegate the task to task-…" again and again,
+    a new task each time, to the step limit (24 calls, 190 s)."""
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll write it."))
+    llm.script("planner", turn(unknown="", given="", kind="work now",
+                               delegate={"prompt": "Write hi into a.txt."}),
+               turn(submit_result={"status": "done", "result": {"text": "Planned."}}))
+    llm.script("worker", turn(check="", write_file={"path": "a.txt", "content": "hi"}),
+               turn(check="a.txt is written.", submit_result={
+                   "status": "done", "result": {"text": "Wrote a.txt."}}))
+    llm.default("teller", turn(reply="Done."))
+    post_input(stack, "write hi into a.txt")
+    wait_for(lambda: (stack.settings.work_dir / "a.txt").exists(), message="a.txt written")
+    first, second = llm.requests_for("planner")
+    assert "delegate" in _calls_offered(first)
+    assert list(_schema(second)["properties"]) == ["submit_result"]
+
+
 def test_a_fact_in_an_examples_words_is_not_kept(llamacpp, stack, llm):
     """Asked "请记住我对花生过敏", the 0.5B model kept "The user remembers that I use vim.", the
     words of its example's request: refused, told the request's fact, it keeps that one."""

@@ -49,6 +49,17 @@ class Calls:
         self._note(call, outcome, 0)
         return outcome
 
+    def blocker(self, others: list[ToolCall]) -> str:
+        """Why a finisher beside ``others`` (just run) may not run yet ('' when it may)."""
+        results = {entry.name: entry for entry in self.record.toolCalls[-len(others):]}
+        for other in others:
+            entry = results.get(other.name)
+            if entry is not None and not entry.ok:
+                return f"{other.name!r} failed"
+            if self.registry.reads(self.record.role, other.name):
+                return f"{other.name!r} answers with something to read first"
+        return ""
+
     def skip(self, calls: list[ToolCall], stopper: str) -> None:
         """Answer ``calls`` as never run: the run ended at ``stopper`` (every tool call needs
         an answer in the transcript)."""

@@ -293,7 +293,7 @@ class _Loop:
             return True
         self.failed_in_row = 0 if any(ok) else self.failed_in_row + 1
         if not self.options.text_ends_run:
-            self._finish_if_going_round(answer)
+            self._finish_when_due(answer, outcomes)
             return self.record.status == "failed"  # else a finisher is due
         if not all(ok):
             if self.failed_in_row == FAILING_IN_ROW:
@@ -306,13 +306,21 @@ class _Loop:
             return False  # the model asked to read something
         return self._turn_over(answer, outcomes)
 
-    def _finish_if_going_round(self, answer: Answer) -> None:
-        """A Planner or Worker making a call again is going round: only its finisher may come next
-        (said in words where no schema holds it: small models copy them); one again fails it."""
+    def _finish_when_due(self, answer: Answer, outcomes: list[tuple[ToolCall, ToolOutcome]]
+                         ) -> None:
+        """Only its finisher may come next: for a Planner or Worker making a call again, going
+        round (said in words where no schema holds it: small models copy them; one again fails
+        it); and for a plan held to its schema whose action came without it (the 0.5B model
+        went on with "Delegate the task to task-…", a new task each time, to the step limit;
+        the 1.5B model sent its finisher beside its action in every plan recorded)."""
         made = {(call.name, call.arguments) for call in answer.calls}
         again = sorted(made & self.calls_made)
         self.calls_made |= made
         finishers = self.registry.finishers(self.record.role)
+        if finishers and not again and self.shape is not None and self.shape.shape == "plan" \
+                and all(o.ok and not self.registry.reads(self.record.role, c.name)
+                        for c, o in outcomes):
+            self.forced = finishers[0]
         if not again or not finishers:
             return
         if any(name in finishers for name, _arguments in again) or \
@@ -353,22 +361,11 @@ class _Loop:
                 return self._refuse(call, f"{call.name!r} ends the run: call it alone, in a "
                                           "message of its own, once your other calls' results "
                                           "are in")
-            blocker = self._blocker(others)
+            blocker = self.calls.blocker(others)
             if blocker:  # not told as the run's last error: the failed call's says why
                 return self.calls.refuse(call, f"{call.name!r} was not run: {blocker}; send "
                                                "it again once you have read the results above")
         return self._call(call)
-
-    def _blocker(self, others: list[ToolCall]) -> str:
-        """Why a finisher beside ``others`` may not run yet ('' when it may)."""
-        results = {entry.name: entry for entry in self.record.toolCalls[-len(others):]}
-        for other in others:
-            entry = results.get(other.name)
-            if entry is not None and not entry.ok:
-                return f"{other.name!r} failed"
-            if self.registry.reads(self.record.role, other.name):
-                return f"{other.name!r} answers with something to read first"
-        return ""
 
     def _call(self, call: ToolCall) -> ToolOutcome:
         outcome = self.calls.run(call)
