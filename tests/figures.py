@@ -12,18 +12,17 @@ from typing import Any
 
 import pytest
 
-_RECORDED: list[tuple[str, str, dict[str, Any]]] = []
-
 
 class Figures:
-    """Collects the figures of one test."""
+    """Collects the figures of one test, in its report (which the workers of a parallel run
+    send back to the process that prints the summary)."""
 
-    def __init__(self, test_id: str) -> None:
-        self.test_id = test_id
+    def __init__(self, node: pytest.Item) -> None:
+        self.node = node
 
     def record(self, label: str, **values: Any) -> dict[str, Any]:
         """Keep ``values`` under ``label`` for the summary (and print them for ``-s``)."""
-        _RECORDED.append((self.test_id, label, values))
+        self.node.user_properties.append(("figures", (label, values)))
         print(f"[figures] {label}: {_format(values)}")
         return values
 
@@ -31,16 +30,22 @@ class Figures:
 @pytest.fixture
 def figures(request: pytest.FixtureRequest) -> Iterator[Figures]:
     """Record measured figures; they are printed in the terminal summary."""
-    yield Figures(request.node.nodeid)
+    yield Figures(request.node)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Print every recorded figure, grouped by test."""
-    if not _RECORDED:
+    recorded = [(report.nodeid, label, values)
+                for reports in terminalreporter.stats.values() for report in reports
+                if getattr(report, "when", None) == "call"
+                for name, (label, values) in getattr(report, "user_properties", ())
+                if name == "figures"]
+    recorded.sort(key=lambda found: found[0])
+    if not recorded:
         return
     terminalreporter.section("figures")
     last = None
-    for test_id, label, values in _RECORDED:
+    for test_id, label, values in recorded:
         if test_id != last:
             terminalreporter.write_line(test_id)
             last = test_id

@@ -733,7 +733,8 @@ def test_a_report_that_only_says_an_earlier_report_again_is_told_in_the_results_
     llm.default("teller", turn(
         reply="It ran every day at 9:00 in the morning. The water reminder is canceled."))
     post_input(stack, "put the date in date.txt and count its characters")
-    told = "date.txt has 10 characters. What its run did: wrote date.txt (10 bytes)"
+    told = ('date.txt has 10 characters. What its run did: wrote date.txt (10 bytes): '
+            '"2026-11-28"')
     wait_history(stack, lambda h: ("assistant", told) in h,
                  message="the result told in its own words, with what its run did")
     assert _replies(stack).count(earlier) == 1 and not any(
@@ -796,7 +797,8 @@ def test_a_failed_worker_that_wrote_a_file_is_told_with_what_its_run_did_and_no_
                                      + FAILURE_HINT[FAILURE_HINT.index("Say"):-1]))
     submit(stack, [Task(role="worker", prompt="Create notes.txt containing hello.")])
     # the example's words and the copied hint are out: the result's, with what its run did
-    did = "Failed to write to file 'notes.txt'. What its run did: wrote notes.txt (6 bytes)"
+    did = ("Failed to write to file 'notes.txt'. What its run did: wrote notes.txt (6 bytes): "
+           '"hello\\n"')
     said = wait_history(stack, lambda h: ("assistant", "Failed: " + did) in h,
                         message="the report in the result's words")
     failed = next(t for _r, t in said if t.startswith("Task failed"))
@@ -979,7 +981,8 @@ def test_a_report_with_an_earlier_reports_sentences_its_results_do_not_say_is_to
                                    "result": {"text": "date.txt holds 10 characters."}}))
     llm.script("teller", turn(reply="I wrote date.txt. " + earlier))
     submit(stack, [Task(role="worker", prompt="Write the date into date.txt.")])
-    told = "date.txt holds 10 characters. What its run did: wrote date.txt (10 bytes)"
+    told = ('date.txt holds 10 characters. What its run did: wrote date.txt (10 bytes): '
+            '"2026-11-29"')
     wait_history(stack, lambda h: ("assistant", told) in h, message="the results' words")
     assert _replies(stack).count(earlier) == 1  # the earlier report only
     done = turn(submit_result={"status": "done", "result": {"text": "Drink some water."}})

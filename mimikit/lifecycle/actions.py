@@ -1,9 +1,9 @@
 """What a Worker's or Planner's run did, told from its calls and not from its words: the files
-it wrote or added to (and how long they came out), the files it renamed and the folders it
-made, the folders it listed (and what they hold), the files it read, the commands it ran (with
-their exit code and the start of their output), the tasks it canceled (and what they were).
-Shown beside its result when the Teller reports it, so that what the person hears can be
-checked against what happened: a small model reports what it meant to do."""
+it wrote (and how long they came out; a short one's text) or added to, the files it renamed and
+the folders it made, the folders it listed (and what they hold), the files it read, the
+commands it ran (with their exit code and the start of their output), the tasks it canceled
+(and what they were). Shown beside its result when the Teller reports it, so that what the
+person hears can be checked against what happened: a small model reports what it meant to do."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ from mimikit.workspace.local import Workspace
 from mimikit.workspace.named import NamedFiles
 
 OUTPUT_CHARS = 300  # of a command's output shown
+# A file written this short is shown whole: asked "what is 15% of 240?", the 0.5B model's
+# Worker wrote "15% of 240 is 36." into result.txt and said only that it held 17 bytes.
+WRITTEN_SHOWN_CHARS = 60
 ACTIONS_SHOWN = 12  # the last calls that changed something, shown
 NO_CALL = "it made no call"
 ENDING_CALLS = ("submit_result",)  # how a run ends, not what it did
@@ -101,7 +104,10 @@ def _line(call: dict[str, Any]) -> str | None:
         return f"read {arguments.get('path')}"
     if call.get("name") == "write_file":
         written = f"{content['bytes']} bytes" if "bytes" in content else "failed"
-        return f"wrote {arguments.get('path')} ({written})"
+        text = str(arguments.get("content") or "")
+        shown = f": {json.dumps(text, ensure_ascii=False)}" \
+            if "bytes" in content and 0 < len(text) <= WRITTEN_SHOWN_CHARS else ""
+        return f"wrote {arguments.get('path')} ({written}){shown}"
     if call.get("name") == "append_file" and call.get("ok"):
         return f"added to {arguments.get('path')} (now {content.get('bytes')} bytes)"
     if call.get("name") == "rename" and call.get("ok"):
