@@ -243,6 +243,19 @@ def test_numbers_a_run_was_given_or_shown_stand_at_once(llamacpp, stack, llm):
         "a.txt holds 1 word, 2 bytes, as the 3rd step of 10,800 showed."  # all of it kept
 
 
+def test_numbers_a_command_printed_one_a_line_stand(llamacpp, stack, llm):
+    """The 1.5B model's countdown.py printed "5\\n4\\n3\\n2\\n1": read from the escaped JSON of
+    the result, 4 and 3 stood beside letters, and its true report was cut as unseen."""
+    said = "countdown.py printed 5, 4, 3, 2 and 1."
+    llm.script("worker", turn(check="", write_file={
+        "path": "countdown.py", "content": "for i in range(5, 0, -1):\n    print(i)\n"}),
+        turn(check="", shell={"command": "python3 countdown.py"}),
+        turn(check="", submit_result={"status": "done", "result": {"text": said}}))
+    _request(stack, llm, "Write countdown.py that prints 5 down to 1 and run it.")
+    worker = _worker(stack)
+    assert stack.tasks.result(worker.id).result["text"] == said
+
+
 def test_a_worker_that_gives_up_at_its_own_commands_error_is_told_once_to_fix_it(
         llamacpp, stack, llm):
     """The 1.5B model summed numbers.txt with a ``python3 -c`` that lacked a bracket and ended

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterable
 
 from mimikit.tools.reply_checks import without_sentences
 
@@ -37,7 +36,7 @@ def held_to_seen(said: str, seen: Iterable[str], examples: str = "") -> str:
     give and none of ``seen`` (the run's task, calls and their results) writes or counts;
     where none is left, a sentence that says what was left out. ``said`` itself when it gives
     no such number."""
-    shown = {number for text in seen for number in (*numbers(text), *counted(text))}
+    shown = {number for text in seen for number in shown_by(text)}
     copied = set(numbers(examples)) - shown
     unseen = [number for number in numbers(said) if number in copied]
     if not unseen:
@@ -46,25 +45,24 @@ def held_to_seen(said: str, seen: Iterable[str], examples: str = "") -> str:
     return kept or LEFT_OUT.format(numbers=", ".join(unseen))
 
 
-def counted(text: str) -> set[str]:
-    """What a JSON ``text`` (a call's arguments or result) counts: the items of each of its
-    lists, and the lines and words of each of its texts ("2" for a listing of two entries)."""
+def shown_by(text: str) -> set[str]:
+    """The numbers ``text`` writes and, where it is JSON (a call's arguments or result), those
+    of its texts as decoded (a command's output "5\\n4\\n3" writes 4 and 3) and what it counts:
+    the items of each of its lists, and the lines and words of each of its texts ("2" for a
+    listing of two entries)."""
+    found = set(numbers(text))
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
-        return set()
-    return {str(count) for count in _counts(value)}
-
-
-def _counts(value: Any) -> Iterator[int]:
+        return found
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
             stack.extend(item.values())
         elif isinstance(item, list):
-            yield len(item)
+            found.add(str(len(item)))
             stack.extend(item)
         elif isinstance(item, str):
-            yield len(item.splitlines())
-            yield len(item.split())
+            found.update((*numbers(item), str(len(item.splitlines())), str(len(item.split()))))
+    return found
