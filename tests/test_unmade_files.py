@@ -209,7 +209,10 @@ def test_a_file_a_result_names_that_no_call_made_is_told_once_and_reported_as_no
      "The folder holds 2 files: countdown.py and fox.txt."),
     ("The folder holds countdown.py and fox.txt; 17 and 5 make 22.",  # no example's numbers
      "The folder holds countdown.py and fox.txt; 17 and 5 make 22."),
-], ids=["all_of_it", "one_sentence", "a_count_of_what_it_listed", "numbers_of_its_own"])
+    ("The folder holds count.py and fox.txt.",  # count.py: an example's file, not listed
+     "Its result gave count.py, which nothing its run showed."),
+], ids=["all_of_it", "one_sentence", "a_count_of_what_it_listed", "numbers_of_its_own",
+        "an_examples_file"])
 def test_a_sentence_giving_an_examples_number_no_result_showed_is_left_out_of_the_result(
         llamacpp, stack, llm, said, kept):
     """After listing a folder that held countdown.py and fox.txt, the 1.5B model ended done

@@ -81,7 +81,7 @@ class ToolContext:
     system: str = ""
     # What the run's model was given beside it (its first message) and each call's arguments
     # and result: a Worker's result gives no example's number none of them holds
-    # (``unseen_numbers``).
+    # (``unseen_facts``).
     seen: list[str] = field(default_factory=list)
 
     def elapsed_ms(self) -> int:

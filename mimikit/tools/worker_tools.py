@@ -12,7 +12,7 @@ from mimikit.models import ResultBody, ResultType
 from mimikit.tools.args import Args, Seconds, finish_with_result
 from mimikit.tools.context import ToolContext
 from mimikit.tools.example_copies import copied_result
-from mimikit.tools.unseen_numbers import held_to_seen
+from mimikit.tools.unseen_facts import held_to_seen
 
 
 class ShellArgs(Args):
@@ -110,7 +110,7 @@ def register(registry: Registry) -> None:
 def _finished(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
     """The end of a Worker's run with ``args``: a ``done`` that does not stand ends failed,
     and one that does keeps no sentence giving an example's number its run never showed
-    (``unseen_numbers``); a ``failed`` right after its own command failed is sent back once
+    (``unseen_facts``); a ``failed`` right after its own command failed is sent back once
     (``_given_up``)."""
     said = str(args.result.get("text") or "")
     if args.status == "done" and (error := _not_done(ctx, said)):
