@@ -21,6 +21,7 @@ from llm_server import turn
 from processes import wait_for
 
 from mimikit.models import Task
+from mimikit.tools.unseen_facts import LEFT_OUT
 from mimikit.workspace.local import Workspace
 from mimikit.workspace.named import named_paths, state_lines
 
@@ -202,7 +203,7 @@ def test_a_file_a_result_names_that_no_call_made_is_told_once_and_reported_as_no
 # "3": a number the Worker's examples give, which no date or hour of its prompt writes (they
 # are written 03) and no id holds; the model's own was "12", which a date in December writes.
 @pytest.mark.parametrize(("said", "kept"), [
-    ("fox.txt holds fox: 3 bytes.", "Its result gave 3, which nothing its run showed."),
+    ("fox.txt holds fox: 3 bytes.", LEFT_OUT),
     ("The folder holds countdown.py and fox.txt. fox.txt holds fox: 3 bytes.",
      "The folder holds countdown.py and fox.txt."),
     ("The folder holds 2 files: countdown.py and fox.txt.",  # 2: the listing's count
@@ -210,7 +211,7 @@ def test_a_file_a_result_names_that_no_call_made_is_told_once_and_reported_as_no
     ("The folder holds countdown.py and fox.txt; 17 and 5 make 22.",  # no example's numbers
      "The folder holds countdown.py and fox.txt; 17 and 5 make 22."),
     ("The folder holds count.py and fox.txt.",  # count.py: an example's file, not listed
-     "Its result gave count.py, which nothing its run showed."),
+     LEFT_OUT),
 ], ids=["all_of_it", "one_sentence", "a_count_of_what_it_listed", "numbers_of_its_own",
         "an_examples_file"])
 def test_a_sentence_giving_an_examples_number_no_result_showed_is_left_out_of_the_result(
