@@ -80,7 +80,7 @@ class ToolContext:
     # The system prompt the run's model reads (what its examples say: ``example_copies``).
     system: str = ""
     # What the run's model was given beside it (its first message) and each call's arguments
-    # and result: a Worker's result gives no example's number none of them holds
+    # and result: a Worker's result gives no example's number or file name none of them holds
     # (``unseen_facts``).
     seen: list[str] = field(default_factory=list)
 

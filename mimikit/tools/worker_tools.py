@@ -109,8 +109,8 @@ def register(registry: Registry) -> None:
 
 def _finished(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
     """The end of a Worker's run with ``args``: a ``done`` that does not stand ends failed,
-    and one that does keeps no sentence giving an example's number its run never showed
-    (``unseen_facts``); a ``failed`` right after its own command failed is sent back once
+    and one that does keeps no sentence giving an example's number or file name its run never
+    showed (``unseen_facts``); a ``failed`` right after its own command failed is sent back once
     (``_given_up``)."""
     said = str(args.result.get("text") or "")
     if args.status == "done" and (error := _not_done(ctx, said)):
