@@ -25,7 +25,7 @@ from mimikit.agents.backends import codex_engine
 from mimikit.agents.context import learn_scale
 from mimikit.agents.prompts import SystemPrompt, build_system_prompt
 from mimikit.agents.session import Engine, Session
-from mimikit.agents.warmup import warm_streaming
+from mimikit.agents.warmup import warm_server_prompts, warm_streaming
 from mimikit.delivery.dispatch import warm_sending
 from mimikit.exceptions import LLMStopped, LLMUnavailable, TaskCanceled, TaskTimedOut
 from mimikit.llm.client import LLMClient, StreamingClient
@@ -112,7 +112,8 @@ def learn_profiles(runtime: Runtime) -> None:
     """Find out what the server does for each role's model (``llm.profile``), in the
     background: named from its model listing, then probed with a few small requests, once per
     instance, when it is a kind known to hold answers to schemas (a server that cannot be
-    named is learned from its first answers, costing no request)."""
+    named is learned from its first answers, costing no request); then read the roles'
+    prompts into its cache (``warmup.warm_server_prompts``)."""
     if runtime.settings.llm_configured:
         threading.Thread(target=_learn_profiles, args=(runtime,), name="llm-profile",
                          daemon=True).start()
@@ -131,6 +132,7 @@ def _learn_profiles(runtime: Runtime) -> None:
         except (LLMUnavailable, RedisError) as error:
             log.info("what the LLM at %s does for %s is learned later: %s", client.url, model,
                      error)
+    warm_server_prompts(runtime, client)
 
 
 def _speaks_chinese(runtime: Runtime) -> bool:

@@ -1,11 +1,15 @@
-"""The first streamed chat request of a process, made ahead of time and sent nowhere.
+"""What a first request would pay, paid ahead of time: in the process, and on the server.
 
-The OpenAI SDK builds what a request needs on first use: the transforms of its parameters
+The first streamed chat request of a process is made ahead of time and sent nowhere. The OpenAI
+SDK builds what a request needs on first use: the transforms of its parameters
 (messages, tools, ``tool_choice``) and the types of the chunks it reads back. Done by the first
 message after ``mimikit up`` says "ready", that made it slower than the next ones; so a worker,
 while it warms up, streams one chat completion with tools from an in-process transport that
 answers like a server would (the ``MockTransport`` of the HTTP library the SDK is built on:
 ``httpx``, or ``httpx2`` in newer ones): nothing leaves the process.
+
+The roles' system prompts are read into the server's prompt cache (``llm.warming``), once per
+start of an instance, by one of its processes.
 """
 
 from __future__ import annotations
@@ -13,12 +17,21 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import time
 from typing import Any
 
 import openai
+from redis.exceptions import RedisError
+
+from mimikit.agents.prompts import system_prompt
+from mimikit.llm.client import LLMClient
+from mimikit.llm.warming import warm_prompts, warmable
+from mimikit.roles import CHAT_ROLES
+from mimikit.store.runtime import Runtime
 
 log = logging.getLogger("mimikit.agents")
 
+WARMING_LOCK_SECONDS = 600  # one process of an instance warms a server at a time
 WARM_URL = "http://warm-up.invalid/v1"
 _DELTAS: list[dict[str, Any]] = [
     {"role": "assistant", "content": ""},
@@ -73,3 +86,31 @@ def warm_streaming(tools: list[dict[str, Any]]) -> int:
         except openai.OpenAIError as error:
             log.warning("could not warm up the LLM SDK's streaming: %s", error)
             return 0
+
+
+def warm_server_prompts(runtime: Runtime, client: LLMClient) -> None:
+    """Read the system prompt of each role whose answers are held to a schema into the
+    server's cache (in the order a request reaches them: Teller, Planner, Worker), where the
+    server keeps what it read; by one process of the instance."""
+    settings = runtime.settings
+    roles = [name for name in CHAT_ROLES if _warmable(client, settings.model_for(name))]
+    if not roles:
+        return
+    try:
+        if not runtime.redis.set(runtime.keys.meta(f"warming|{client.url}"), "1", nx=True,
+                                 ex=WARMING_LOCK_SECONDS):
+            return
+    except RedisError as error:
+        log.info("the LLM server's prompt cache is not warmed: %s", error)
+        return
+    began = time.monotonic()
+    warmed = warm_prompts(client, [(settings.model_for(name), system_prompt(name)("constrained"))
+                                   for name in roles])
+    log.info("read %d tokens of the %s prompts into the LLM server's cache in %d requests, "
+             "%.0f s%s", warmed.read, ", ".join(roles), warmed.steps, time.monotonic() - began,
+             "" if warmed.whole else " (stopped early)")
+
+
+def _warmable(client: LLMClient, model: str) -> bool:
+    profile = client.profile(model)
+    return profile.path == "constrained" and warmable(profile)

@@ -1,0 +1,103 @@
+"""Reading the roles' system prompts into a server's prompt cache before their first runs.
+
+A local server on two CPU cores reads 30-40 prompt tokens a second. The first file task of an
+instance read the Planner's system prompt (about 1,300 tokens) and the Worker's (1,100) cold,
+57 s and 40 s of its 135 s; later tasks found both in the server's cache. A server that keeps
+the prompts it read (llama.cpp's: ``cachedTokens`` in its profile) serves any later prompt
+that begins the same way from its cache, so each role's system prompt is sent ahead of time
+and answered with one token.
+
+A prompt is sent in steps: each request holds the text up to a line break about
+``STEP_CHARS`` further on, its beginning served from the cache. A step is sent only once the
+server's slots have been free for ``QUIET_SECONDS``: a person's message waits behind one step
+(seconds), never behind a whole prompt, and a run's next request, sent within a second of its
+last answer, goes first.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mimikit.exceptions import LLMUnavailable
+from mimikit.llm.attempts import SAYS_HOW_BUSY
+from mimikit.llm.client import LLMClient
+from mimikit.llm.profile import ServerProfile
+from mimikit.llm.slots import all_busy
+
+log = logging.getLogger("mimikit.llm")
+STEP_CHARS = 1_200  # about 300 tokens: 8-10 s on two CPU cores
+QUIET_SECONDS = 1.0
+POLL_SECONDS = 0.25
+BUSY_GIVE_UP_SECONDS = 600.0  # a server busy this long with other work is left as it is
+
+
+@dataclass
+class Warmed:
+    """What warming did: requests sent, prompt tokens the server read (not from its cache),
+    and whether every prompt was read to its end."""
+
+    steps: int = 0
+    read: int = 0
+    whole: bool = True
+
+
+def warmable(profile: ServerProfile) -> bool:
+    """Whether the server says how busy it is and serves prompts from its cache."""
+    return profile.server in SAYS_HOW_BUSY and bool(profile.cachedTokens)
+
+
+def warm_prompts(client: LLMClient, prompts: Sequence[tuple[str, str]]) -> Warmed:
+    """Send each ``(model, system prompt)`` to the server in steps, in order; stops where the
+    server stays busy with other work or goes away."""
+    warmed = Warmed()
+    for model, prompt in prompts:
+        if not warmable(client.profile(model)):
+            continue
+        for cut in step_ends(prompt):
+            if not _quiet(client):
+                warmed.whole = False
+                return warmed
+            messages = [{"role": "system", "content": prompt[:cut]},
+                        {"role": "user", "content": ""}]
+            try:
+                answer = client.chat(model, messages, max_tokens=1, retries=0)
+            except LLMUnavailable as error:
+                log.info("stopped reading prompts into the LLM server's cache: %s", error)
+                warmed.whole = False
+                return warmed
+            warmed.steps += 1
+            warmed.read += max(0, answer.usage.promptTokens - answer.usage.cachedTokens)
+    return warmed
+
+
+def step_ends(text: str) -> list[int]:
+    """Where the steps of ``text`` end: after the first line break at least ``STEP_CHARS``
+    past the last step's end, and at the end of the text."""
+    ends: list[int] = []
+    start = 0
+    while (found := text.find("\n", start + STEP_CHARS)) >= 0:
+        ends.append(found + 1)
+        start = found + 1
+    return [*ends, len(text)] if not ends or ends[-1] < len(text) else ends
+
+
+def _quiet(client: LLMClient) -> bool:
+    """Wait until the server has had a free slot for ``QUIET_SECONDS``; False when it stays
+    busy past ``BUSY_GIVE_UP_SECONDS`` or does not say."""
+    began = time.monotonic()
+    free_since: float | None = None
+    while (now := time.monotonic()) - began < BUSY_GIVE_UP_SECONDS:
+        busy = all_busy(client.url, client.api_key)
+        if busy is None:
+            return False
+        if busy:
+            free_since = None
+        elif free_since is None:
+            free_since = now
+        elif now - free_since >= QUIET_SECONDS:
+            return True
+        time.sleep(POLL_SECONDS)
+    return False

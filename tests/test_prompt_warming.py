@@ -1,0 +1,110 @@
+"""The roles' system prompts read into a server's prompt cache before their first runs
+(``llm.warming``): in steps that each wait for the server to be free, only where the server
+says how busy it is and serves prompts from its cache, once per start of an instance."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from agent_helpers import post_input, wait_history
+from llm_server import text, turn, with_usage
+from processes import wait_for
+
+from mimikit.agents.prompts import system_prompt
+from mimikit.llm import warming
+from mimikit.llm.client import LLMClient
+from mimikit.llm.profile import profile_for
+from mimikit.llm.profile_store import RedisProfiles
+from mimikit.llm.warming import QUIET_SECONDS, STEP_CHARS, step_ends, warm_prompts
+
+MODELS = ("teller", "planner", "worker")
+PROMPT = "\n".join(f"Line {n}: " + "words " * 30 for n in range(40))  # ~7,700 characters
+
+
+def _client(llm, cached: bool | None) -> LLMClient:
+    llm.owner = "llamacpp"
+    client = LLMClient(llm.url, None, max_retries=0)
+    profile = profile_for(llm.url, "planner", ["llamacpp"])
+    profile.probed, profile.cachedTokens = True, cached
+    client.profiles.put(profile)
+    return client
+
+
+def _systems(llm, model: str) -> list[str]:
+    return [body["messages"][0]["content"] for body in llm.requests_for(model)
+            if body.get("max_tokens") == 1]
+
+
+def test_a_prompt_is_read_in_steps_each_ending_at_a_line_break(llm):
+    client = _client(llm, cached=True)
+    llm.default("planner", with_usage(text("ok"), 300, 1, cached_tokens=0))
+    warmed = warm_prompts(client, [("planner", PROMPT)])
+    sent = _systems(llm, "planner")
+    assert warmed.whole and warmed.steps == len(sent) == len(step_ends(PROMPT)) >= 5
+    assert sent[-1] == PROMPT and all(PROMPT.startswith(part) for part in sent)
+    assert all(part.endswith("\n") for part in sent[:-1])
+    sizes = [len(b) - len(a) for a, b in zip(["", *sent], sent, strict=False)]
+    assert all(STEP_CHARS <= size < STEP_CHARS + 300 for size in sizes[:-1])
+    assert [body["messages"][1] for body in llm.requests_for("planner")] == [
+        {"role": "user", "content": ""}] * len(sent)
+    assert warmed.read == 300 * len(sent)
+
+
+def test_a_step_waits_until_the_server_has_been_free_a_while(llm):
+    client = _client(llm, cached=True)
+    llm.default("planner", text("ok"))
+    began = time.monotonic()
+    llm.busy_until = began + 2.0  # another client's request holds the one slot
+    warm_prompts(client, [("planner", "one line\n" * 3)])
+    assert llm.arrivals_for("planner")[0] - began >= 2.0 + QUIET_SECONDS
+
+
+def test_a_server_that_stays_busy_is_left_as_it_is(llm, monkeypatch: pytest.MonkeyPatch):
+    client = _client(llm, cached=True)
+    monkeypatch.setattr(warming, "BUSY_GIVE_UP_SECONDS", 1.5)
+    llm.busy_until = time.monotonic() + 60
+    warmed = warm_prompts(client, [("planner", PROMPT)])
+    assert not warmed.whole and warmed.steps == 0 and llm.requests == []
+
+
+@pytest.mark.parametrize("cached", [False, None], ids=["no cache", "not known"])
+def test_a_server_that_serves_no_prompt_from_its_cache_is_sent_nothing(llm, cached):
+    client = _client(llm, cached=cached)
+    assert warm_prompts(client, [("planner", PROMPT)]).steps == 0
+    assert llm.requests == []
+
+
+def test_a_server_gone_away_stops_the_warming(llm):
+    client = _client(llm, cached=True)  # nothing scripted: the server answers 500
+    warmed = warm_prompts(client, [("planner", PROMPT), ("planner", PROMPT)])
+    assert not warmed.whole and warmed.steps == 0 and len(llm.requests) == 1
+
+
+@pytest.fixture
+def caching_llamacpp(runtime, llm):
+    """The scripted server named as llama.cpp's and known to serve prompts from its cache."""
+    llm.owner = "llamacpp"
+    for model in MODELS:
+        profile = profile_for(llm.url, model, ["llamacpp"])
+        profile.probed, profile.cachedTokens = True, True
+        RedisProfiles(runtime.redis, runtime.keys.llm_profiles).save(profile)
+    llm.default("*", text("ok"))  # the warming starts as the workers do
+    return llm
+
+
+def test_an_instance_reads_each_roles_prompt_once_before_its_first_message(caching_llamacpp,
+                                                                           stack, llm):
+    prompts = {model: system_prompt(model)("constrained") for model in MODELS}
+    wait_for(lambda: _systems(llm, "worker")[-1:] == [prompts["worker"]], timeout=60,
+             message="the worker's prompt read to its end")
+    for model in MODELS:  # by one process, in steps, the whole prompt last
+        assert _systems(llm, model) == [prompts[model][:end]
+                                        for end in step_ends(prompts[model])]
+    firsts = [llm.arrivals_for(model)[0] for model in MODELS]
+    assert firsts == sorted(firsts)  # in the order a request reaches the roles
+    llm.default("*", None)
+    llm.script("teller", turn(delegate=False, remember=False, reply="Hi!"))
+    post_input(stack, "hello")
+    wait_history(stack, lambda h: ("assistant", "Hi!") in h, message="the reply")
+    assert llm.requests_for("teller")[-1]["messages"][0]["content"] == prompts["teller"]
