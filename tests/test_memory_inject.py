@@ -188,19 +188,47 @@ def test_keywords_read_only_the_last_five_messages():
     assert "ancient_topic" not in keywords and "topic5" in keywords
 
 
-def test_the_history_shown_begins_at_the_same_message_for_several_turns(runtime):
-    from mimikit.agents.context import HISTORY_STEP, context_sections
+def _history_lines(section: str) -> list[str]:
+    return [line.rpartition(": ")[2] for line in section.splitlines()[1:]]
+
+
+def test_the_history_shown_begins_at_the_same_message_while_it_fits(runtime):
+    from mimikit.agents.context import context_sections
     from mimikit.models import Message
 
-    for n in range(25):
+    def add(n: int) -> None:
         runtime.conversation.append(Message(role="user" if n % 2 else "assistant",
-                                            text=f"message number {n}"))
-    before = context_sections(runtime, [])[0]
-    for n in range(25, 25 + HISTORY_STEP - 6):
-        runtime.conversation.append(Message(role="user", text=f"message number {n}"))
-    after = context_sections(runtime, [])[0]
-    assert after.startswith(before)  # the earlier prompt is the later one's prefix: cached
-    assert before.split("\n")[1].endswith("message number 10")  # from a multiple of the step
+                                            text=f"message number {n} " + "word " * 12))
+
+    for n in range(40):
+        add(n)
+    shown = [context_sections(runtime, [])[0]]
+    for n in range(40, 70):
+        add(n)
+        shown.append(context_sections(runtime, [])[0])
+    firsts = [_history_lines(section)[0].split()[2] for section in shown]
+    kept = [later.startswith(earlier) for earlier, later in zip(shown, shown[1:], strict=False)]
+    # the earlier prompt is the later one's beginning (a server reads the new lines alone),
+    # but for the few turns where the history begins anew, about half its room later
+    assert kept.count(False) <= 4 and sum(kept) >= 26, (firsts, kept)
+    sizes = [len(_history_lines(section)) for section in shown]
+    assert min(sizes) >= 5 and max(sizes) >= 2 * min(sizes) - 1, sizes
+    assert _history_lines(shown[-1])[-1].startswith("message number 69")
+
+
+def test_a_run_with_more_to_read_moves_the_history_on_and_the_next_keeps_it(runtime):
+    from mimikit.agents.context import context_sections
+    from mimikit.models import Message
+
+    for n in range(30):
+        runtime.conversation.append(Message(role="user", text=f"note {n} " + "word " * 12))
+    context_sections(runtime, [], keep=False)  # as `mimikit prompt` shows it: nothing kept
+    assert runtime.redis.get(runtime.keys.meta("history-start|teller")) is None
+    plain = context_sections(runtime, [])[0]
+    results = "## Task results\n" + "a long result line of words\n" * 50
+    busy = context_sections(runtime, [], beside=results)[0]  # a long report leaves less room
+    assert 5 <= len(_history_lines(busy)) < len(_history_lines(plain))
+    assert context_sections(runtime, [])[0] == busy  # the next begins there: not moved back
 
 
 def test_history_over_a_day_boundary_keeps_to_its_budget():

@@ -108,3 +108,30 @@ def test_an_instance_reads_each_roles_prompt_once_before_its_first_message(cachi
     post_input(stack, "hello")
     wait_history(stack, lambda h: ("assistant", "Hi!") in h, message="the reply")
     assert llm.requests_for("teller")[-1]["messages"][0]["content"] == prompts["teller"]
+
+
+def test_a_model_under_probe_elsewhere_is_warmed_once_its_profile_is_kept(runtime, llm):
+    import threading
+
+    from mimikit.agents.warmup import warm_server_prompts
+
+    llm.owner = "llamacpp"
+    llm.default("*", text("ok"))
+    keeper = RedisProfiles(runtime.redis, runtime.keys.llm_profiles)
+    runtime.settings = runtime.settings.model_copy(update={
+        "llm_base_url": llm.url, **{f"{model}_model": model for model in MODELS}})
+    for model in MODELS:  # named, the probe of the planner's model not kept yet
+        profile = profile_for(llm.url, model, ["llamacpp"])
+        profile.probed, profile.cachedTokens = model != "planner", model != "planner" or None
+        keeper.save(profile)
+    probed = profile_for(llm.url, "planner", ["llamacpp"])
+    probed.probed, probed.cachedTokens = True, True
+    threading.Timer(2.0, keeper.save, args=(probed,)).start()  # another process's probe ends
+    client = LLMClient(llm.url, None, max_retries=0, keeper=keeper)
+    warm_server_prompts(runtime, client)
+    for model in MODELS:
+        assert _systems(llm, model)[-1] == system_prompt(model)("constrained")
+    assert llm.arrivals_for("planner")[0] < llm.arrivals_for("worker")[0]
+    llm.reset()
+    warm_server_prompts(runtime, client)  # once per start of the instance
+    assert llm.requests == []

@@ -24,9 +24,10 @@ from mimikit.tools.reply_checks import plain
 
 log = logging.getLogger("mimikit.agents")
 HISTORY_WINDOW = 60
-# The history shown begins at a message whose place in the conversation is a multiple of this:
-# it stays the same for that many turns, so a server keeps the prompt up to its end cached.
-HISTORY_STEP = 10
+# The history shown begins where a role's last run began it, while all that came since fits:
+# a server then reads only its new lines, the rest from its cache. Where it no longer fits, it
+# begins anew where the newest messages take this share of its room, and stays so for a while.
+HISTORY_RESTART_SHARE = 0.5
 # A role's first request, system prompt included: what a local CPU server reads in about 40 s.
 # The history gets what its system prompt, the run's own inputs (a message, a task's result,
 # the request) and the memory leave; the same figure in every run of a role, so that the
@@ -101,7 +102,7 @@ def _static_tokens(role: str) -> int:
 def context_sections(runtime: Runtime, pending_texts: list[str],
                      exclude_ids: set[str] | None = None,
                      roles: tuple[str, ...] | None = None, role: str = "teller",
-                     beside: str = "") -> list[str]:
+                     beside: str = "", keep: bool = True) -> list[str]:
     """``## History`` and ``## Memory`` blocks (either may be absent when empty), in that order
     (the history changes least from one run to the next, and goes first for a server's prompt
     cache), within the budget of ``role``'s first request; ``roles``: the messages of only
@@ -113,7 +114,8 @@ def context_sections(runtime: Runtime, pending_texts: list[str],
 
     The history leaves out ``exclude_ids``, the messages held back after a failed pass or
     given up (``tries.held_back``), and the notes that say one gave up: words the model could
-    not answer must not spoil another run.
+    not answer must not spoil another run. It begins where ``role``'s last run began it, while
+    that fits (``_steady``; ``keep``: False to leave where it begins as it is).
     """
     recent, total = runtime.conversation.recent_of_all(HISTORY_WINDOW)
     hidden = (exclude_ids or set()) | held_back(runtime)
@@ -122,11 +124,12 @@ def context_sections(runtime: Runtime, pending_texts: list[str],
              and (roles is None or m.role in roles) and plain(m.text) not in said]
     sections = []
     room = first_request_room(runtime, role) - max(INPUTS_TOKENS, estimate_tokens(beside))
-    history_room = room - MEMORY_TOKENS
-    chosen = select_history(shown, budget_tokens=max(0, history_room),
-                            min_count=MIN_MESSAGES if history_room >= MIN_HISTORY_TOKENS else
-                            FEWEST_MESSAGES)
-    history = _anchored(chosen, recent, total)
+    history_room = max(0, room - MEMORY_TOKENS)
+    first = total - len(recent)
+    places = {message.id: first + index for index, message in enumerate(recent)}
+    history = _steady(runtime, role, shown, places, history_room,
+                      MIN_MESSAGES if history_room >= MIN_HISTORY_TOKENS else FEWEST_MESSAGES,
+                      keep)
     kept = kept_facts(runtime.settings.state_dir) if pending_texts else []
     keywords = extract_keywords(pending_texts, shown)
     hits = index_for(runtime.settings).search(" ".join(keywords), limit=5) if keywords else []
@@ -178,12 +181,20 @@ def _holds_any(hit: MemoryHit, lines: list[str]) -> bool:
     return any(line in content for line in lines)
 
 
-def _anchored(chosen: list[Message], recent: list[Message], total: int) -> list[Message]:
-    """``chosen`` from its first message whose place in the whole conversation (of ``total``
-    messages, ``recent`` its newest) is a multiple of ``HISTORY_STEP``."""
-    first = total - len(recent)
-    place = {message.id: first + index for index, message in enumerate(recent)}
-    if len(chosen) <= HISTORY_STEP:
-        return chosen
-    start = -(-place.get(chosen[0].id, 0) // HISTORY_STEP) * HISTORY_STEP
-    return [message for message in chosen if place.get(message.id, start) >= start]
+def _steady(runtime: Runtime, role: str, shown: list[Message], places: dict[str, int],
+            room: int, fewest: int, keep: bool) -> list[Message]:
+    """The messages of ``shown`` from the place in the conversation (``places``) where the
+    last run of ``role`` began its history, while they all fit ``room``; else the newest that
+    take ``HISTORY_RESTART_SHARE`` of it (at least ``fewest``), from where the next runs begin."""
+    key = runtime.keys.meta(f"history-start|{role}")
+    start = runtime.redis.get(key)
+    if start is not None:
+        since = [message for message in shown if places.get(message.id, -1) >= int(start)]
+        steady = select_history(since, budget_tokens=room, min_count=0)
+        if since and len(steady) == len(since):
+            return steady
+    chosen = select_history(shown, budget_tokens=int(room * HISTORY_RESTART_SHARE),
+                            min_count=fewest)
+    if keep and chosen:
+        runtime.redis.set(key, places.get(chosen[0].id, 0))
+    return chosen

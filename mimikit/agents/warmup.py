@@ -24,7 +24,9 @@ import openai
 from redis.exceptions import RedisError
 
 from mimikit.agents.prompts import system_prompt
+from mimikit.exceptions import LLMUnavailable
 from mimikit.llm.client import LLMClient
+from mimikit.llm.profile import ServerProfile
 from mimikit.llm.warming import warm_prompts, warmable
 from mimikit.roles import CHAT_ROLES
 from mimikit.store.runtime import Runtime
@@ -32,6 +34,8 @@ from mimikit.store.runtime import Runtime
 log = logging.getLogger("mimikit.agents")
 
 WARMING_LOCK_SECONDS = 600  # one process of an instance warms a server at a time
+PROBE_WAIT_SECONDS = 120.0  # what a probe of a model takes, at most, on a CPU
+PROBE_POLL_SECONDS = 1.0
 WARM_URL = "http://warm-up.invalid/v1"
 _DELTAS: list[dict[str, Any]] = [
     {"role": "assistant", "content": ""},
@@ -90,27 +94,36 @@ def warm_streaming(tools: list[dict[str, Any]]) -> int:
 
 def warm_server_prompts(runtime: Runtime, client: LLMClient) -> None:
     """Read the system prompt of each role whose answers are held to a schema into the
-    server's cache (in the order a request reaches them: Teller, Planner, Worker), where the
-    server keeps what it read; by one process of the instance."""
+    server's cache, where the server keeps what it read: by one process of the instance, in
+    the order a request reaches them (Teller, Planner, Worker)."""
     settings = runtime.settings
-    roles = [name for name in CHAT_ROLES if _warmable(client, settings.model_for(name))]
-    if not roles:
-        return
     try:
         if not runtime.redis.set(runtime.keys.meta(f"warming|{client.url}"), "1", nx=True,
                                  ex=WARMING_LOCK_SECONDS):
             return
-    except RedisError as error:
+        for name in CHAT_ROLES:
+            model = settings.model_for(name)
+            profile = _probed(client, model)
+            if profile.path != "constrained" or not warmable(profile):
+                continue
+            began = time.monotonic()
+            warmed = warm_prompts(client, [(model, system_prompt(name)("constrained"))])
+            log.info("read %d tokens of the %s prompt into the LLM server's cache in %d "
+                     "requests, %.0f s%s", warmed.read, name, warmed.steps,
+                     time.monotonic() - began, "" if warmed.whole else " (stopped early)")
+            if not warmed.whole:
+                return
+    except (LLMUnavailable, RedisError) as error:
         log.info("the LLM server's prompt cache is not warmed: %s", error)
-        return
-    began = time.monotonic()
-    warmed = warm_prompts(client, [(settings.model_for(name), system_prompt(name)("constrained"))
-                                   for name in roles])
-    log.info("read %d tokens of the %s prompts into the LLM server's cache in %d requests, "
-             "%.0f s%s", warmed.read, ", ".join(roles), warmed.steps, time.monotonic() - began,
-             "" if warmed.whole else " (stopped early)")
 
 
-def _warmable(client: LLMClient, model: str) -> bool:
+def _probed(client: LLMClient, model: str) -> ServerProfile:
+    """The profile of ``model``, once the probe another process of the instance may be making
+    of it is kept (where the roles have models of their own, processes probe them side by
+    side); as it is after ``PROBE_WAIT_SECONDS``."""
+    until = time.monotonic() + PROBE_WAIT_SECONDS
     profile = client.profile(model)
-    return profile.path == "constrained" and warmable(profile)
+    while not profile.probed and profile.constraint is not None and time.monotonic() < until:
+        time.sleep(PROBE_POLL_SECONDS)
+        profile = client.profiles.reread(model)
+    return profile

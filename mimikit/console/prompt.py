@@ -36,7 +36,7 @@ def print_prompt(settings: Settings | None, role: str, mode: PromptMode = "minim
 def _context_sections(settings: Settings) -> list[str] | None:
     """The context sections a run would get now, or None (with a note) when Redis is down."""
     try:
-        return context_sections(build_runtime(settings), [])
+        return context_sections(build_runtime(settings), [], keep=False)
     except RedisError as error:
         print(f"mimikit: cannot reach Redis ({error}); showing the minimal prompt without "
               "memory and history", file=sys.stderr)

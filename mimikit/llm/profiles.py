@@ -62,6 +62,12 @@ class Profiles:
             self._known[model] = (profile, until)
             return profile
 
+    def reread(self, model: str) -> ServerProfile:
+        """The profile for ``model`` as kept now (another process may have learned it)."""
+        with self._lock:
+            self._known.pop(model, None)
+        return self.get(model)
+
     def put(self, profile: ServerProfile) -> None:
         """Use and keep ``profile`` (a probe's)."""
         with self._lock:

@@ -28,7 +28,7 @@ from mimikit.llm.profile import ServerProfile
 from mimikit.llm.slots import all_busy
 
 log = logging.getLogger("mimikit.llm")
-STEP_CHARS = 1_200  # about 300 tokens: 8-10 s on two CPU cores
+STEP_CHARS = 1_000  # about 250 tokens: 6-9 s on two CPU cores
 QUIET_SECONDS = 1.0
 POLL_SECONDS = 0.25
 BUSY_GIVE_UP_SECONDS = 600.0  # a server busy this long with other work is left as it is
