@@ -16,7 +16,7 @@ from mimikit.llm import warming
 from mimikit.llm.client import LLMClient
 from mimikit.llm.profile import profile_for
 from mimikit.llm.profile_store import RedisProfiles
-from mimikit.llm.warming import QUIET_SECONDS, STEP_CHARS, step_ends, warm_prompts
+from mimikit.llm.warming import QUIET_SECONDS, STEP_CHARS, step_ends, warm_prompt
 
 MODELS = ("teller", "planner", "worker")
 PROMPT = "\n".join(f"Line {n}: " + "words " * 30 for n in range(40))  # ~7,700 characters
@@ -39,7 +39,7 @@ def _systems(llm, model: str) -> list[str]:
 def test_a_prompt_is_read_in_steps_each_ending_at_a_line_break(llm):
     client = _client(llm, cached=True)
     llm.default("planner", with_usage(text("ok"), 300, 1, cached_tokens=0))
-    warmed = warm_prompts(client, [("planner", PROMPT)])
+    warmed = warm_prompt(client, "planner", PROMPT)
     sent = _systems(llm, "planner")
     assert warmed.whole and warmed.steps == len(sent) == len(step_ends(PROMPT)) >= 5
     assert sent[-1] == PROMPT and all(PROMPT.startswith(part) for part in sent)
@@ -56,29 +56,50 @@ def test_a_step_waits_until_the_server_has_been_free_a_while(llm):
     llm.default("planner", text("ok"))
     began = time.monotonic()
     llm.busy_until = began + 2.0  # another client's request holds the one slot
-    warm_prompts(client, [("planner", "one line\n" * 3)])
+    warm_prompt(client, "planner", "one line\n" * 3)
     assert llm.arrivals_for("planner")[0] - began >= 2.0 + QUIET_SECONDS
+
+
+def test_a_step_after_another_clients_request_waits_again_and_after_its_own_does_not(llm):
+    client = _client(llm, cached=True)
+
+    def answer(_body):  # another client's request takes the slot as the second step is read
+        if len(llm.requests) == 2:
+            llm.busy_until = time.monotonic() + 1.0
+        return text("ok")
+
+    llm.default("planner", answer)
+    warm_prompt(client, "planner", PROMPT)
+    gaps = [b - a for a, b in zip(llm.arrivals, llm.arrivals[1:], strict=False)]
+    assert gaps[1] >= 1.0 + QUIET_SECONDS and max(gaps[2:]) < 1.0, gaps
 
 
 def test_a_server_that_stays_busy_is_left_as_it_is(llm, monkeypatch: pytest.MonkeyPatch):
     client = _client(llm, cached=True)
     monkeypatch.setattr(warming, "BUSY_GIVE_UP_SECONDS", 1.5)
     llm.busy_until = time.monotonic() + 60
-    warmed = warm_prompts(client, [("planner", PROMPT)])
+    warmed = warm_prompt(client, "planner", PROMPT)
     assert not warmed.whole and warmed.steps == 0 and llm.requests == []
 
 
 @pytest.mark.parametrize("cached", [False, None], ids=["no cache", "not known"])
 def test_a_server_that_serves_no_prompt_from_its_cache_is_sent_nothing(llm, cached):
     client = _client(llm, cached=cached)
-    assert warm_prompts(client, [("planner", PROMPT)]).steps == 0
+    assert warm_prompt(client, "planner", PROMPT).steps == 0
     assert llm.requests == []
 
 
 def test_a_server_gone_away_stops_the_warming(llm):
     client = _client(llm, cached=True)  # nothing scripted: the server answers 500
-    warmed = warm_prompts(client, [("planner", PROMPT), ("planner", PROMPT)])
+    warmed = warm_prompt(client, "planner", PROMPT)
     assert not warmed.whole and warmed.steps == 0 and len(llm.requests) == 1
+
+
+def test_a_prompt_a_run_read_meanwhile_is_not_sent_on(llm):
+    client = _client(llm, cached=True)
+    llm.default("planner", text("ok"))
+    warmed = warm_prompt(client, "planner", PROMPT, read_by_a_run=lambda: len(llm.requests) >= 2)
+    assert warmed.whole and warmed.steps == 2 < len(step_ends(PROMPT))
 
 
 @pytest.fixture
@@ -108,6 +129,8 @@ def test_an_instance_reads_each_roles_prompt_once_before_its_first_message(cachi
     post_input(stack, "hello")
     wait_history(stack, lambda h: ("assistant", "Hi!") in h, message="the reply")
     assert llm.requests_for("teller")[-1]["messages"][0]["content"] == prompts["teller"]
+    noted = stack.redis.get(stack.keys.meta("prompt-read|teller"))  # a warming skips it now
+    assert noted is not None and time.time() - float(noted) < 30
 
 
 def test_a_model_under_probe_elsewhere_is_warmed_once_its_profile_is_kept(runtime, llm):
@@ -128,10 +151,10 @@ def test_a_model_under_probe_elsewhere_is_warmed_once_its_profile_is_kept(runtim
     probed.probed, probed.cachedTokens = True, True
     threading.Timer(2.0, keeper.save, args=(probed,)).start()  # another process's probe ends
     client = LLMClient(llm.url, None, max_retries=0, keeper=keeper)
-    warm_server_prompts(runtime, client)
+    warm_server_prompts(runtime, client, time.time())
     for model in MODELS:
         assert _systems(llm, model)[-1] == system_prompt(model)("constrained")
     assert llm.arrivals_for("planner")[0] < llm.arrivals_for("worker")[0]
     llm.reset()
-    warm_server_prompts(runtime, client)  # once per start of the instance
+    warm_server_prompts(runtime, client, time.time())  # once per start of the instance
     assert llm.requests == []

@@ -25,7 +25,7 @@ from mimikit.agents.backends import codex_engine
 from mimikit.agents.context import learn_scale
 from mimikit.agents.prompts import SystemPrompt, build_system_prompt
 from mimikit.agents.session import Engine, Session
-from mimikit.agents.warmup import warm_server_prompts, warm_streaming
+from mimikit.agents.warmup import prompt_read, warm_server_prompts, warm_streaming
 from mimikit.delivery.dispatch import warm_sending
 from mimikit.exceptions import LLMStopped, LLMUnavailable, TaskCanceled, TaskTimedOut
 from mimikit.llm.client import LLMClient, StreamingClient
@@ -41,7 +41,7 @@ from mimikit.mcp.catalog import learn_in_background
 from mimikit.mcp.config import offered
 from mimikit.memory.service import warm as index_warm
 from mimikit.memory.tokenize import has_chinese, prepare_tokenizer
-from mimikit.models import Task
+from mimikit.models import Task, Usage
 from mimikit.roles import CHAT_ROLES, ROLES, role
 from mimikit.spending.book import Spender
 from mimikit.spending.budget import Caps
@@ -115,11 +115,11 @@ def learn_profiles(runtime: Runtime) -> None:
     named is learned from its first answers, costing no request); then read the roles'
     prompts into its cache (``warmup.warm_server_prompts``)."""
     if runtime.settings.llm_configured:
-        threading.Thread(target=_learn_profiles, args=(runtime,), name="llm-profile",
-                         daemon=True).start()
+        threading.Thread(target=_learn_profiles, args=(runtime, time.time()),
+                         name="llm-profile", daemon=True).start()
 
 
-def _learn_profiles(runtime: Runtime) -> None:
+def _learn_profiles(runtime: Runtime, began: float) -> None:
     client = client_for(runtime)
     for model in sorted({runtime.settings.model_for(name) for name in CHAT_ROLES}):
         try:
@@ -132,7 +132,7 @@ def _learn_profiles(runtime: Runtime) -> None:
         except (LLMUnavailable, RedisError) as error:
             log.info("what the LLM at %s does for %s is learned later: %s", client.url, model,
                      error)
-    warm_server_prompts(runtime, client)
+    warm_server_prompts(runtime, client, began)
 
 
 def _speaks_chinese(runtime: Runtime) -> bool:
@@ -291,8 +291,17 @@ def metered(runtime: Runtime, ctx: ToolContext, model: str, record: RunRecord,
     client: ChatClient = StreamingClient(client_for(runtime), sinks)
     return Meter(runtime, client, spender, caps, on_usage=ctx.add_usage,
                  later=journal.later if journal is not None else None,
-                 on_answer=lambda messages, tools, usage: learn_scale(
+                 on_answer=lambda messages, tools, usage: _answered(
                      runtime, ctx.role, model, messages, tools, usage))
+
+
+def _answered(runtime: Runtime, role_name: str, model: str, messages: list[dict[str, Any]],
+              tools: bool, usage: Usage) -> None:
+    """What a run's answer tells beside itself: the server's token count of a role's first
+    request, and that the role's prompt was read (``warmup.prompt_read``)."""
+    if len(messages) == 2:
+        learn_scale(runtime, role_name, model, messages, tools, usage)
+        prompt_read(runtime, role_name)
 
 
 def _no_sink(_request: int) -> Callable[[str], None]:

@@ -18,6 +18,7 @@ import importlib
 import json
 import logging
 import time
+from functools import partial
 from typing import Any
 
 import openai
@@ -27,7 +28,7 @@ from mimikit.agents.prompts import system_prompt
 from mimikit.exceptions import LLMUnavailable
 from mimikit.llm.client import LLMClient
 from mimikit.llm.profile import ServerProfile
-from mimikit.llm.warming import warm_prompts, warmable
+from mimikit.llm.warming import warm_prompt, warmable
 from mimikit.roles import CHAT_ROLES
 from mimikit.store.runtime import Runtime
 
@@ -36,6 +37,7 @@ log = logging.getLogger("mimikit.agents")
 WARMING_LOCK_SECONDS = 600  # one process of an instance warms a server at a time
 PROBE_WAIT_SECONDS = 120.0  # what a probe of a model takes, at most, on a CPU
 PROBE_POLL_SECONDS = 1.0
+PROMPT_READ_SECONDS = 86_400  # how long a run's first request is remembered
 WARM_URL = "http://warm-up.invalid/v1"
 _DELTAS: list[dict[str, Any]] = [
     {"role": "assistant", "content": ""},
@@ -92,22 +94,26 @@ def warm_streaming(tools: list[dict[str, Any]]) -> int:
             return 0
 
 
-def warm_server_prompts(runtime: Runtime, client: LLMClient) -> None:
+def warm_server_prompts(runtime: Runtime, client: LLMClient, since: float) -> None:
     """Read the system prompt of each role whose answers are held to a schema into the
     server's cache, where the server keeps what it read: by one process of the instance, in
-    the order a request reaches them (Teller, Planner, Worker)."""
+    the order a request reaches them (Teller, Planner, Worker), each unless a run of the role
+    read it after ``since`` (a ``time.time()``: when this process started)."""
     settings = runtime.settings
     try:
         if not runtime.redis.set(runtime.keys.meta(f"warming|{client.url}"), "1", nx=True,
                                  ex=WARMING_LOCK_SECONDS):
             return
+        own_last = False
         for name in CHAT_ROLES:
             model = settings.model_for(name)
             profile = _probed(client, model)
             if profile.path != "constrained" or not warmable(profile):
                 continue
             began = time.monotonic()
-            warmed = warm_prompts(client, [(model, system_prompt(name)("constrained"))])
+            warmed = warm_prompt(client, model, system_prompt(name)("constrained"),
+                                 partial(_read_since, runtime, name, since), own_last)
+            own_last = warmed.steps > 0
             log.info("read %d tokens of the %s prompt into the LLM server's cache in %d "
                      "requests, %.0f s%s", warmed.read, name, warmed.steps,
                      time.monotonic() - began, "" if warmed.whole else " (stopped early)")
@@ -115,6 +121,19 @@ def warm_server_prompts(runtime: Runtime, client: LLMClient) -> None:
                 return
     except (LLMUnavailable, RedisError) as error:
         log.info("the LLM server's prompt cache is not warmed: %s", error)
+
+
+def prompt_read(runtime: Runtime, role: str) -> None:
+    """Note that a run of ``role`` sent its first request (its whole system prompt)."""
+    try:
+        runtime.redis.set(runtime.keys.meta(f"prompt-read|{role}"), time.time(),
+                          ex=PROMPT_READ_SECONDS)
+    except RedisError as error:  # the warming may read it again: not worth failing a run
+        log.info("could not note that a %s run read its prompt: %s", role, error)
+
+
+def _read_since(runtime: Runtime, role: str, since: float) -> bool:
+    return float(runtime.redis.get(runtime.keys.meta(f"prompt-read|{role}")) or 0) >= since
 
 
 def _probed(client: LLMClient, model: str) -> ServerProfile:

@@ -10,15 +10,15 @@ and answered with one token.
 A prompt is sent in steps: each request holds the text up to a line break about
 ``STEP_CHARS`` further on, its beginning served from the cache. A step is sent only once the
 server's slots have been free for ``QUIET_SECONDS``: a person's message waits behind one step
-(seconds), never behind a whole prompt, and a run's next request, sent within a second of its
-last answer, goes first.
+(a few seconds), never behind a whole prompt, and a run's next request, sent within a second
+of its last answer, goes first. A prompt a run has read meanwhile is not sent on.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mimikit.exceptions import LLMUnavailable
@@ -28,8 +28,8 @@ from mimikit.llm.profile import ServerProfile
 from mimikit.llm.slots import all_busy
 
 log = logging.getLogger("mimikit.llm")
-STEP_CHARS = 1_000  # about 250 tokens: 6-9 s on two CPU cores
-QUIET_SECONDS = 1.0
+STEP_CHARS = 600  # about 150 tokens: 4-5 s on two CPU cores
+QUIET_SECONDS = 3.0
 POLL_SECONDS = 0.25
 BUSY_GIVE_UP_SECONDS = 600.0  # a server busy this long with other work is left as it is
 
@@ -49,27 +49,32 @@ def warmable(profile: ServerProfile) -> bool:
     return profile.server in SAYS_HOW_BUSY and bool(profile.cachedTokens)
 
 
-def warm_prompts(client: LLMClient, prompts: Sequence[tuple[str, str]]) -> Warmed:
-    """Send each ``(model, system prompt)`` to the server in steps, in order; stops where the
-    server stays busy with other work or goes away."""
+def warm_prompt(client: LLMClient, model: str, prompt: str,
+                read_by_a_run: Callable[[], bool] = lambda: False,
+                own_last: bool = False) -> Warmed:
+    """Send a system prompt of ``model`` to the server in steps; stops where a run has read
+    it meanwhile (``read_by_a_run``: its own request then holds the whole prompt, which a
+    step's part of it does not find), or where the server stays busy with other work or goes
+    away (``whole`` False). ``own_last``: the server's last request was a warming's step."""
     warmed = Warmed()
-    for model, prompt in prompts:
-        if not warmable(client.profile(model)):
-            continue
-        for cut in step_ends(prompt):
-            if not _quiet(client):
-                warmed.whole = False
-                return warmed
-            messages = [{"role": "system", "content": prompt[:cut]},
-                        {"role": "user", "content": ""}]
-            try:
-                answer = client.chat(model, messages, max_tokens=1, retries=0)
-            except LLMUnavailable as error:
-                log.info("stopped reading prompts into the LLM server's cache: %s", error)
-                warmed.whole = False
-                return warmed
-            warmed.steps += 1
-            warmed.read += max(0, answer.usage.promptTokens - answer.usage.cachedTokens)
+    if not warmable(client.profile(model)):
+        return warmed
+    for cut in step_ends(prompt):
+        if not _quiet(client, own_last or warmed.steps > 0):
+            warmed.whole = False
+            return warmed
+        if read_by_a_run():
+            return warmed
+        messages = [{"role": "system", "content": prompt[:cut]},
+                    {"role": "user", "content": ""}]
+        try:
+            answer = client.chat(model, messages, max_tokens=1, retries=0)
+        except LLMUnavailable as error:
+            log.info("stopped reading prompts into the LLM server's cache: %s", error)
+            warmed.whole = False
+            return warmed
+        warmed.steps += 1
+        warmed.read += max(0, answer.usage.promptTokens - answer.usage.cachedTokens)
     return warmed
 
 
@@ -84,11 +89,12 @@ def step_ends(text: str) -> list[int]:
     return [*ends, len(text)] if not ends or ends[-1] < len(text) else ends
 
 
-def _quiet(client: LLMClient) -> bool:
-    """Wait until the server has had a free slot for ``QUIET_SECONDS``; False when it stays
+def _quiet(client: LLMClient, own_last: bool) -> bool:
+    """Wait until the server has had a free slot for ``QUIET_SECONDS``, or has one now where
+    the last request it served was a step of this warming (``own_last``); False when it stays
     busy past ``BUSY_GIVE_UP_SECONDS`` or does not say."""
     began = time.monotonic()
-    free_since: float | None = None
+    free_since: float | None = began - QUIET_SECONDS if own_last else None
     while (now := time.monotonic()) - began < BUSY_GIVE_UP_SECONDS:
         busy = all_busy(client.url, client.api_key)
         if busy is None:
@@ -97,7 +103,7 @@ def _quiet(client: LLMClient) -> bool:
             free_since = None
         elif free_since is None:
             free_since = now
-        elif now - free_since >= QUIET_SECONDS:
+        if free_since is not None and now - free_since >= QUIET_SECONDS:
             return True
         time.sleep(POLL_SECONDS)
     return False
