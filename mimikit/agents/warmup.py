@@ -104,7 +104,6 @@ def warm_server_prompts(runtime: Runtime, client: LLMClient, since: float) -> No
         if not runtime.redis.set(runtime.keys.meta(f"warming|{client.url}"), "1", nx=True,
                                  ex=WARMING_LOCK_SECONDS):
             return
-        own_last = False
         for name in CHAT_ROLES:
             model = settings.model_for(name)
             profile = _probed(client, model)
@@ -112,8 +111,7 @@ def warm_server_prompts(runtime: Runtime, client: LLMClient, since: float) -> No
                 continue
             began = time.monotonic()
             warmed = warm_prompt(client, model, system_prompt(name)("constrained"),
-                                 partial(_read_since, runtime, name, since), own_last)
-            own_last = warmed.steps > 0
+                                 partial(_read_since, runtime, name, since))
             log.info("read %d tokens of the %s prompt into the LLM server's cache in %d "
                      "requests, %.0f s%s", warmed.read, name, warmed.steps,
                      time.monotonic() - began, "" if warmed.whole else " (stopped early)")

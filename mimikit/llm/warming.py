@@ -10,8 +10,9 @@ and answered with one token.
 A prompt is sent in steps: each request holds the text up to a line break about
 ``STEP_CHARS`` further on, its beginning served from the cache. A step is sent only once the
 server's slots have been free for ``QUIET_SECONDS``: a person's message waits behind one step
-(a few seconds), never behind a whole prompt, and a run's next request, sent within a second
-of its last answer, goes first. A prompt a run has read meanwhile is not sent on.
+(a few seconds), never behind a whole prompt, and a run's request waiting for a free slot, or
+sent within a second of its last answer, goes first. A prompt a run has read meanwhile is not
+sent on.
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ from mimikit.exceptions import LLMUnavailable
 from mimikit.llm.attempts import SAYS_HOW_BUSY
 from mimikit.llm.client import LLMClient
 from mimikit.llm.profile import ServerProfile
-from mimikit.llm.slots import all_busy
+from mimikit.llm.slots import SLOT_POLL_SECONDS, all_busy
 
 log = logging.getLogger("mimikit.llm")
 STEP_CHARS = 600  # about 150 tokens: 4-5 s on two CPU cores
-QUIET_SECONDS = 3.0
+# A run's request waiting for a free slot asks every SLOT_POLL_SECONDS: it finds the slot free
+# before a step does, after the warming's own steps too.
+QUIET_SECONDS = 3 * SLOT_POLL_SECONDS
 POLL_SECONDS = 0.25
 BUSY_GIVE_UP_SECONDS = 600.0  # a server busy this long with other work is left as it is
 
@@ -50,17 +53,16 @@ def warmable(profile: ServerProfile) -> bool:
 
 
 def warm_prompt(client: LLMClient, model: str, prompt: str,
-                read_by_a_run: Callable[[], bool] = lambda: False,
-                own_last: bool = False) -> Warmed:
+                read_by_a_run: Callable[[], bool] = lambda: False) -> Warmed:
     """Send a system prompt of ``model`` to the server in steps; stops where a run has read
     it meanwhile (``read_by_a_run``: its own request then holds the whole prompt, which a
     step's part of it does not find), or where the server stays busy with other work or goes
-    away (``whole`` False). ``own_last``: the server's last request was a warming's step."""
+    away (``whole`` False)."""
     warmed = Warmed()
     if not warmable(client.profile(model)):
         return warmed
     for cut in step_ends(prompt):
-        if not _quiet(client, own_last or warmed.steps > 0):
+        if not _quiet(client):
             warmed.whole = False
             return warmed
         if read_by_a_run():
@@ -89,12 +91,11 @@ def step_ends(text: str) -> list[int]:
     return [*ends, len(text)] if not ends or ends[-1] < len(text) else ends
 
 
-def _quiet(client: LLMClient, own_last: bool) -> bool:
-    """Wait until the server has had a free slot for ``QUIET_SECONDS``, or has one now where
-    the last request it served was a step of this warming (``own_last``); False when it stays
+def _quiet(client: LLMClient) -> bool:
+    """Wait until the server has had a free slot for ``QUIET_SECONDS``; False when it stays
     busy past ``BUSY_GIVE_UP_SECONDS`` or does not say."""
     began = time.monotonic()
-    free_since: float | None = began - QUIET_SECONDS if own_last else None
+    free_since: float | None = None
     while (now := time.monotonic()) - began < BUSY_GIVE_UP_SECONDS:
         busy = all_busy(client.url, client.api_key)
         if busy is None:
@@ -103,7 +104,7 @@ def _quiet(client: LLMClient, own_last: bool) -> bool:
             free_since = None
         elif free_since is None:
             free_since = now
-        if free_since is not None and now - free_since >= QUIET_SECONDS:
+        elif now - free_since >= QUIET_SECONDS:
             return True
         time.sleep(POLL_SECONDS)
     return False
