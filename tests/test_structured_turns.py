@@ -21,7 +21,7 @@ from mimikit.conversation.question import answer_question
 from mimikit.lifecycle.submit import submit
 from mimikit.models import IntervalSchedule, Message, RunAtSchedule, Task, TaskStatus
 from mimikit.roles import WORK_LATER
-from mimikit.tools.task_tools import EVERY_SCHEDULE, NONE_ASKED
+from mimikit.tools.task_tools import NONE_ASKED
 
 MODELS = ("teller", "planner", "worker")
 
@@ -113,14 +113,16 @@ def test_a_cancel_is_held_to_active_tasks_and_its_report_names_the_one_canceled(
     assert stack.tasks.require(wrong.id).status == "canceled"
     assert stack.tasks.require(water.id).status != "canceled"
     [allowed] = _cancel_values(_schema(llm.requests_for("planner")[0]))
-    assert sorted(allowed["enum"]) == sorted([water.id, wrong.id, EVERY_SCHEDULE, NONE_ASKED])
+    assert allowed["type"] == "array" and allowed["minItems"] == 1
+    assert sorted(allowed["items"]["enum"]) == sorted([water.id, wrong.id, NONE_ASKED])
     report = llm.requests_for("teller")[1]["messages"][1]["content"]
     # what the Planner's run did, beside what it said it did
     assert f"what its run did: canceled {wrong.id}: Remind the user to use pnpm." in report
     assert "The drink water reminder is canceled." in report
 
 
-def _planned_cancel(stack, llm, request: str, choice: str, planned: str, report: str) -> None:
+def _planned_cancel(stack, llm, request: str, choice: str | list[str], planned: str,
+                    report: str) -> None:
     """``request`` handed over, planned as a cancel of ``choice`` said done as ``planned``, and
     reported as ``report`` (waited for)."""
     llm.script("teller", turn(delegate=True, remember=False, reply="I'll cancel it."))
@@ -131,10 +133,10 @@ def _planned_cancel(stack, llm, request: str, choice: str, planned: str, report:
     wait_history(stack, lambda h: ("assistant", report) in h, message="the report")
 
 
-def test_a_cancel_of_every_schedule_cancels_them_all_and_leaves_other_work(llamacpp, stack,
-                                                                            llm):
+def test_a_cancel_that_lists_every_schedule_cancels_them_all_and_leaves_other_work(
+        llamacpp, stack, llm):
     """Held to one id, the 1.5B model canceled one reminder of two for "cancel all my
-    reminders"; where two schedules or more are active, Active work offers them all."""
+    reminders"; a cancel lists one id or more, a call each."""
     from scheduling_helpers import add_trigger
 
     every_day = IntervalSchedule(interval=86_400)
@@ -142,16 +144,18 @@ def test_a_cancel_of_every_schedule_cancels_them_all_and_leaves_other_work(llama
                         prompt="Remind the user to drink water.")
     bank = add_trigger(stack, type="scheduled", schedule=RunAtSchedule(
         runAt=datetime(2099, 1, 1, 9, tzinfo=UTC)), prompt="Remind the user to call the bank.")
-    _planned_cancel(stack, llm, "cancel all my reminders", EVERY_SCHEDULE, "All canceled.",
-                    "Both reminders are canceled.")
+    other = add_trigger(stack, type="scheduled", schedule=RunAtSchedule(
+        runAt=datetime(2099, 1, 2, 9, tzinfo=UTC)), prompt="Remind the user to buy stamps.")
+    _planned_cancel(stack, llm, "cancel the water and the bank reminders",
+                    [water.id, bank.id, water.id], "Both canceled.", "Both are canceled.")
     assert {stack.tasks.require(t.id).status for t in (water, bank)} == {"canceled"}
+    assert stack.tasks.require(other.id).status != "canceled"
     shown = llm.requests_for("planner")[0]["messages"][1]["content"]
-    assert shown.split("## Active work\n")[1].split("\n\n")[0].splitlines()[-2:] == [
-        f"- {NONE_ASKED}: none of the above is the one asked for",
-        f"- {EVERY_SCHEDULE}: every schedule above"]
+    assert shown.split("## Active work\n")[1].split("\n\n")[0].splitlines()[-1] == \
+        f"- {NONE_ASKED}: none of the above is the one asked for"
     report = llm.requests_for("teller")[1]["messages"][1]["content"]
-    assert f"canceled {EVERY_SCHEDULE}: " in report
-    assert water.id in report and bank.id in report
+    assert f"canceled {water.id}: " in report and f"canceled {bank.id}: " in report
+    assert report.count(f"canceled {water.id}") == 1  # an id listed twice is one call
 
 
 def test_a_cancel_of_none_of_the_active_tasks_cancels_nothing_and_says_so(llamacpp, stack,
@@ -168,7 +172,7 @@ def test_a_cancel_of_none_of_the_active_tasks_cancels_nothing_and_says_so(llamac
                     "The dog walking reminder is canceled.", "There is no dog reminder.")
     assert stack.tasks.require(oven.id).status != "canceled"
     [allowed] = _cancel_values(_schema(llm.requests_for("planner")[0]))
-    assert allowed["enum"] == [oven.id, NONE_ASKED]
+    assert allowed["items"]["enum"] == [oven.id, NONE_ASKED]
     plan = next(t for t in stack.tasks.with_status("done") if t.role == "planner")
     assert stack.tasks.result(plan.id).result == {"text": NONE_CANCELED}
     report = llm.requests_for("teller")[1]["messages"][1]["content"]
@@ -185,7 +189,8 @@ def test_a_cancel_with_no_active_work_says_nothing_was_canceled(llamacpp, stack,
                     "There was no reminder to cancel.")
     [asked] = llm.requests_for("planner")
     assert "## Active work" not in asked["messages"][1]["content"]
-    assert [value["enum"] for value in _cancel_values(_schema(asked))] == [[NOTHING_ACTIVE]]
+    assert [value["items"]["enum"] for value in _cancel_values(_schema(asked))] == [
+        [NOTHING_ACTIVE]]
     plan = next(t for t in stack.tasks.with_status("done") if t.role == "planner")
     assert stack.tasks.result(plan.id).result == {"text": NOTHING_CANCELED}
     report = llm.requests_for("teller")[1]["messages"][1]["content"]
@@ -627,10 +632,9 @@ def test_a_long_list_of_active_work_shows_the_task_a_request_names_within_its_bu
     assert f"- {water.id}: recurring cron 0 9 * * * UTC: Remind the user to drink water." \
         in lines  # the oldest, and the one the request names
     shown = [line for line in lines if line.startswith("- task-")]
-    assert 2 <= len(shown) < 16 and lines[-3:] == [
+    assert 2 <= len(shown) < 16 and lines[-2:] == [
         f"- and {16 - len(shown)} more (list_tasks lists them all)",
-        f"- {NONE_ASKED}: none of the above is the one asked for",
-        f"- {EVERY_SCHEDULE}: every schedule above"]
+        f"- {NONE_ASKED}: none of the above is the one asked for"]
     request = llm.requests_for("planner")[0]["messages"]
     assert _estimate(request) * UNCOUNTED_SCALE <= FIRST_REQUEST_TOKENS
 

@@ -27,7 +27,7 @@ from mimikit.tasks.listing import list_tasks
 from mimikit.tokens import estimate_tokens
 from mimikit.tools.context import ToolContext
 from mimikit.tools.reply_checks import plain
-from mimikit.tools.task_tools import CHOICE_LINES, EVERY_SCHEDULE, NONE_ASKED, NOTHING_ACTIVE
+from mimikit.tools.task_tools import NONE_ASKED, NONE_LINE, NOTHING_ACTIVE
 from mimikit.tools.teller_tools import carries_answer, first_request, last_answer, request_parts
 from mimikit.workspace.named import named_paths
 
@@ -233,8 +233,6 @@ def copied_work(runtime: Runtime, request: Task, plan: Plan) -> str | None:
         return None
     canceled = {json_object(call.arguments).get("taskId") for call in plan.record.toolCalls
                 if call.name == "cancel_task"}
-    if EVERY_SCHEDULE in canceled:
-        return None
     shown = [i for i in plan.ctx.choices.get("cancel_task", ()) if i not in canceled]
     asked = set(tokenize(request.prompt))
     return next((task.id for task in runtime.tasks.by_id(shown)
@@ -354,10 +352,11 @@ def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS,
     an id from elsewhere, or one digit short). Held to labels that begin with what a task does,
     it began with the words most tasks begin with ("Remind the user to") and was then held to
     the wrong task. Its lines take at most ``room`` (within ``ACTIVE_WORK_TOKENS``), but
-    never fewer than ``ACTIVE_WORK_FEWEST_LINES`` are shown. Where two schedules or more are
-    active, a line offers them all: held to one id, the 1.5B model canceled one of two for
-    "cancel all my reminders" (6 of 6 such requests replayed); shown the line, it chose all for
-    5 of 6, and still the one named for 6 of 6 single cancels. One before it offers none."""
+    never fewer than ``ACTIVE_WORK_FEWEST_LINES`` are shown, and a last line offers none of
+    them. A cancel lists one id or more (``Tool.many``): held to one, the 1.5B model canceled
+    one reminder of two for each of 6 requests to cancel all, offered a line "all: every
+    schedule above" beside the ids too; held to a list, it listed both for 6 of 6, and one for
+    each of 6 single cancels, the right one for 4 (5 when held to one)."""
     ids = [summary["id"] for summary in list_tasks(runtime, "all")[:CANCEL_CHOICES]]
     tasks = runtime.tasks.by_id([i for i in ids if i != current.id])
     listed = [task for task in tasks if task.id not in left_out]
@@ -367,11 +366,10 @@ def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS,
     shown = within_budget(lines, current.prompt, min(ACTIVE_WORK_TOKENS, room))
     if len(shown) < len(listed):
         shown.append(f"- and {len(listed) - len(shown)} more (list_tasks lists them all)")
-    every = (EVERY_SCHEDULE,) if sum(task.type != "oneshot" for task in tasks) > 1 else ()
-    offered = (NONE_ASKED, *every)  # the choices that are no task's id, each on a line
-    shown += [CHOICE_LINES[choice] for choice in offered]
+    shown.append(NONE_LINE)
     section = "## Active work\n" + "\n".join(shown) + "\n\n" if lines else ""
-    return ActiveWork(section, (*(t.id for t in tasks), *offered) if tasks else (NOTHING_ACTIVE,))
+    return ActiveWork(section, (*(t.id for t in tasks), NONE_ASKED) if tasks else
+                      (NOTHING_ACTIVE,))
 
 
 def within_budget(lines: list[str], request: str, budget: int = ACTIVE_WORK_TOKENS) -> list[str]:

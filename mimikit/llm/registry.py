@@ -58,6 +58,10 @@ class Tool:
     # In a structured turn (``llm.turns``) the tool's field holds this one argument's value
     # (``reply``: its ``text``), not the arguments object.
     short: str | None = None
+    # In a structured turn whose field is held to choices (``TurnShape.choosing``), the field
+    # lists one of them or more, a call each (the Planner's ``cancel_task``: held to one id,
+    # the 1.5B model canceled one reminder of two for "cancel all my reminders").
+    many: bool = False
     # In a structured turn its field is true or false: true calls it with no arguments, the
     # handler taking what it needs from the turn (the Teller's ``delegate``: the user's words).
     flag: bool = False
@@ -117,7 +121,7 @@ class Registry:
     def tool(
         self, name: str, *, roles: Iterable[str], description: str | None = None,
         alone: bool = False, idempotent: bool = False, short: str | None = None,
-        reads: bool = False, flag: bool = False,
+        reads: bool = False, flag: bool = False, many: bool = False,
     ) -> Callable[[Handler], Handler]:
         """Decorator: register ``handler(ctx, args)``; the args model is its annotation.
 
@@ -137,6 +141,7 @@ class Registry:
                     alone=alone,
                     idempotent=idempotent,
                     short=short,
+                    many=many,
                     reads=reads,
                     flag=flag,
                 )

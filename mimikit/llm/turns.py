@@ -74,9 +74,11 @@ class TurnShape:
         for name, pattern in self.patterns:
             if values.get(name, {}).get("type") == "string":
                 values[name] = {**values[name], "pattern": pattern}
+        many = {tool.name for tool in self.tools if tool.many}
         for name, allowed in self.choices:
             if name in values:
-                values[name] = {"enum": list(allowed)}
+                values[name] = {"type": "array", "items": {"enum": list(allowed)},
+                                "minItems": 1} if name in many else {"enum": list(allowed)}
         if self.shape in ("step", "plan"):
             branches = self._branches(values)
             schema: dict[str, Any] = branches[0] if len(branches) == 1 else {"anyOf": branches}
@@ -153,6 +155,10 @@ class TurnShape:
             value = answer.get(tool.name)
             if value is None or value is False:
                 continue
+            if tool.many and tool.short and isinstance(value, list):  # a call each
+                calls += [(tool.name, json.dumps({tool.short: item}, ensure_ascii=False))
+                          for item in dict.fromkeys(map(str, value))]
+                continue
             arguments = {} if tool.flag else {tool.short: value} if tool.short else value
             calls.append((tool.name, json.dumps(arguments, ensure_ascii=False)))
         return calls
@@ -168,7 +174,8 @@ class TurnShape:
 
     def choosing(self, name: str, allowed: Sequence[str]) -> TurnShape:
         """This shape with the value of one-field call ``name`` one of ``allowed`` (the id of
-        an active task); unchanged where nothing is allowed."""
+        an active task), or a list of them for a tool that may list several (``Tool.many``);
+        unchanged where nothing is allowed."""
         if not allowed:
             return self
         return dataclasses.replace(self, choices=(*self.choices, (name, tuple(allowed))))

@@ -18,18 +18,13 @@ from mimikit.tools.context import ToolContext
 # cancel schedules or delegates "Cancel the water reminder" and reports it canceled.
 NOTHING_ACTIVE = "nothing (no task or schedule is active)"
 NOTHING_CANCELED = "Nothing was canceled: no task or schedule is active."
-# The choice of a Planner's cancel, beside the ids, where two schedules or more are active:
-# every one of them ("cancel all my reminders": held to one id, the 1.5B model canceled one
-# of two). Queued and running work is not a schedule, and stays.
-EVERY_SCHEDULE = "all"
 # The choice of a Planner's cancel, beside the ids, of none of them: held to the active ids,
 # the 0.5B model asked to remove a dog reminder that did not exist canceled the one reminder
 # that did (the oven's), and the person was told the dog's was.
 NONE_ASKED = "none"
 NONE_CANCELED = "Nothing was canceled: no active task or schedule is the one asked for."
-# How Active work shows the choices that are no task's id.
-CHOICE_LINES = {EVERY_SCHEDULE: f"- {EVERY_SCHEDULE}: every schedule above",
-                NONE_ASKED: f"- {NONE_ASKED}: none of the above is the one asked for"}
+# How Active work shows it.
+NONE_LINE = f"- {NONE_ASKED}: none of the above is the one asked for"
 
 
 class ListTasksArgs(Args):
@@ -50,15 +45,13 @@ def register(registry: Registry) -> None:
         """List tasks: queued, running, triggers (recurring/scheduled/conditional) or all."""
         return {"tasks": listing(ctx.runtime, args.scope, args.role)}
 
-    @registry.tool("cancel_task", roles=roles, short="taskId")
+    @registry.tool("cancel_task", roles=roles, short="taskId", many=True)
     def cancel_task(ctx: ToolContext, args: CancelTaskArgs) -> dict[str, Any] | StopRun:
         """Cancel a queued task or remove a trigger (running tasks are not affected)."""
         if args.taskId == NOTHING_ACTIVE:  # its one choice: the plan ends saying so
             return _nothing_canceled(NOTHING_CANCELED)
         if args.taskId == NONE_ASKED and NONE_ASKED in ctx.choices.get("cancel_task", ()):
             return _nothing_canceled(NONE_CANCELED)
-        if args.taskId == EVERY_SCHEDULE and EVERY_SCHEDULE in ctx.choices.get("cancel_task", ()):
-            return cancel_schedules(ctx)
         task = ctx.runtime.tasks.get(args.taskId)
         success, message = cancel(ctx.runtime, args.taskId, stop_running=False,
                                   source=ctx.role)
@@ -73,19 +66,3 @@ def register(registry: Registry) -> None:
 def _nothing_canceled(why: str) -> StopRun:
     """The end of a plan whose cancel chose no task, saying ``why`` nothing was canceled."""
     return StopRun({"status": "done", "resultType": "text", "result": {"text": why}})
-
-
-def cancel_schedules(ctx: ToolContext) -> dict[str, Any]:
-    """Cancel every schedule its cancel could name (recurring, at a time, on a condition).
-
-    Raises:
-        ToolError: None of them could be canceled.
-    """
-    schedules = [task for task in ctx.runtime.tasks.by_id(list(ctx.choices["cancel_task"]))
-                 if task.type != "oneshot"]
-    canceled = [task for task in schedules
-                if cancel(ctx.runtime, task.id, stop_running=False, source=ctx.role)[0]]
-    if not canceled:
-        raise ToolError("no schedule could be canceled")
-    return {"success": True, "canceled": "; ".join(
-        f"{task.id}: {task.title or task.prompt[:120]}" for task in canceled)}
