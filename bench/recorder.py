@@ -120,18 +120,24 @@ def _note(server: Recorder, role: str | None, request: dict[str, Any], raw: byte
     with server.lock:
         server.calls.append({"role": role, "model": request.get("model"), "prompt": prompt,
                              "constrained": "response_format" in request,
-                             "first": _opens_a_run(request),
+                             "first": _opens_a_run(request), "warm": _warms(request),
                              "cached": cached, "began": began,
                              "firstToken": (first_text or first or began) - began,
                              "seconds": time.monotonic() - began,
                              "system": (request.get("messages") or [{}])[0].get("content")})
 
 
+def _warms(request: dict[str, Any]) -> bool:
+    """Whether a request reads a system prompt into the server's cache (``llm.warming``): no
+    run's, answered with one token."""
+    return request.get("max_tokens") == 1
+
+
 def _opens_a_run(request: dict[str, Any]) -> bool:
     """Whether a request is a run's first: its role's system prompt and no answer of the
-    model in it yet, and not one of the questions that learn what the server can do (nor a
-    verdict: one message, no system prompt)."""
+    model in it yet, and not one of the questions that learn what the server can do, nor a
+    warming's (nor a verdict: one message, no system prompt)."""
     messages = request.get("messages") or []
-    return request.get("max_tokens") != PROBE_TOKENS and len(messages) > 1 and \
+    return request.get("max_tokens") not in (PROBE_TOKENS, 1) and len(messages) > 1 and \
         messages[0].get("role") == "system" and \
         not any(m.get("role") in ("assistant", "tool") for m in messages)

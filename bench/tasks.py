@@ -151,7 +151,8 @@ def run_request(up: Up, recorder: Recorder, request: Request, timeout: float) ->
         settled = _settle(client, began + timeout) and settled
     row.wall = time.monotonic() - began
     row.first_reply, row.last_reply = replies.stop()
-    calls = [c for c in recorder.calls if began <= c["began"] <= began + row.wall]
+    calls = [c for c in recorder.calls if began <= c["began"] <= began + row.wall and
+             not c["warm"]]  # a warming's requests are the instance's, counted apart
     for role in ROLES:
         mine = [c for c in calls if c["role"] == role]
         row.calls[role] = len(mine)
@@ -305,6 +306,15 @@ def print_table(rows: list[Row], title: str) -> None:
           f"{sum(row.wall for row in rows):.0f} s in all")
 
 
+def warming(calls: list[dict[str, Any]]) -> None:
+    """What reading the roles' prompts into the server's cache cost, apart from the rows."""
+    warm = [call for call in calls if call["warm"]]
+    if warm:
+        read = sum(call["prompt"] - call["cached"] for call in warm)
+        print(f"prompt warming: {len(warm)} requests, {read} prompt tokens read, "
+              f"{sum(call['seconds'] for call in warm):.0f} s of the server's time")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--url", help="the model server's base URL, e.g. http://127.0.0.1:8099/v1")
@@ -369,6 +379,7 @@ def main() -> int:
         if oracle is not None:
             oracle.shutdown()
     print_table(rows, f"{model} at {url} ({root})")
+    warming(recorder.calls)
     first_requests(recorder.calls)
     answers_table(root / "runs.json")
     if args.json:
