@@ -323,6 +323,9 @@ def main() -> int:
                         help="run against the scripted server answering as a model should")
     parser.add_argument("--only", help="comma-separated names of the requests to run")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per request")
+    parser.add_argument("--idle", type=float, default=0,
+                        help="seconds to wait after the instance is ready before the first "
+                             "request, as a person who opens the page and types later")
     parser.add_argument("--json", help="also write the rows to this file")
     parser.add_argument("--wording", choices=("first", "other", "third", "fourth", "fifth"),
                         default="first",
@@ -368,6 +371,7 @@ def main() -> int:
     up = Up(root, recorder.url, model, {"MIMIKIT_TELLER_TIMEOUT": "900"})
     rows = []
     try:
+        time.sleep(args.idle)
         for request in chosen:
             rows.append(run_request(up, recorder, request, args.timeout))
             print(f"{rows[-1].name}: {'done' if rows[-1].done else 'NOT done'} "
