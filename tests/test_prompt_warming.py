@@ -149,9 +149,9 @@ def test_a_model_under_probe_elsewhere_is_warmed_once_its_profile_is_kept(runtim
     keeper = RedisProfiles(runtime.redis, runtime.keys.llm_profiles)
     runtime.settings = runtime.settings.model_copy(update={
         "llm_base_url": llm.url, **{f"{model}_model": model for model in MODELS}})
-    for model in MODELS:  # named, the probe of the planner's model not kept yet
+    for model in MODELS:  # the probe of the planner's model half way: cached tokens not known
         profile = profile_for(llm.url, model, ["llamacpp"])
-        profile.probed, profile.cachedTokens = model != "planner", model != "planner" or None
+        profile.probed, profile.cachedTokens = True, model != "planner" or None
         keeper.save(profile)
     probed = profile_for(llm.url, "planner", ["llamacpp"])
     probed.probed, probed.cachedTokens = True, True

@@ -147,7 +147,8 @@ def test_a_cancel_that_lists_every_schedule_cancels_them_all_and_leaves_other_wo
     other = add_trigger(stack, type="scheduled", schedule=RunAtSchedule(
         runAt=datetime(2099, 1, 2, 9, tzinfo=UTC)), prompt="Remind the user to buy stamps.")
     _planned_cancel(stack, llm, "cancel the water and the bank reminders",
-                    [water.id, bank.id, water.id], "Both canceled.", "Both are canceled.")
+                    [NONE_ASKED, bank.id, water.id, water.id], "Both canceled.",
+                    "Both are canceled.")  # "none" beside ids names nothing more
     assert {stack.tasks.require(t.id).status for t in (water, bank)} == {"canceled"}
     assert stack.tasks.require(other.id).status != "canceled"
     shown = llm.requests_for("planner")[0]["messages"][1]["content"]
@@ -156,6 +157,7 @@ def test_a_cancel_that_lists_every_schedule_cancels_them_all_and_leaves_other_wo
     report = llm.requests_for("teller")[1]["messages"][1]["content"]
     assert f"canceled {water.id}: " in report and f"canceled {bank.id}: " in report
     assert report.count(f"canceled {water.id}") == 1  # an id listed twice is one call
+    assert "Nothing was canceled" not in report and "canceled none" not in report
 
 
 def test_a_cancel_of_none_of_the_active_tasks_cancels_nothing_and_says_so(llamacpp, stack,

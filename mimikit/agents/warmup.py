@@ -136,11 +136,13 @@ def _read_since(runtime: Runtime, role: str, since: float) -> bool:
 
 def _probed(client: LLMClient, model: str) -> ServerProfile:
     """The profile of ``model``, once the probe another process of the instance may be making
-    of it is kept (where the roles have models of their own, processes probe them side by
-    side); as it is after ``PROBE_WAIT_SECONDS``."""
+    of it is kept to its end, where it learns whether the server reports cached tokens (where
+    the roles have models of their own, processes probe them side by side); as it is after
+    ``PROBE_WAIT_SECONDS``."""
     until = time.monotonic() + PROBE_WAIT_SECONDS
     profile = client.profile(model)
-    while not profile.probed and profile.constraint is not None and time.monotonic() < until:
+    while profile.constraint is not None and (not profile.probed or profile.cachedTokens is None) \
+            and time.monotonic() < until:
         time.sleep(PROBE_POLL_SECONDS)
         profile = client.profiles.reread(model)
     return profile

@@ -155,9 +155,11 @@ class TurnShape:
             value = answer.get(tool.name)
             if value is None or value is False:
                 continue
-            if tool.many and tool.short and isinstance(value, list):  # a call each
+            if tool.many and tool.short and isinstance(value, list):  # a call each,
+                listed = dict.fromkeys(map(str, value))  # in the order of its choices
+                allowed = dict(self.choices).get(tool.name, tuple(listed))
                 calls += [(tool.name, json.dumps({tool.short: item}, ensure_ascii=False))
-                          for item in dict.fromkeys(map(str, value))]
+                          for item in allowed if item in listed]
                 continue
             arguments = {} if tool.flag else {tool.short: value} if tool.short else value
             calls.append((tool.name, json.dumps(arguments, ensure_ascii=False)))

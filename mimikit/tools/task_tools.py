@@ -51,12 +51,15 @@ def register(registry: Registry) -> None:
         if args.taskId == NOTHING_ACTIVE:  # its one choice: the plan ends saying so
             return _nothing_canceled(NOTHING_CANCELED)
         if args.taskId == NONE_ASKED and NONE_ASKED in ctx.choices.get("cancel_task", ()):
+            if ctx.canceled:  # listed after ids it canceled (the last choice): it names none
+                return {"success": True}
             return _nothing_canceled(NONE_CANCELED)
         task = ctx.runtime.tasks.get(args.taskId)
         success, message = cancel(ctx.runtime, args.taskId, stop_running=False,
                                   source=ctx.role)
         if not success:
             raise ToolError(message)
+        ctx.canceled.append(args.taskId)
         if task is None:
             return {"success": True}
         # what was canceled, in its words: what the person is told can be checked against it
