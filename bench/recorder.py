@@ -138,6 +138,7 @@ def _opens_a_run(request: dict[str, Any]) -> bool:
     model in it yet, and not one of the questions that learn what the server can do, nor a
     warming's (nor a verdict: one message, no system prompt)."""
     messages = request.get("messages") or []
-    return request.get("max_tokens") not in (PROBE_TOKENS, 1) and len(messages) > 1 and \
+    return request.get("max_tokens") != PROBE_TOKENS and not _warms(request) and \
+        len(messages) > 1 and \
         messages[0].get("role") == "system" and \
         not any(m.get("role") in ("assistant", "tool") for m in messages)
