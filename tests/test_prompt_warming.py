@@ -111,15 +111,17 @@ def test_a_prompt_a_run_read_meanwhile_is_not_sent_on(llm, quick):
 
 
 @pytest.fixture
-def caching_llamacpp(runtime, llm):
-    """The scripted server named as llama.cpp's and known to serve prompts from its cache."""
-    llm.owner = "llamacpp"
+def caching_llamacpp(runtime, llamacpp):
+    """The scripted server named as llama.cpp's (``llamacpp``) and known to serve prompts
+    from its cache."""
+    keeper = RedisProfiles(runtime.redis, runtime.keys.llm_profiles)
     for model in MODELS:
-        profile = profile_for(llm.url, model, ["llamacpp"])
-        profile.probed, profile.cachedTokens = True, True
-        RedisProfiles(runtime.redis, runtime.keys.llm_profiles).save(profile)
-    llm.default("*", text("ok"))  # the warming starts as the workers do
-    return llm
+        profile = keeper.load(llamacpp.url, model)
+        assert profile is not None
+        profile.cachedTokens = True
+        keeper.save(profile)
+    llamacpp.default("*", text("ok"))  # the warming starts as the workers do
+    return llamacpp
 
 
 def test_an_instance_reads_the_roles_prompts_in_order_before_its_first_message(
