@@ -25,6 +25,7 @@ Shape = Literal["turn", "step", "plan"]
 # Kinds of a Planner's answer that a run may withhold (``agents.planner``).
 ANSWER = "answer"  # a request answered in words alone
 ASK_THE_USER = "ask the user"  # a question put to the person
+CANCEL_WORK = "cancel work"  # tasks or schedules canceled
 # A schedule, by the form its time is given in: a delay, a time of day (once or on days), and
 # again and again at an interval or on a cron.
 WORK_LATER = ("work later, after a delay", "work later, at a time of day",
@@ -125,7 +126,7 @@ PLANNER = Role(
                 Kind(WORK_LATER[0], "schedule", ways=(("in",),)),
                 Kind(WORK_LATER[1], "schedule", ways=(("at", "days"), ("runAt",))),
                 Kind(WORK_LATER[2], "schedule", ways=(("interval",), ("cron",), ("condition",))),
-                Kind("keep a fact about the user", "remember"), Kind("cancel work", "cancel_task"),
+                Kind("keep a fact about the user", "remember"), Kind(CANCEL_WORK, "cancel_task"),
                 *(Kind("look up", name) for name in ("list_tasks", "search_memory",
                                                      "get_recent_history", "get_history_by_time")),
                 Kind(ANSWER, "submit_result", "done"),

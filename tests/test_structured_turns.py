@@ -21,7 +21,7 @@ from mimikit.conversation.question import answer_question
 from mimikit.lifecycle.submit import submit
 from mimikit.models import IntervalSchedule, Message, RunAtSchedule, Task, TaskStatus
 from mimikit.roles import WORK_LATER
-from mimikit.tools.task_tools import NONE_ASKED
+from mimikit.tools.task_tools import NONE_ASKED, NOTHING_ACTIVE
 
 MODELS = ("teller", "planner", "worker")
 
@@ -198,6 +198,30 @@ def test_a_cancel_with_no_active_work_says_nothing_was_canceled(llamacpp, stack,
     report = llm.requests_for("teller")[1]["messages"][1]["content"]
     assert NOTHING_CANCELED in report and "It is canceled." not in report
     assert "canceled task-" not in report and f"canceled {NOTHING_ACTIVE}" not in report
+
+
+def test_with_no_active_work_a_request_naming_a_file_is_not_planned_as_a_cancel(
+        llamacpp, stack, llm):
+    """Once its reminders were canceled, the 1.5B model planned "删除 todo.txt" as a cancel
+    of nothing (2 of 3 runs): with nothing active, a request naming a file is work on it."""
+    (stack.settings.work_dir / "todo.txt").write_text("buy eggs\n", encoding="utf-8")
+    llm.script("teller", turn(delegate=True, remember=False, reply="好的，我来删除 todo.txt。"))
+    llm.script("planner", turn(unknown="", given="", kind="work now", delegate={
+        "prompt": "Delete todo.txt."}, submit_result={
+        "status": "done", "result": {"text": "A worker will delete todo.txt."}}))
+    llm.script("worker", turn(check="", remove={"path": "todo.txt"}),
+               turn(check="", submit_result={"status": "done",
+                                             "result": {"text": "todo.txt is deleted."}}))
+    llm.default("teller", turn(reply="todo.txt 已删除。"))
+    post_input(stack, "删除 todo.txt")
+    wait_history(stack, lambda h: ("assistant", "todo.txt 已删除。") in h, message="the report")
+    assert not (stack.settings.work_dir / "todo.txt").exists()
+    kinds = [b["properties"]["kind"]["enum"][0]
+             for b in _schema(llm.requests_for("planner")[0])["anyOf"]]
+    assert "work now" in kinds and "cancel work" not in kinds
+    # a request naming no file may still be a cancel: it hears that nothing was
+    _planned_cancel(stack, llm, "cancel the water reminder", NOTHING_ACTIVE, "It is canceled.",
+                    "There was no reminder to cancel.")
 
 
 def test_a_preference_in_chinese_is_kept_in_the_persons_words(llamacpp, stack, llm):

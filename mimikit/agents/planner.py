@@ -19,7 +19,7 @@ from mimikit.llm.record import RunRecord
 from mimikit.memory.inject import MEMORY_HEADER, memory_passages
 from mimikit.memory.tokenize import tokenize
 from mimikit.models import Result, Task, utcnow
-from mimikit.roles import ANSWER, ASK_THE_USER, PLANNER, WORK_LATER
+from mimikit.roles import ANSWER, ASK_THE_USER, CANCEL_WORK, PLANNER, WORK_LATER
 from mimikit.store.journal import RunJournal
 from mimikit.store.runtime import Runtime
 from mimikit.summaries import timing_words
@@ -164,9 +164,10 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
     work = active_work(runtime, task, first_request_room(runtime, "planner") - estimate_tokens(
         f"{now}\n\n{not_asked}## User request\n{task.prompt}") - MEMORY_TOKENS, left_out)
     ctx.choices["cancel_task"] = work.choices  # an active task's id, or nothing
-    inputs = (f"{now}\n\n" + work.section
-              + not_asked
-              + f"## User request\n{task.prompt}")
+    # with nothing active, a file named is work on it ("删除 todo.txt": a cancel, by the 1.5B)
+    if work.choices == (NOTHING_ACTIVE,) and named_paths(task.prompt):
+        ctx.withheld_kinds += (CANCEL_WORK,)
+    inputs = f"{now}\n\n{work.section}{not_asked}## User request\n{task.prompt}"
     # what the user said, not what the assistant answered: a small model copies replies
     sections = context_sections(runtime, [task.prompt], roles=("user",), role="planner",
                                 beside=inputs)
