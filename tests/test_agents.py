@@ -260,7 +260,7 @@ def test_a_worker_renames_appends_and_makes_folders_but_does_not_overwrite_unrea
              message="task done")
     contents = tool_messages(llm.requests_for("worker")[-1])
     assert "'todo.md' already exists (9 bytes): append_file adds to its end" in contents[0]
-    assert (work / "tasks.md").read_text() == "buy milk\nwalk the dog"
+    assert (work / "tasks.md").read_text() == "buy milk\nwalk the dog\n"
     assert not (work / "todo.md").exists() and (work / "photos").is_dir()
 
 

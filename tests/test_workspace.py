@@ -67,9 +67,11 @@ def test_append_file_adds_a_line_of_its_own_and_makes_a_missing_file(ws: Workspa
     (ws.root / "tasks.md").write_text("buy milk\npay rent")
     assert ws.append_file("tasks.md", "walk the dog\n") == {"path": "tasks.md", "bytes": 31}
     assert (ws.root / "tasks.md").read_text() == "buy milk\npay rent\nwalk the dog\n"
-    ws.append_file("tasks.md", "feed the cat")
-    assert (ws.root / "tasks.md").read_text().endswith("walk the dog\nfeed the cat")
+    ws.append_file("tasks.md", "feed the cat")  # its last line ended: every count says 4
+    assert (ws.root / "tasks.md").read_text().endswith("walk the dog\nfeed the cat\n")
     assert ws.append_file("logs/new.txt", "first") == {"path": "logs/new.txt", "bytes": 5}
+    assert ws.append_file("logs/new.txt", "second") == {"path": "logs/new.txt", "bytes": 13}
+    assert (ws.root / "logs/new.txt").read_text().splitlines() == ["first", "second"]
     with pytest.raises(ToolError, match="'logs' is a directory"):
         ws.append_file("logs", "x")
 
@@ -179,7 +181,11 @@ def test_write_read_list_round_trip(ws: Workspace) -> None:
     }
     ws.write_file("README.md", "hi")
     assert ws.read_file("src/pkg/mod.py") == "print('你好')\n"
-    assert ws.list_files() == ["README.md", "src/"]
+    # several lines end their last one, as `wc -l` counts lines; one line is written as given
+    assert ws.write_file("shopping.txt", "eggs\nbread\nmilk")["bytes"] == 16
+    assert ws.shell("wc -l < shopping.txt")["stdout"].strip() == "3"
+    assert (ws.root / "README.md").read_text() == "hi"
+    assert ws.list_files() == ["README.md", "shopping.txt", "src/"]
     assert ws.list_files("src") == ["src/pkg/"]
 
 

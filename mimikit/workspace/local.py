@@ -38,6 +38,14 @@ PRIVATE_NAMES = (".env",)
 UNCONFINED = Sandbox("off", None)
 SLOT_WAIT_SHOWN_SECONDS = 0.1  # a longer wait for a host slot is said in the command's result
 
+
+def lines_ended(text: str, several: bool) -> str:
+    """``text`` with its last line ended where the file holds ``several`` lines: a line count
+    (``wc -l`` counts line breaks) then says what a person counts ("eggs, bread and milk on
+    separate lines", written without the last break, was reported as 2 lines)."""
+    return text + "\n" if several and text and not text.endswith("\n") else text
+
+
 # --- the workspace ----------------------------------------------------------------------------
 
 
@@ -140,7 +148,8 @@ class Workspace:
             ) from None
 
     def write_file(self, path: str, content: str) -> dict[str, Any]:
-        """Write ``content`` as UTF-8, creating parent directories; returns {path, bytes}."""
+        """Write ``content`` as UTF-8, creating parent directories; returns {path, bytes}.
+        A text of several lines ends its last line (``lines_ended``)."""
         self.used = True
         real = self.resolve(path)
         if real.is_dir():
@@ -149,7 +158,7 @@ class Workspace:
             raise ToolError(f"{path!r} already exists ({size} bytes): append_file adds to its "
                             "end, rename renames or moves it; to replace what it holds, "
                             "read_file it first")
-        data = content.encode("utf-8")
+        data = lines_ended(content, several="\n" in content).encode("utf-8")
         real.parent.mkdir(parents=True, exist_ok=True)
         real.write_bytes(data)
         self.changed = True
@@ -167,17 +176,20 @@ class Workspace:
 
     def append_file(self, path: str, content: str) -> dict[str, Any]:
         """Add ``content`` at the end of a file (made when missing), on a line of its own when
-        the file does not end with a line break; returns {path, bytes (the file's size)}."""
+        the file does not end with a line break, its last line ended when the file then holds
+        several (``lines_ended``); returns {path, bytes (the file's size)}."""
         self.used = True
         real = self.resolve(path)
         if real.is_dir():
             raise ToolError(f"{path!r} is a directory; give a file path to append to")
         real.parent.mkdir(parents=True, exist_ok=True)
         with real.open("a+b") as file:
-            if file.tell() and content and not content.startswith("\n"):
+            held = file.tell() > 0
+            if held and content and not content.startswith("\n"):
                 file.seek(-1, os.SEEK_END)
                 if file.read(1) != b"\n":
                     content = "\n" + content
+            content = lines_ended(content, several=held or "\n" in content)
             file.write(content.encode("utf-8"))
             size = file.tell()
         self.changed = True
