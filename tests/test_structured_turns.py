@@ -785,7 +785,7 @@ def test_a_report_that_only_says_the_reply_before_it_again_however_short_is_told
     assert _replies(stack).count(said) == 1
 
 
-def test_a_report_tells_the_files_a_run_renamed_added_to_copied_removed_and_the_folders_it_made(
+def test_a_report_tells_the_files_a_run_renamed_added_to_copied_read_removed_and_folders_made(
         llamacpp, stack, llm):
     (stack.settings.work_dir / "todo.md").write_text("milk\n")
     (stack.settings.work_dir / "old.md").write_text("x\n")
@@ -794,6 +794,7 @@ def test_a_report_tells_the_files_a_run_renamed_added_to_copied_removed_and_the_
                turn(append_file={"path": "tasks.md", "content": "walk the dog\n"}),
                turn(rename={"path": "gone.md", "to": "here.md"}),  # refused: not there
                turn(copy={"path": "tasks.md", "to": "backup.md"}),
+               turn(read_file={"path": "backup.md"}),  # measured: its size is a fact to tell
                turn(remove={"path": "old.md"}),
                turn(submit_result={"status": "done", "result": {"text": "All done."}}))
     llm.default("teller", turn(reply="All done."))
@@ -802,7 +803,7 @@ def test_a_report_tells_the_files_a_run_renamed_added_to_copied_removed_and_the_
     shown = llm.requests_for("teller")[-1]["messages"][1]["content"]
     assert ("what its run did: made the folder photos/; renamed todo.md to tasks.md; "
             "added to tasks.md (now 18 bytes); copied tasks.md to backup.md (tasks.md stays); "
-            "removed old.md\n") in shown
+            "read backup.md (18 bytes); removed old.md\n") in shown
     assert (stack.settings.work_dir / "tasks.md").read_text() == "milk\nwalk the dog\n"
     assert (stack.settings.work_dir / "backup.md").read_text() == "milk\nwalk the dog\n"
     assert not (stack.settings.work_dir / "old.md").exists()

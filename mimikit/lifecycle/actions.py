@@ -100,8 +100,9 @@ def _line(call: dict[str, Any]) -> str | None:
         entries = [str(entry) for entry in content.get("entries", [])
                    if not str(entry).startswith(".")]
         return f"listed {arguments.get('path', '.')}: {', '.join(entries) or 'nothing'}"
-    if call.get("name") == "read_file" and call.get("ok"):
-        return f"read {arguments.get('path')}"
+    if call.get("name") == "read_file" and call.get("ok"):  # its size, measured: a Worker
+        # asked "what's the file size of colors.txt?" read the file and reported its text
+        return f"read {arguments.get('path')} ({len(str(call.get('content')).encode())} bytes)"
     if call.get("name") == "write_file":
         written = f"{content['bytes']} bytes" if "bytes" in content else "failed"
         text = str(arguments.get("content") or "")
