@@ -45,6 +45,7 @@ from mimikit.lifecycle.actions import with_actions
 from mimikit.llm.echoes import without_echoes
 from mimikit.llm.record import RunRecord
 from mimikit.memory import backlog
+from mimikit.memory.tokenize import has_chinese
 from mimikit.models import PendingQuestion, Task
 from mimikit.store.identity import owner_alive
 from mimikit.store.inbox import AnswerItem, InboxItem, InputItem, ResultItem
@@ -301,10 +302,12 @@ def _report_plainly(runtime: Runtime, ctx: ToolContext, items: list[InboxItem]) 
 
 
 def _say_handed_over(runtime: Runtime, ctx: ToolContext) -> None:
-    """A reply for a pass that delegated without a word: what was handed over."""
+    """A reply for a pass that delegated without a word: what was handed over, in the
+    language it was asked in."""
     asked = [task.title or task.prompt.strip().splitlines()[0]
              for task in runtime.tasks.by_id(ctx.created)]
-    post_reply(ctx, "On it: " + "; ".join(text[:200] for text in asked))
+    said = "; ".join(text[:200] for text in asked)
+    post_reply(ctx, ("好的，这就去办：" if has_chinese(said) else "On it: ") + said)
 
 
 def _ask_for_the_planner(runtime: Runtime, ctx: ToolContext) -> bool:
