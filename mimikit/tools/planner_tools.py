@@ -346,4 +346,18 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
                 repeats(args.question, request_parts(ctx.task.prompt)):
             raise ToolError("'question' only repeats the request; plan it (a simple request is "
                             "one delegate), or ask about what is really missing from it")
+        if args.status == "done" and ctx.canceled:
+            args = args.model_copy(update={"resultType": "text", "result": {
+                "text": _canceled_text(ctx, args)}})
         return finish_with_result(args, ctx.corrected)
+
+
+def _canceled_text(ctx: ToolContext, args: PlannerResultArgs) -> str:
+    """A plan's result where it canceled work: what it canceled, in the tasks' own words, then
+    its words of the work it made, if any. Asked to remove a dog reminder, the 0.5B model
+    canceled the oven's and wrote "The dog walking reminder is canceled.", and its report
+    told the person so."""
+    canceled = "; ".join((task.title or " ".join(task.prompt.split())[:120]).rstrip(".")
+                         for task in ctx.runtime.tasks.by_id(ctx.canceled))
+    said = str(args.result.get("text") or "") if ctx.staged else ""
+    return f"Canceled: {canceled}." + (f" {said}" if said else "")
