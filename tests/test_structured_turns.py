@@ -76,7 +76,7 @@ def test_a_reply_beside_work_handed_over_tells_no_result_before_the_work_ran(lla
                               reply="Sure, I'll write fox.txt. The file has 13 bytes."),
                turn(delegate=True, remember=False, reply="It has 3 lines."))
     llm.default("planner", turn(submit_result={"status": "done", "result": {"text": "ok"}}))
-    llm.default("teller", turn(reply="完成。"))  # a report, in either language
+    llm.default("teller", turn(reply="Done."))
     post_input(stack, "write 'the quick brown fox' into fox.txt and tell me its size")
     wait_history(stack, lambda h: ("assistant", "Sure, I'll write fox.txt.") in h,
                  message="the reply without a size nothing measured")
@@ -84,10 +84,16 @@ def test_a_reply_beside_work_handed_over_tells_no_result_before_the_work_ran(lla
     wait_history(stack, lambda h: ("assistant", "On it: count the lines of the 2 files") in h,
                  message="what was handed over, for a reply that only told a result")
     assert not [r for r in _replies(stack) if "13" in r or "3 lines" in r]
+
+
+def test_what_was_handed_over_is_said_in_the_language_it_was_asked_in(llamacpp, stack, llm):
     llm.script("teller", turn(delegate=True, remember=False, reply="它有 3 行。"))
+    llm.default("planner", turn(submit_result={"status": "done", "result": {"text": "ok"}}))
+    llm.default("teller", turn(reply="完成。"))
     post_input(stack, "数一下 fox.txt 有几行")
     wait_history(stack, lambda h: ("assistant", "好的，这就去办：数一下 fox.txt 有几行") in h,
                  message="what was handed over, in the language it was asked in")
+    assert not [r for r in _replies(stack) if "3" in r]
 
 
 def _cancel_values(schema: dict) -> list[dict]:
