@@ -65,7 +65,7 @@ class ToolContext:
     # Planner's ``cancel_task``: the ids of the active tasks and "none", or "nothing (...)" when
     # none is active).
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    canceled: list[str] = field(default_factory=list)  # the ids this run's cancels canceled
+    canceled: list[str] = field(default_factory=list)  # what its cancels canceled, in words
     # The questions this run leaves open again (a Teller pass: an answer typed in the chat
     # box that was not one, ``agents.typed_answers``).
     reopened: list[Any] = field(default_factory=list)

@@ -357,7 +357,6 @@ def _canceled_text(ctx: ToolContext, args: PlannerResultArgs) -> str:
     its words of the work it made, if any. Asked to remove a dog reminder, the 0.5B model
     canceled the oven's and wrote "The dog walking reminder is canceled.", and its report
     told the person so."""
-    canceled = "; ".join((task.title or " ".join(task.prompt.split())[:120]).rstrip(".")
-                         for task in ctx.runtime.tasks.by_id(ctx.canceled))
+    canceled = "; ".join(words.rstrip(".") for words in ctx.canceled)
     said = str(args.result.get("text") or "") if ctx.staged else ""
     return f"Canceled: {canceled}." + (f" {said}" if said else "")

@@ -59,11 +59,12 @@ def register(registry: Registry) -> None:
                                   source=ctx.role)
         if not success:
             raise ToolError(message)
-        ctx.canceled.append(args.taskId)
         if task is None:
+            ctx.canceled.append(args.taskId)
             return {"success": True}
         # what was canceled, in its words: what the person is told can be checked against it
-        return {"success": True, "canceled": task.title or task.prompt[:120]}
+        ctx.canceled.append(task.title or task.prompt[:120])
+        return {"success": True, "canceled": ctx.canceled[-1]}
 
 
 def _nothing_canceled(why: str) -> StopRun:
