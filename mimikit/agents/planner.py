@@ -150,12 +150,12 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
     task = control.task
     ctx = ToolContext(runtime=runtime, role="planner", trace_id=task.traceId, task=task)
     ctx.withheld_kinds = withheld
-    carried = carries_answer(task.prompt)
+    carried, names_file = carries_answer(task.prompt), bool(named_paths(task.prompt))
     if carried or not_asked:  # asked again, it would ask the same
         ctx.withheld_kinds += (ASK_THE_USER,)
     # the person's answer was asked for to do the work (given it, the 1.5B model once answered
     # "You use vim.", an example's words); what a file holds is the work directory's to say
-    if carried or named_paths(task.prompt):
+    if carried or names_file:
         ctx.withheld_kinds += (ANSWER,)
     asked = utcnow().astimezone(runtime.settings.tz)
     # its History shows the minute
@@ -165,7 +165,7 @@ def make_plan(runtime: Runtime, control: RunControl, journal: RunJournal,
         f"{now}\n\n{not_asked}## User request\n{task.prompt}") - MEMORY_TOKENS, left_out)
     ctx.choices["cancel_task"] = work.choices  # an active task's id, or nothing
     # with nothing active, a file named is work on it ("删除 todo.txt": a cancel, by the 1.5B)
-    if work.choices == (NOTHING_ACTIVE,) and named_paths(task.prompt):
+    if work.choices == (NOTHING_ACTIVE,) and names_file:
         ctx.withheld_kinds += (CANCEL_WORK,)
     inputs = f"{now}\n\n{work.section}{not_asked}## User request\n{task.prompt}"
     # what the user said, not what the assistant answered: a small model copies replies
