@@ -38,6 +38,7 @@ from checks import (
     World,
 )
 from chores import CHORES
+from dusk import DUSK
 from errands import ERRANDS
 from evening import EVENING
 from household import HOUSEHOLD
@@ -52,7 +53,7 @@ READY_SECONDS = 180
 SETS: dict[str, list[Request]] = {"everyday": REQUESTS, "errands": ERRANDS, "chores": CHORES,
                                   "household": HOUSEHOLD, "weekend": WEEKEND,
                                   "evening": EVENING, "morning": MORNING,
-                                  "noon": NOON, "night": NIGHT}
+                                  "noon": NOON, "night": NIGHT, "dusk": DUSK}
 SETTLED_QUIET_SECONDS = 4.0  # nothing running, nothing new, this long: settled
 
 
