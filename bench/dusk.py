@@ -8,8 +8,6 @@ checked in the world, one after another."""
 from __future__ import annotations
 
 import subprocess
-from datetime import timedelta
-from typing import Any
 
 from checks import (
     Request,
@@ -21,19 +19,11 @@ from checks import (
     _replied,
     _says,
 )
-from errands import _at_minutes, _cron, _no_trigger, _trigger
+from errands import _at_minutes, _cron, _holds, _no_trigger, _tomorrow_at, _trigger
 
 SLEEP = ("sleep", "bed", "\u7761")  # 睡
 TEA = ("\u7eff\u8336", "green tea")  # 绿茶
 PLANTS = ("plant", "water")
-
-
-def _rent(world: World) -> tuple[bool, str]:
-    path = world.work / "rent.txt"
-    if not path.is_file():
-        return False, "rent.txt not written"
-    text = path.read_text(errors="replace")
-    return "pay rent" in text.lower(), f"rent.txt holds {text[:30]!r}"
 
 
 def _weighed(world: World) -> tuple[bool, str]:
@@ -68,22 +58,10 @@ def _counted(world: World) -> tuple[bool, str]:
     return words in text.split(), f"count.txt holds {text[:20]!r} (rent.txt has {words} words)"
 
 
-def _tomorrow_half_past(hour: int) -> Any:
-    def ok(schedule: dict[str, Any], world: World) -> bool:
-        run_at = schedule.get("runAt")
-        if not run_at:
-            return False
-        from datetime import datetime
-        at = datetime.fromisoformat(run_at)
-        return (at.date(), at.hour, at.minute) == \
-            ((world.sent_at + timedelta(days=1)).date(), hour, 30)
-    return ok
-
-
 DUSK: list[Request] = [
     Request("thanks", "thanks, you've been really helpful today", _replied),
     Request("sum", "what's 7 squared minus 9?", _says("40")),
-    Request("rent", "put the text 'pay rent' in a file called rent.txt", _rent),
+    Request("rent", "put the text 'pay rent' in a file called rent.txt", _holds("rent.txt", "pay rent")),
     Request("weigh", "how big is rent.txt in bytes?", _weighed),
     Request("shell", "write a shell script night.sh that echoes good night, and execute it",
             _shell),
@@ -99,5 +77,5 @@ DUSK: list[Request] = [
     Request("colour", "create a text file named after my favourite colour",
             _named_after("teal"), answer="teal"),
     Request("plants", "remind me to water the plants tomorrow at 8:30",
-            _trigger(PLANTS, _tomorrow_half_past(8))),
+            _trigger(PLANTS, _tomorrow_at(8, 30))),
 ]

@@ -55,6 +55,17 @@ def _names(prompt: str, about: str | tuple[str, ...]) -> bool:
     return any(word in prompt.lower() for word in ((about,) if isinstance(about, str) else about))
 
 
+def _holds(name: str, words: str) -> Check:
+    """The file ``name`` holds ``words`` (any case)."""
+    def check(world: World) -> tuple[bool, str]:
+        path = world.work / name
+        if not path.is_file():
+            return False, f"{name} not written"
+        text = path.read_text(errors="replace")
+        return words.lower() in text.lower(), f"{name} holds {text[:30]!r}"
+    return check
+
+
 def _cron(*fields: str) -> Any:
     def ok(schedule: dict[str, Any], _world: World) -> bool:
         cron = (schedule.get("cron") or "").split()
@@ -70,14 +81,14 @@ def _at_minutes(low: float, high: float) -> Any:
     return ok
 
 
-def _tomorrow_at(hour: int) -> Any:
+def _tomorrow_at(hour: int, minute: int = 0) -> Any:
     def ok(schedule: dict[str, Any], world: World) -> bool:
         run_at = schedule.get("runAt")
         if not run_at:
             return False
         at = datetime.fromisoformat(run_at)
         return (at.date(), at.hour, at.minute) == \
-            ((world.sent_at + timedelta(days=1)).date(), hour, 0)
+            ((world.sent_at + timedelta(days=1)).date(), hour, minute)
     return ok
 
 
@@ -123,22 +134,6 @@ def _weekday(world: World) -> tuple[bool, str]:
     return right, f"reply {'names' if right else 'does not name'} 星期{day}: {said[:40]!r}"
 
 
-def _hello_zh(world: World) -> tuple[bool, str]:
-    path = world.work / "hello.txt"
-    if not path.is_file():
-        return False, "hello.txt not written"
-    text = path.read_text(errors="replace")
-    return "你好" in text, f"hello.txt holds {text[:20]!r}"
-
-
-def _name(world: World) -> tuple[bool, str]:
-    path = world.work / "name.txt"
-    if not path.is_file():
-        return False, "name.txt not written"
-    text = path.read_text(errors="replace")
-    return "ada" in text.lower(), f"name.txt holds {text[:30]!r}"
-
-
 ERRANDS: list[Request] = [
     Request("todo", "create todo.md with three lines: buy milk, call mom, pay rent",
             _lines("todo.md", "buy milk", "call mom", "pay rent")),
@@ -158,8 +153,9 @@ ERRANDS: list[Request] = [
             _lines("tasks.md", "buy milk", "call mom", "pay rent", "walk the dog")),
     Request("weekday", "今天是星期几？", _weekday),
     Request("folder", "make a folder called photos", _folder),
-    Request("name", "write my name into name.txt", _name, answer="Ada"),
-    Request("zh-file", "创建一个文件 hello.txt，内容是：你好", _hello_zh),
+    Request("name", "write my name into name.txt", _holds("name.txt", "ada"), answer="Ada"),
+    Request("zh-file", "创建一个文件 hello.txt，内容是：你好",
+            _holds("hello.txt", "你好")),
     Request("weekdays", "every weekday at 7:30 remind me to check my email",
             _trigger("email", _cron("30", "7", "*", "*", "1-5"))),
     Request("hourly", "remind me to stand up every hour", _trigger("stand", _hourly)),
