@@ -126,7 +126,9 @@ def test_a_cancel_is_held_to_active_tasks_and_its_report_names_the_one_canceled(
     assert stack.tasks.require(water.id).status != "canceled"
     [allowed] = _cancel_values(_schema(llm.requests_for("planner")[0]))
     assert allowed["type"] == "array" and allowed["minItems"] == 1
-    assert sorted(allowed["items"]["enum"]) == sorted([water.id, wrong.id, NONE_ASKED])
+    # each chosen by what it does ("Remind the user to" said by both is left out) and its id
+    assert sorted(allowed["items"]["enum"]) == sorted([
+        f"drink water ({water.id})", f"use pnpm ({wrong.id})", NONE_ASKED])
     report = llm.requests_for("teller")[1]["messages"][1]["content"]
     # what the Planner's run did, beside what it said it did
     assert f"what its run did: canceled {wrong.id}: Remind the user to use pnpm." in report
@@ -146,6 +148,41 @@ def _planned_cancel(stack, llm, request: str, choice: str | list[str], planned: 
     wait_history(stack, lambda h: ("assistant", report) in h, message="the report")
 
 
+def test_a_cancel_chosen_by_what_the_task_does_cancels_that_task(llamacpp, stack, llm):
+    """Held to bare ids, the 1.5B model asked "I don't need the water reminder anymore" beside
+    a water and a stretch reminder canceled the stretch one; each choice now says what its
+    task does, and the one chosen is canceled by its id."""
+    from scheduling_helpers import add_trigger
+
+    every_day = IntervalSchedule(interval=86_400)
+    water = add_trigger(stack, type="recurring", schedule=every_day,
+                        prompt="Remind the user to drink water.")
+    stretch = add_trigger(stack, type="scheduled", schedule=RunAtSchedule(
+        runAt=datetime(2099, 1, 1, 9, tzinfo=UTC)), prompt="Remind the user to stretch.")
+    _planned_cancel(stack, llm, "I don't need the water reminder anymore",
+                    [f"drink water ({water.id})"], "Canceled.", "The water reminder is gone.")
+    assert stack.tasks.require(water.id).status == "canceled"
+    assert stack.tasks.require(stretch.id).status != "canceled"
+    [allowed] = _cancel_values(_schema(llm.requests_for("planner")[0]))
+    assert f"stretch ({stretch.id})" in allowed["items"]["enum"]
+    report = llm.requests_for("teller")[1]["messages"][1]["content"]
+    assert f"canceled {water.id}: Remind the user to drink water." in report
+
+
+def test_cancel_choices_leave_out_only_the_words_every_task_begins_with():
+    from mimikit.tools.task_tools import cancel_choices, chosen_id
+
+    assert cancel_choices([("task-a", "Remind the user to drink water.")]) == [
+        "Remind the user to drink water (task-a)"]
+    choices = cancel_choices([("task-a", "Remind the user to drink water."),
+                              ("task-b", "Remind  the user to stretch."),
+                              ("task-c", "Remind the user to")])
+    assert choices == ["drink water (task-a)", "stretch (task-b)",
+                       "Remind the user to (task-c)"]
+    assert [chosen_id(choice) for choice in choices] == ["task-a", "task-b", "task-c"]
+    assert chosen_id("task-a") == "task-a" and chosen_id("none") == "none"
+
+
 def test_a_cancel_that_lists_every_schedule_cancels_them_all_and_leaves_other_work(
         llamacpp, stack, llm):
     """Held to one id, the 1.5B model canceled one reminder of two for "cancel all my
@@ -160,7 +197,8 @@ def test_a_cancel_that_lists_every_schedule_cancels_them_all_and_leaves_other_wo
     other = add_trigger(stack, type="scheduled", schedule=RunAtSchedule(
         runAt=datetime(2099, 1, 2, 9, tzinfo=UTC)), prompt="Remind the user to buy stamps.")
     _planned_cancel(stack, llm, "cancel the water and the bank reminders",
-                    [NONE_ASKED, bank.id, water.id, water.id], "Both canceled.",
+                    [NONE_ASKED, f"call the bank ({bank.id})", f"drink water ({water.id})",
+                     f"drink water ({water.id})"], "Both canceled.",
                     "Both are canceled.")  # "none" beside ids names nothing more
     assert {stack.tasks.require(t.id).status for t in (water, bank)} == {"canceled"}
     assert stack.tasks.require(other.id).status != "canceled"
@@ -187,7 +225,8 @@ def test_a_cancel_of_none_of_the_active_tasks_cancels_nothing_and_says_so(llamac
                     "The dog walking reminder is canceled.", "There is no dog reminder.")
     assert stack.tasks.require(oven.id).status != "canceled"
     [allowed] = _cancel_values(_schema(llm.requests_for("planner")[0]))
-    assert allowed["items"]["enum"] == [oven.id, NONE_ASKED]
+    assert allowed["items"]["enum"] == [f"Remind the user to check the oven ({oven.id})",
+                                        NONE_ASKED]
     plan = next(t for t in stack.tasks.with_status("done") if t.role == "planner")
     assert stack.tasks.result(plan.id).result == {"text": NONE_CANCELED}
     report = llm.requests_for("teller")[1]["messages"][1]["content"]

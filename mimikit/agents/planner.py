@@ -25,6 +25,7 @@ from mimikit.store.runtime import Runtime
 from mimikit.summaries import timing_words
 from mimikit.tasks.listing import list_tasks
 from mimikit.tokens import estimate_tokens
+from mimikit.tools import task_tools
 from mimikit.tools.context import ToolContext
 from mimikit.tools.reply_checks import plain
 from mimikit.tools.task_tools import NONE_ASKED, NONE_LINE, NOTHING_ACTIVE
@@ -232,9 +233,10 @@ def copied_work(runtime: Runtime, request: Task, plan: Plan) -> str | None:
     made = {plain(task.prompt) for task in plan.ctx.staged}
     if not made:
         return None
-    canceled = {json_object(call.arguments).get("taskId") for call in plan.record.toolCalls
-                if call.name == "cancel_task"}
-    shown = [i for i in plan.ctx.choices.get("cancel_task", ()) if i not in canceled]
+    canceled = {task_tools.chosen_id(str(json_object(call.arguments).get("taskId")))
+                for call in plan.record.toolCalls if call.name == "cancel_task"}
+    shown = [i for i in map(task_tools.chosen_id, plan.ctx.choices.get("cancel_task", ()))
+             if i not in canceled]
     asked = set(tokenize(request.prompt))
     return next((task.id for task in runtime.tasks.by_id(shown)
                  if copied_unasked(task.prompt, made, asked)), None)
@@ -338,9 +340,8 @@ CANCEL_CHOICES = 200  # active tasks a Planner's cancel may name (the newest)
 @dataclass(frozen=True)
 class ActiveWork:
     """The schedules and the queued or running tasks, as a Planner's first request shows them
-    (``section``: '' when none), and what its cancel may name (``choices``: each active
-    task's id, all of them where two schedules or more are, and none of them; when none is
-    active, the one choice of nothing)."""
+    (``section``: '' when none), and what its cancel may name (``choices``: each active task,
+    and none of them; when none is active, the one choice of nothing)."""
 
     section: str
     choices: tuple[str, ...]
@@ -349,13 +350,12 @@ class ActiveWork:
 def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS,
                 left_out: tuple[str, ...] = ()) -> ActiveWork:
     """``## Active work``, a line each beginning with its id, so that a request to cancel or
-    change one names it without a look-up; a cancel is held to those ids (a small model copies
-    an id from elsewhere, or one digit short). Held to labels that begin with what a task does,
-    it began with the words most tasks begin with ("Remind the user to") and was then held to
-    the wrong task. Its lines take at most ``room`` (within ``ACTIVE_WORK_TOKENS``), but
-    never fewer than ``ACTIVE_WORK_FEWEST_LINES`` are shown, and a last line offers none of
-    them. A cancel lists one id or more (``Tool.many``): held to one, the 1.5B model canceled
-    one reminder of two for each of 6 requests to cancel all, offered a line "all: every
+    change one names it without a look-up; a cancel is held to those tasks, each chosen by
+    what it does and its id (``task_tools.cancel_choices``: a small model copies an id from
+    elsewhere, or one digit short). Its lines take at most ``room`` (``ACTIVE_WORK_TOKENS``),
+    never fewer than ``ACTIVE_WORK_FEWEST_LINES``, and a last line offers none of them. A
+    cancel lists one task or more (``Tool.many``): held to one, the 1.5B model canceled one
+    reminder of two for each of 6 requests to cancel all, offered a line "all: every
     schedule above" beside the ids too; held to a list, it listed both for 6 of 6, and one for
     each of 6 single cancels, the right one for 4 (5 when held to one)."""
     ids = [summary["id"] for summary in list_tasks(runtime, "all")[:CANCEL_CHOICES]]
@@ -369,8 +369,8 @@ def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS,
         shown.append(f"- and {len(listed) - len(shown)} more (list_tasks lists them all)")
     shown.append(NONE_LINE)
     section = "## Active work\n" + "\n".join(shown) + "\n\n" if lines else ""
-    return ActiveWork(section, (*(t.id for t in tasks), NONE_ASKED) if tasks else
-                      (NOTHING_ACTIVE,))
+    choices = task_tools.cancel_choices([(task.id, task.prompt) for task in tasks])
+    return ActiveWork(section, (*choices, NONE_ASKED) if tasks else (NOTHING_ACTIVE,))
 
 
 def within_budget(lines: list[str], request: str, budget: int = ACTIVE_WORK_TOKENS) -> list[str]:

@@ -121,7 +121,7 @@ def _line(call: dict[str, Any]) -> str | None:
     if call.get("name") == "make_dir" and call.get("ok"):
         return f"made the folder {content.get('path')}"
     if call.get("name") == "cancel_task" and call.get("ok") and "canceled" in content:
-        return f"canceled {arguments.get('taskId')}: {content['canceled']}"
+        return f"canceled {content.get('taskId', arguments.get('taskId'))}: {content['canceled']}"
     if call.get("name") == "shell":
         if not call.get("ok"):
             return f"ran `{arguments.get('command')}`: refused"

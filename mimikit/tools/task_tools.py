@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from os.path import commonprefix
 from typing import Any, Literal
 
 from pydantic import Field
@@ -25,6 +26,30 @@ NONE_ASKED = "none"
 NONE_CANCELED = "Nothing was canceled: no active task or schedule is the one asked for."
 # How Active work shows it.
 NONE_LINE = f"- {NONE_ASKED}: none of the above is the one asked for"
+CHOICE_WORDS = 120  # characters of a task's prompt in its choice
+
+
+def cancel_choices(tasks: list[tuple[str, str]]) -> list[str]:
+    """The choices a Planner's cancel is held to, one per active task (its id and prompt):
+    what the prompt says that the others' do not, then the id, "drink water (task-2de6…)".
+    Held to the bare ids, the 1.5B model asked "I don't need the water reminder anymore"
+    beside a water and a stretch reminder canceled the stretch one (1 of 13 recorded cancels
+    with two tasks or more; replayed with these choices, 13 of 13 were right): an id says
+    nothing of its task, so the model's choice at its first digit is blind. Words all the
+    prompts begin with ("Remind the user to") are left out, so that the choice is made at a
+    word that tells the tasks apart."""
+    words = [" ".join(prompt.split())[:CHOICE_WORDS].rstrip(".").split(" ")
+             for _id, prompt in tasks]
+    shared = len(commonprefix(words)) if len(words) > 1 else 0
+    return [f"{' '.join(said[shared:] or said)} ({task_id})"
+            for (task_id, _prompt), said in zip(tasks, words, strict=True)]
+
+
+def chosen_id(choice: str) -> str:
+    """The id a cancel's choice names (``cancel_choices``); any other value is an id itself
+    (a call on a path whose answers are not held to the choices)."""
+    _words, opened, rest = choice.rpartition(" (")
+    return rest[:-1] if opened and rest.startswith("task-") and rest.endswith(")") else choice
 
 
 class ListTasksArgs(Args):
@@ -54,17 +79,17 @@ def register(registry: Registry) -> None:
             if ctx.canceled:  # listed after ids it canceled (the last choice): it names none
                 return {"success": True}
             return _nothing_canceled(NONE_CANCELED)
-        task = ctx.runtime.tasks.get(args.taskId)
-        success, message = cancel(ctx.runtime, args.taskId, stop_running=False,
-                                  source=ctx.role)
+        task_id = chosen_id(args.taskId)
+        task = ctx.runtime.tasks.get(task_id)
+        success, message = cancel(ctx.runtime, task_id, stop_running=False, source=ctx.role)
         if not success:
             raise ToolError(message)
         if task is None:
-            ctx.canceled.append(args.taskId)
+            ctx.canceled.append(task_id)
             return {"success": True}
         # what was canceled, in its words: what the person is told can be checked against it
         ctx.canceled.append(task.title or task.prompt[:120])
-        return {"success": True, "canceled": ctx.canceled[-1]}
+        return {"success": True, "taskId": task_id, "canceled": ctx.canceled[-1]}
 
 
 def _nothing_canceled(why: str) -> StopRun:
