@@ -61,7 +61,8 @@ def _counted(world: World) -> tuple[bool, str]:
 DUSK: list[Request] = [
     Request("thanks", "thanks, you've been really helpful today", _replied),
     Request("sum", "what's 7 squared minus 9?", _says("40")),
-    Request("rent", "put the text 'pay rent' in a file called rent.txt", _holds("rent.txt", "pay rent")),
+    Request("rent", "put the text 'pay rent' in a file called rent.txt",
+            _holds("rent.txt", "pay rent")),
     Request("weigh", "how big is rent.txt in bytes?", _weighed),
     Request("shell", "write a shell script night.sh that echoes good night, and execute it",
             _shell),
