@@ -129,11 +129,13 @@ def _notes(world: World) -> tuple[bool, str]:
 
 
 def script_output(world: World, name: str) -> str | None:
-    """What the script ``name`` of the work dir prints when run (None: it was not written)."""
+    """What the script ``name`` of the work dir prints when run, by Python or, for a ``.sh``,
+    by bash (None: it was not written)."""
     path = world.work / name
     if not path.is_file():
         return None
-    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+    runner = "bash" if path.suffix == ".sh" else sys.executable
+    return subprocess.run([runner, str(path)], capture_output=True, text=True,
                           timeout=30, cwd=world.work).stdout
 
 

@@ -7,8 +7,6 @@ checked in the world, one after another."""
 
 from __future__ import annotations
 
-import subprocess
-
 from checks import (
     Request,
     World,
@@ -18,6 +16,7 @@ from checks import (
     _recalled,
     _replied,
     _says,
+    script_output,
 )
 from errands import _at_minutes, _cron, _holds, _no_trigger, _tomorrow_at, _trigger
 
@@ -37,11 +36,10 @@ def _weighed(world: World) -> tuple[bool, str]:
 
 
 def _shell(world: World) -> tuple[bool, str]:
-    path = world.work / "night.sh"
-    if not path.is_file():
+    ran = script_output(world, "night.sh")
+    if ran is None:
         return False, "night.sh not written"
-    printed = subprocess.run(["bash", str(path)], capture_output=True, text=True, timeout=30,
-                             cwd=world.work).stdout.strip().lower()
+    printed = ran.strip().lower()
     if "good night" not in printed:
         return False, f"night.sh prints {printed[:40]!r}"
     told = "good night" in world.said().lower()
