@@ -1,6 +1,6 @@
 """The formats a model writes tool calls in when its server neither returns calls nor holds
 its answer to a schema (``mimikit/llm/formats``), read by one reader; and the stream a person is
-shown, decided by the same formats, so that it never shows a byte of a call.
+shown, which is the prose of that one reading, so that it never shows a byte of a call.
 
 Each shape is one a chat template defines (Hermes/Qwen, Llama's python_tag, Mistral, Llama
 3.1's function tag) or small models were seen to write (bare or fenced JSON in
@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mimikit.llm.formats import FORMATS
-from mimikit.llm.reading import ShownText, Written, arguments_text, read_text
+from mimikit.llm.reading import Written, arguments_text, read_text
+from mimikit.llm.streaming import read_stream
 
 TOOLS = ["reply", "delegate", "shell", "list_tasks"]
 HI = '{"text": "hi"}'
@@ -75,17 +76,17 @@ def _prose(before: str, after: str) -> str:
     return joined.join(part.strip() for part in (before, after) if part.strip())
 
 
-def _stream(text: str, sizes: list[int] | None = None) -> tuple[str, str]:
-    """What a person is shown of ``text`` arriving in pieces (one character each by default):
-    while it streams, and once the whole answer is read."""
-    shown = ShownText(TOOLS)
+def _stream(text: str, sizes: list[int] | None = None) -> str:
+    """What a person is shown of ``text`` streamed in pieces (one character each by default)."""
     pieces, pos = [], 0
     for size in sizes or [1] * len(text):
         pieces.append(text[pos:pos + size])
         pos += size
     pieces.append(text[pos:])
-    early = "".join(shown.feed(piece) for piece in pieces)
-    return early, shown.finish(read_text(text, TOOLS))
+    shown: list[str] = []
+    read_stream(({"choices": [{"delta": {"content": piece}}]} for piece in pieces),
+                shown.append, names=TOOLS)
+    return "".join(shown)
 
 
 def test_every_format_is_declared_once_in_the_table():
@@ -134,11 +135,9 @@ def test_a_written_call_is_read_and_the_prose_around_it_kept(shape, around):
 
 @pytest.mark.parametrize("around", AROUND.values(), ids=list(AROUND))
 @pytest.mark.parametrize("shape", SHAPES.values(), ids=list(SHAPES))
-def test_streaming_shows_the_prose_before_a_call_and_the_rest_at_the_end(shape, around):
+def test_a_stream_shows_the_prose_around_a_call_and_nothing_of_the_call(shape, around):
     before, after = around
-    early, rest = _stream(before + shape + after)
-    assert early == before.rstrip()
-    assert early + rest == _prose(before, after)
+    assert _stream(before + shape + after) == _prose(before, after)
 
 
 @pytest.mark.parametrize("text", [
@@ -258,42 +257,28 @@ def test_a_call_that_cannot_be_read_is_reported_as_broken(text, excerpt):
 def test_text_without_a_call_is_all_prose(text):
     found = read_text(text, TOOLS)
     assert found.calls == [] and found.prose == text.strip()
-    early, rest = _stream(text)
-    assert early + rest == text.strip()
+    assert _stream(text) == text.strip()
 
 
 def test_call_markup_with_nothing_in_it_is_no_text_at_all():
-    assert read_text("<tools>\n</tools>", TOOLS).markup_only
+    assert read_text("<tools>\n</tools>", TOOLS) == Written()
 
 
 # --- the stream -----------------------------------------------------------------------------------
 
 
-def test_plain_prose_streams_as_it_arrives():
+def test_plain_prose_is_shown_whole():
     text = "Sure, 3 < 4 is true; `code` is code.\n你好，世界。"
-    shown, seen = ShownText(TOOLS), ""
-    for index, char in enumerate(text):
-        seen += shown.feed(char)
-        held = text[:index + 1][len(seen):].strip()
-        # at most a marker's first characters, or a word that may grow into a tool's name
-        assert len(held) <= 3 or any(name.startswith(held) for name in TOOLS), held
-    assert seen + shown.finish(read_text(text, TOOLS)) == text
-
-
-def test_the_beginning_of_a_marker_is_held_only_until_it_cannot_be_one():
-    shown = ShownText(TOOLS)
-    assert shown.feed("Open the <tool") == "Open the"
-    assert shown.feed("box> now") == " <toolbox> now"
+    assert _stream(text) == text
 
 
 def test_an_answer_cut_inside_a_call_shows_nothing_of_it():
-    early, rest = _stream('Checking.\n<tool_call>\n{"name": "reply", "arguments": {"text": "he')
-    assert (early, rest) == ("Checking.", "")
+    shown = _stream('Checking.\n<tool_call>\n{"name": "reply", "arguments": {"text": "he')
+    assert shown == "Checking."
 
 
-def test_chinese_prose_streams_and_the_call_after_it_does_not():
-    early, rest = _stream('好的，马上回复。{"name": "reply", "arguments": {"text": "你好"}}')
-    assert (early, rest) == ("好的，马上回复。", "")
+def test_chinese_prose_is_shown_and_the_call_after_it_is_not():
+    assert _stream('好的，马上回复。{"name": "reply", "arguments": {"text": "你好"}}') == "好的，马上回复。"
 
 
 FRAGMENTS = ["<tool_call>", "</tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "<function=reply>",
@@ -308,11 +293,8 @@ any_text = st.text(max_size=300) | marked_text
 
 @given(any_text, st.lists(st.integers(min_value=1, max_value=7), max_size=60))
 @PROPERTY
-def test_what_streams_early_is_always_the_beginning_of_what_the_reader_calls_prose(text, sizes):
-    early, rest = _stream(text, sizes)
-    prose = read_text(text, TOOLS).prose
-    assert text.strip().startswith(early)
-    assert prose.startswith(early)
+def test_what_a_stream_shows_is_what_the_reader_calls_prose(text, sizes):
+    assert _stream(text, sizes) == read_text(text, TOOLS).prose
 
 
 PROSE_CHARS = st.characters(codec="utf-8", exclude_characters='"`\\=\r')
@@ -324,8 +306,7 @@ prose_text = st.text(PROSE_CHARS, max_size=40)
 @PROPERTY
 def test_no_byte_of_a_call_is_ever_shown_whatever_prose_surrounds_it(before, shape, after, sizes):
     call = shape.replace("hi", "SECRET7f3")
-    early, rest = _stream(before + "\n" + call + "\n" + after, sizes)
-    assert "SECRET" not in early + rest
+    assert "SECRET" not in _stream(before + "\n" + call + "\n" + after, sizes)
 
 
 @given(st.binary(max_size=200))

@@ -231,14 +231,16 @@ def test_streamed_requests_keep_one_connection(llm):
     assert all(body["stream"] for body in llm.requests) and len(set(llm.peers)) == 1
 
 
-def test_plain_content_streams_too(llm):
+def test_plain_content_is_shown_once_it_is_read_whole(llm):
     from llm_server import streamed, text
 
-    llm.script("m", streamed(text("Just some plain words, streamed."), 0.0, 5))
+    llm.script("m", streamed(text('Just some plain words. {"name": "reply", "arguments": {}}'),
+                             0.0, 5))
     pieces: list[str] = []
     completion = LLMClient(llm.url, None, timeout=5, max_retries=0).chat(
         "m", [{"role": "user", "content": "hi"}], on_text=pieces.append)
-    assert len(pieces) >= 3 and "".join(pieces) == completion.content
+    assert pieces == ["Just some plain words."]
+    assert completion.written is not None and completion.written.calls == [("reply", "{}")]
 
 
 def test_a_server_that_does_not_stream_gives_the_whole_reply(llm):

@@ -286,7 +286,7 @@ def metered(runtime: Runtime, ctx: ToolContext, model: str, record: RunRecord,
     trigger = runtime.tasks.get(task.triggerId) if task and task.triggerId else None
     caps = Caps.for_run(runtime, spender, trigger.budget if trigger else None)
     # Every answer streams (a reply's text to the page, for the Teller): so the run's deadline
-    # holds over the whole answer, and a server ignoring tool_choice is noticed at its first word.
+    # holds over the whole answer.
     sinks = (lambda n: stream_to(record, n)) if stream_to is not None else _no_sink
     client: ChatClient = StreamingClient(client_for(runtime), sinks)
     return Meter(runtime, client, spender, caps, on_usage=ctx.add_usage,

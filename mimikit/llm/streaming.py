@@ -3,10 +3,11 @@
 That text is, by the path of the request:
 - an answer held to a schema: the value of its text field (the Teller's ``reply``), decoded
   from the JSON as far as it has arrived;
-- otherwise: the assistant's prose (``reading.ShownText``: nothing from where a call written
-  into the text may begin), or the ``text`` argument of a ``reply`` tool call as it streams.
-The text is read once, at the end, by ``reading.read_text``; the stream's result carries that
-reading. The whole stream must end before the caller's deadline, however slowly tokens come.
+- the ``text`` argument of a ``reply`` tool call, as it streams;
+- otherwise: the prose of the assistant's text, once the whole text is read
+  (``reading.read_text``): a call written into it is never shown, not even in part.
+The stream's result carries that one reading. The whole stream must end before the caller's
+deadline, however slowly tokens come.
 """
 
 from __future__ import annotations
@@ -20,23 +21,16 @@ from typing import Any, NamedTuple
 
 import json_repair
 
-from mimikit.llm.reading import ShownText, Written, read_text
-from mimikit.llm.repeats import (
-    PASSAGE_CHARS,
-    REPEATED_PASSAGES,
-    TAIL_CHARS,
-    loop_cut,
-    phrase_cut,
-)
+from mimikit.llm.reading import Written, read_text
+from mimikit.llm.repeats import TAIL_CHARS, loop_cut, phrase_cut
 from mimikit.llm.responses import usage_of
 from mimikit.models import Usage
 
 REPLY_TOOL = "reply"
 # An answer held to a schema is read for a loop in any field once it is this long (a file
-# written may repeat a line a few times on purpose), over its last characters: room for
-# ``REPEATED_PASSAGES`` copies of the longest passage, twice.
+# written may repeat a line a few times on purpose); from its start when a person reads one of
+# its fields (the Teller's reply).
 LONG_ANSWER_CHARS = 2000
-LOOP_WINDOW_CHARS = 2 * REPEATED_PASSAGES * PASSAGE_CHARS
 
 
 class Reading(NamedTuple):
@@ -65,11 +59,6 @@ class JsonText:
         self.start = re.compile(rf'"{re.escape(key)}"\s*:\s*"')
         self.raw = ""
         self.sent = ""
-
-    def opening(self) -> str:
-        """The text received up to the value, its opening quote included."""
-        start = self.start.search(self.raw)
-        return self.raw[:start.end()] if start else ""
 
     def feed(self, fragment: str) -> str:
         """Add ``fragment``; returns the text decoded since the last call ('' when none)."""
@@ -128,7 +117,6 @@ class _Reader:
     def __init__(self, on_text: Callable[[str], None], names: Collection[str],
                  text_field: str | None, schema: bool) -> None:
         self.on_text, self.names, self.schema = on_text, frozenset(names), schema
-        self.shown = ShownText(names)
         self.field = JsonText(text_field) if text_field else None
         self.content: list[str] = []
         self.calls: dict[int, dict[str, str]] = {}
@@ -136,7 +124,7 @@ class _Reader:
         self.usage, self.usage_sent, self.received = Usage(), False, 0
         self.finish_reason: str | None = None
         self.looped = False
-        self.tail = ""  # the end of an answer held to a schema, read for a loop
+        self.tail = ""  # the end of the answer, read for a loop
 
     def take(self, chunk: dict[str, Any]) -> None:
         """Read one chunk, as decoded from the stream's JSON (plain dicts: a chunk is not
@@ -174,60 +162,26 @@ class _Reader:
     def _content(self, piece: str) -> None:
         self.content.append(piece)
         self.received += len(piece)
-        if self.schema:
-            if self.field is not None:
-                self._show(self.field.feed(piece))
-                self._field_looping()
-            if not self.looped:
-                self._answer_looping(piece)
+        self.tail = (self.tail + piece)[-TAIL_CHARS:]
+        if not self.schema:
+            if "\n" in piece:  # what follows the last line break repeats too
+                self._cut(loop_cut(self.tail[:self.tail.rfind("\n") + 1]))
             return
-        if "\n" in piece and self._looping():
-            return
-        self._show(self.shown.feed(piece))
+        if self.field is not None:
+            self._show(self.field.feed(piece))
+        if self.field is not None or self.received >= LONG_ANSWER_CHARS:
+            self._cut(phrase_cut(self.tail))
 
-    def _looping(self) -> bool:
-        """Whether the text ends in a loop (``repeats``): the answer then ends where it began."""
-        tail = ""
-        for piece in reversed(self.content):  # only the end is read, on every line break
-            tail = piece + tail
-            if len(tail) >= TAIL_CHARS:
-                break
-        lines = tail[-TAIL_CHARS:]
-        lines = lines[:lines.rfind("\n") + 1]  # what follows the last line break repeats too
-        cut = loop_cut(lines)
-        if cut is None:
-            return False
-        text = "".join(self.content)
-        ended = text.rfind("\n") + 1  # where ``lines`` ends in the text
-        self.content = [text[:ended - len(lines) + cut]]
-        self.looped, self.finish_reason = True, "stop"
-        return True
-
-    def _field_looping(self) -> None:
-        """Whether the text field ends in a phrase said again and again (``repeats``): the
-        answer then ends after its first copy, the object closed after the field (the last
-        of its shape)."""
-        assert self.field is not None
-        cut = phrase_cut(self.field.sent)
-        if cut is None:
-            return
-        kept = json.dumps(self.field.sent[:cut].rstrip(), ensure_ascii=False)
-        self.content = [self.field.opening() + kept[1:] + "}"]
-        self.looped, self.finish_reason = True, "stop"
-
-    def _answer_looping(self, piece: str) -> None:
-        """Whether an answer held to a schema, past ``LONG_ANSWER_CHARS``, ends in a phrase said
-        again and again in any of its fields (the 0.5B model wrote a Worker's error of 19,000
-        characters, one 374-character passage over and over, for six minutes): the answer then
-        ends after the first copy, its strings and objects closed where it was cut."""
-        self.tail = (self.tail + piece)[-LOOP_WINDOW_CHARS:]
-        if self.received < LONG_ANSWER_CHARS:
-            return
-        cut = phrase_cut(self.tail)
+    def _cut(self, cut: int | None) -> None:
+        """End the answer at ``cut`` (an index of ``tail``), where it began to go round in a
+        loop (``repeats``); an answer held to a schema has its strings and objects closed
+        there (the 0.5B model wrote a Worker's error of 19,000 characters, one 374-character
+        passage over and over, for six minutes)."""
         if cut is None:
             return
         text = "".join(self.content)
-        self.content = [json_repair.repair_json(text[:len(text) - len(self.tail) + cut])]
+        kept = text[:len(text) - len(self.tail) + cut]
+        self.content = [json_repair.repair_json(kept) if self.schema else kept]
         self.looped, self.finish_reason = True, "stop"
 
     def _show(self, text: str) -> None:
@@ -237,9 +191,9 @@ class _Reader:
     def done(self) -> Streamed:
         content = "".join(self.content)
         written = None
-        if not self.schema and not self.calls:
+        if not self.schema:
             written = read_text(content, self.names)
-            self._show(self.shown.finish(written))
+            self._show(written.prose)
         found = [(c["id"], c["name"], c["arguments"]) for _index, c in sorted(self.calls.items())]
         return Streamed(content or None, found, self.usage, self.finish_reason, self.looped,
                         self.usage_sent, written)

@@ -1,9 +1,9 @@
 """What every text format of a tool call shares: the span of text a call takes (``Span``), the
 interface of a format (``CallFormat``), and the reading of the JSON a call is written in.
 
-A format finds its calls in a whole text (``find``) and says where in a text still arriving a
-call of it may begin (``opening``): the stream shows a person the text before that point only,
-and the same ``find`` decides at the end, so the stream and the result never disagree.
+A format finds its calls in a whole text (``find``). A text is read once, whole, and the
+stream shows a person only the prose of that reading, so the stream and the result never
+disagree.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ NAME_KEYS = ("name", "tool", "tool_name", "function", "recipient_name")
 ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 NAMESPACE = "functions."
 _DECODER = json.JSONDecoder()
-MISSING_CLOSERS = 3  # closing brackets a call may have left out and still be read
 # Openings of a format looked at in one text, so that a long text is read in bounded time
 # (an answer holds a few calls; a megabyte of markers is read in well under a second).
 OPENINGS_TRIED = 64
@@ -49,10 +48,6 @@ class CallFormat(Protocol):
 
     def find(self, text: str, names: Collection[str]) -> list[Span]:
         """The calls written in ``text`` in this format, in order; ``names``: the tools."""
-
-    def opening(self, text: str, names: Collection[str]) -> int | None:
-        """The first index of ``text`` (so far) where a call of this format may begin, a
-        marker cut short at the end of the text included; None when none may."""
 
 
 def tool_name(raw: Any) -> str:
@@ -91,50 +86,32 @@ def _call(item: Any) -> Call | None:
 
 
 def decode(body: str) -> Any:
-    """The JSON value ``body`` holds, read strictly; else, when its brackets all close, read
-    loosely (keys without quotes, single quotes, a trailing comma); else with the last one to
-    three closing brackets it left out. None when nothing reads: a value cut short inside a
-    string is never taken for a whole one."""
+    """The JSON value ``body`` holds, read strictly; else repaired (keys without quotes, single
+    quotes, a trailing comma, closing brackets left out) when it does not end inside a string: a
+    value cut short inside a string is never taken for a whole one. None when nothing reads."""
     body = body.strip()
-    if not body:
-        return None
     try:
         return json.loads(body)
     except (json.JSONDecodeError, RecursionError):
         pass
-    if len(body) > REPAIRED_CHARS:
+    if not body or len(body) > REPAIRED_CHARS or _ends_in_string(body):
         return None
-    missing = _unclosed(body)
-    if not missing:
-        try:
-            value = json_repair.loads(body)
-        except (ValueError, RecursionError):
-            return None
-        return value if isinstance(value, dict | list) and value else None
-    if len(missing) <= MISSING_CLOSERS and missing != "?":
-        try:
-            return json.loads(body + missing)
-        except (json.JSONDecodeError, RecursionError):
-            return None
-    return None
+    try:
+        value = json_repair.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict | list) and value else None
 
 
-def _unclosed(body: str) -> str:
-    """The closing brackets ``body`` lacks, in order ('' when none; '?' when it ends inside a
-    string or closes what it never opened)."""
-    stack, quote, escaped = [], "", False
+def _ends_in_string(body: str) -> bool:
+    quote, escaped = "", False
     for char in body:
         if quote:
             escaped = char == "\\" and not escaped
             quote = "" if char == quote and not escaped else quote
         elif char in "\"'":
             quote = char
-        elif char in "{[":
-            stack.append("}" if char == "{" else "]")
-        elif char in "}]":
-            if not stack or stack.pop() != char:
-                return "?"
-    return "?" if quote else "".join(reversed(stack))
+    return bool(quote)
 
 
 def decode_prefix(text: str, pos: int) -> tuple[Any, int] | None:
@@ -157,14 +134,3 @@ def tagged_span(start: int, end: int, calls: list[Call] | None, names: Collectio
     known = [call for call in calls if call[0] in names]
     unknown = [call[0] for call in calls if call[0] not in names]
     return Span(start, end, calls=known, unknown=unknown)
-
-
-def marker_opening(text: str, marker: str) -> int | None:
-    """Where ``marker`` begins in ``text``, or where a beginning of it ends the text."""
-    found = text.find(marker)
-    if found >= 0:
-        return found
-    for size in range(min(len(marker) - 1, len(text)), 0, -1):
-        if text.endswith(marker[:size]):
-            return len(text) - size
-    return None

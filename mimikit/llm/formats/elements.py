@@ -51,21 +51,6 @@ class Elements:
                 spans.append(Span(found.start(), found.end(), calls=[(found[1], arguments)]))
         return spans
 
-    def opening(self, text: str, names: Collection[str]) -> int | None:
-        for index, char in enumerate(text):
-            if char == "<" and _may_open(text[index + 1:], names):
-                return index
-        return None
-
-
-def _may_open(rest: str, names: Collection[str]) -> bool:
-    """Whether an element of a tool (or the wrapper) may begin with ``rest`` after ``<``."""
-    word = re.match(r"/?[\w-]*", rest)
-    head = word[0].lstrip("/") if word else ""
-    ended = len(word[0] if word else "") < len(rest)
-    return any(name.startswith(head) and (not ended or name == head)
-               for name in (*names, WRAPPER))
-
 
 def _arguments(attributes: str, body: str | None) -> dict[str, Any] | None:
     """The arguments of an element: its attributes, or the JSON object or the child elements

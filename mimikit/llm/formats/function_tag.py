@@ -2,29 +2,19 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Collection
-
-from mimikit.llm.formats.base import Span, decode, marker_opening, tagged_span, tool_name
-
-OPENS = "<function="
-_CALL = re.compile(r"<function=([^>\s]+)>(.*?)(?:</function>|\Z)", re.DOTALL)
+from mimikit.llm.formats.base import Call, decode, tool_name
+from mimikit.llm.formats.marked import Marked, json_end
 
 
-class FunctionTag:
-    name = "function_tag"
-
-    def find(self, text: str, names: Collection[str]) -> list[Span]:
-        spans = []
-        for found in _CALL.finditer(text):
-            body = found[2].strip()
-            value = decode(body) if body else {}
-            calls = [(tool_name(found[1]), value)] if isinstance(value, dict) else None
-            spans.append(tagged_span(found.start(), found.end(), calls, names, text))
-        return spans
-
-    def opening(self, text: str, names: Collection[str]) -> int | None:
-        return marker_opening(text, OPENS)
+def _calls(body: str) -> list[Call] | None:
+    name, _closed, arguments = body.partition(">")
+    value = decode(arguments) if arguments.strip() else {}
+    return [(tool_name(name), value)] if isinstance(value, dict) and name.strip() else None
 
 
-FORMAT = FunctionTag()
+def _end(text: str, body_at: int) -> int | None:
+    """Where a body that was not closed ends: after the JSON that follows the name."""
+    return json_end(text, text.find(">", body_at) + 1)
+
+
+FORMAT = Marked("function_tag", "<function=", ("</function>",), _calls, _end)

@@ -16,7 +16,6 @@ from mimikit.llm.formats.base import (
     calls_in,
     decode,
     decode_prefix,
-    marker_opening,
 )
 
 FENCE = "```"
@@ -40,11 +39,6 @@ class JsonCalls:
             found = _OPENS.search(text, max(end, start + 1) if value is not None else start + 1)
         return spans
 
-    def opening(self, text: str, names: Collection[str]) -> int | None:
-        brace = next((i for i, char in enumerate(text) if char in "{["), None)
-        fence = marker_opening(text, FENCE)
-        return min((at for at in (brace, fence) if at is not None), default=None)
-
     @staticmethod
     def _value_at(text: str, start: int) -> tuple[Any, int]:
         """The value at ``start`` and where it ends (``start`` when none reads there)."""
@@ -59,8 +53,10 @@ class JsonCalls:
             end = read[1] + (1 if doubled and text.startswith("}", read[1]) else 0)
             return read[0], end
         if len(text) - start <= REPAIRED_CHARS and text.find("\n\n", start) < 0:
-            # the last thing written, its last braces left out or its syntax loose
-            return decode(text[start:].replace("{{", "{").replace("}}", "}")), len(text)
+            # the last thing written, its last braces left out or its syntax loose: taken
+            # whole only when it holds calls (else a call may begin further on)
+            value = decode(text[start:].replace("{{", "{").replace("}}", "}"))
+            return (value, len(text)) if calls_in(value) else (None, start)
         return None, start
 
 

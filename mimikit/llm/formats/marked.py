@@ -13,7 +13,6 @@ from mimikit.llm.formats.base import (
     calls_in,
     decode,
     decode_prefix,
-    marker_opening,
     tagged_span,
 )
 
@@ -24,9 +23,14 @@ def json_body(body: str) -> list[Call] | None:
 
 
 def json_end(text: str, body_at: int) -> int | None:
-    """Where a body that was not closed ends: after its JSON value, if one begins there."""
-    read = decode_prefix(text, body_at)
-    return read[1] if read is not None else None
+    """Where a body that was not closed ends: after the JSON values that begin there, split by
+    ``;`` (None when none begins there)."""
+    end, read = None, decode_prefix(text, body_at)
+    while read is not None:
+        end = read[1]
+        rest = text[end:].lstrip()
+        read = decode_prefix(text, len(text) - len(rest) + 1) if rest.startswith(";") else None
+    return end
 
 
 @dataclass(frozen=True)
@@ -56,10 +60,8 @@ class Marked:
                 if ended is not None and ended <= stop:
                     body_end = end = ended
             body = text[body_at:body_end]
-            if "{" in body or "[" in body:  # a marker named in prose holds no call
-                spans.append(tagged_span(start, end, self.read(body), names, text))
+            calls = self.read(body)
+            if calls or "{" in body or "[" in body:  # a marker named in prose holds no call
+                spans.append(tagged_span(start, end, calls, names, text))
             start = following
         return spans
-
-    def opening(self, text: str, names: Collection[str]) -> int | None:
-        return marker_opening(text, self.opens)

@@ -3,8 +3,8 @@ templates ``[TOOL_CALLS]reply[ARGS]{...}``."""
 
 from __future__ import annotations
 
-from mimikit.llm.formats.base import Call, calls_in, decode, decode_prefix, tool_name
-from mimikit.llm.formats.marked import Marked
+from mimikit.llm.formats.base import Call, calls_in, decode, tool_name
+from mimikit.llm.formats.marked import Marked, json_end
 
 ARGS = "[ARGS]"
 
@@ -12,8 +12,7 @@ ARGS = "[ARGS]"
 def _end(text: str, body_at: int) -> int | None:
     """Where a body that was not closed ends: after its JSON, named form or list."""
     named = text.find(ARGS, body_at)
-    read = decode_prefix(text, named + len(ARGS) if named >= 0 else body_at)
-    return read[1] if read is not None else None
+    return json_end(text, named + len(ARGS) if named >= 0 else body_at)
 
 
 def _calls(body: str) -> list[Call] | None:
