@@ -943,6 +943,20 @@ def test_a_turn_answered_again_after_a_refused_reply_keeps_the_persons_words_onc
     assert [f.read_text(encoding="utf-8").count("remember that I use vim") for f in kept] == [1]
 
 
+def test_a_chinese_reply_copied_from_an_earlier_one_is_refused_and_answered_again(
+        llamacpp, stack, llm):
+    """The 1.5B model answered "我喜欢喝什么茶？" with its reply to an earlier request, word for
+    word: 26 characters, as long as an English sentence of 60."""
+    earlier = "好的，我将创建一个提醒任务，每天晚上十点提醒你睡觉。"
+    stack.conversation.append(Message(role="assistant", text=earlier))
+    llm.script("teller", turn(delegate=False, remember=False, reply=earlier),
+               turn(delegate=False, remember=False, reply="你喜欢喝绿茶。"))
+    post_input(stack, "我喜欢喝什么茶？")
+    said = wait_history(stack, lambda h: ("assistant", "你喜欢喝绿茶。") in h, message="reply")
+    assert [text for role, text in said if role == "assistant"] == [earlier, "你喜欢喝绿茶。"]
+    assert "word for word" in str(llm.requests_for("teller")[1]["messages"])
+
+
 def test_a_worker_holds_each_result_against_its_task_before_its_next_step(llamacpp, stack, llm):
     llm.script("worker", turn(check="", write_file={"path": "count.py", "content": "print(1)\n"}),
                turn(check="count.py is written.", shell={"command": "python3 count.py"}),

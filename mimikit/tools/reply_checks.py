@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from mimikit.tokens import estimate_tokens
 from mimikit.tools.context import ToolContext
 from mimikit.workspace.named import named_paths
 
@@ -20,7 +21,7 @@ def names_as_reported(text: str, reported: str) -> bool:
     copies of the example's failure)."""
     named, shown = set(named_paths(text)), set(named_paths(reported))
     return named <= shown and bool(named or not shown or numbers_in(text)
-                                   or len(text) < COPIED_REPLY_CHARS)
+                                   or estimate_tokens(text) < COPIED_REPLY_TOKENS)
 
 
 _NUMBER = re.compile(r"\d+")
@@ -34,7 +35,9 @@ def numbers_in(text: str) -> set[str]:
     return {number.lstrip("0") or "0" for number in _NUMBER.findall(text)}
 
 
-COPIED_REPLY_CHARS = 60  # a reply this long made of earlier replies' sentences is a copy
+# A reply this long (estimated tokens: a Chinese sentence says in 26 characters what an
+# English one says in 60) made of earlier replies' sentences is a copy.
+COPIED_REPLY_TOKENS = 15
 EARLIER_REPLIES = 6  # the earlier replies a new one is compared with
 # Where a sentence ends: the blanks after its mark are kept by ``split`` (odd places).
 _SENTENCES = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])(\s*)")
@@ -48,7 +51,7 @@ def copied_reply(ctx: ToolContext, text: str, earlier: set[str] | None) -> bool:
     """Whether ``text`` only says again, sentence for sentence in any order, what earlier
     replies of the conversation said (``earlier``, read here if None: a small model copies
     its last reply from the history it is shown, and sometimes shuffles its sentences)."""
-    if len(text) < COPIED_REPLY_CHARS:
+    if estimate_tokens(text) < COPIED_REPLY_TOKENS:
         return False
     return sentences(text) <= (earlier if earlier is not None else earlier_sentences(ctx))
 
