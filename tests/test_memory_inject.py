@@ -231,6 +231,32 @@ def test_a_run_with_more_to_read_moves_the_history_on_and_the_next_keeps_it(runt
     assert context_sections(runtime, [])[0] == busy  # the next begins there: not moved back
 
 
+def test_a_history_begun_anew_for_a_report_is_where_the_next_message_finds_it(runtime):
+    """A report's pass shows the history as the next message's pass will begin it: where it
+    is begun anew, it is so at the report, and the message's pass (which a person waits on)
+    finds all of it in the server's cache."""
+    from mimikit.agents.context import context_sections
+    from mimikit.agents.teller import MESSAGE_TOKENS
+    from mimikit.models import Message
+
+    seen = "## Scheduled\n" + "".join(f"- every day at 0{n}:00: Remind the user to stretch.\n"
+                                     for n in range(1, 8)) + "\n## Work directory\n" + \
+        " ".join(f"notes-{n}.txt" for n in range(12))
+    inbox = "## Pending inputs\n- [2026-12-01T16:20:21.424166Z] user: also add a line to todo.txt"
+    restarts = 0
+    for n in range(60):
+        runtime.conversation.append(Message(role="user" if n % 2 else "assistant",
+                                            text=f"message number {n} " + "word " * 10))
+        if n % 3:
+            continue
+        report = context_sections(runtime, [], beside=seen, ahead=MESSAGE_TOKENS)[0]
+        message = context_sections(runtime, ["also add a line to todo.txt"],
+                                   beside=f"{seen}\n\n{inbox}")[0]
+        assert message.startswith(report), (n, report, message)
+        restarts += _history_lines(report)[0] != _history_lines(message)[0]
+    assert restarts == 0
+
+
 def test_history_over_a_day_boundary_keeps_to_its_budget():
     history = [msg(600 + 60 * i, "user", "word " * 8) for i in range(48)]  # hourly, 3 days
     for budget in (300, 400):

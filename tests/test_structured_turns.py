@@ -291,7 +291,8 @@ def test_a_preference_in_chinese_is_kept_in_the_persons_words(llamacpp, stack, l
 
 
 @pytest.mark.parametrize("copied", ["I'll create todo.txt with milk in it.",
-                                    "That failed: it was not done."])  # as the 0.5B model did
+                                    "That failed: it was not done.",
+                                    "I live in Berlin."])  # as the 0.5B model did
 def test_an_examples_reply_copied_to_a_message_it_does_not_fit_is_not_said(llamacpp, stack,
                                                                              llm, copied):
     llm.script("teller", turn(delegate=False, remember=False, reply=copied),

@@ -102,7 +102,7 @@ def _static_tokens(role: str) -> int:
 def context_sections(runtime: Runtime, pending_texts: list[str],
                      exclude_ids: set[str] | None = None,
                      roles: tuple[str, ...] | None = None, role: str = "teller",
-                     beside: str = "", keep: bool = True) -> list[str]:
+                     beside: str = "", keep: bool = True, ahead: int = 0) -> list[str]:
     """``## History`` and ``## Memory`` blocks (either may be absent when empty), in that order
     (the history changes least from one run to the next, and goes first for a server's prompt
     cache), within the budget of ``role``'s first request; ``roles``: the messages of only
@@ -115,7 +115,9 @@ def context_sections(runtime: Runtime, pending_texts: list[str],
     The history leaves out ``exclude_ids``, the messages held back after a failed pass or
     given up (``tries.held_back``), and the notes that say one gave up: words the model could
     not answer must not spoil another run. It begins where ``role``'s last run began it, while
-    that fits (``_steady``; ``keep``: False to leave where it begins as it is).
+    that fits (``_steady``; ``keep``: False to leave where it begins as it is). ``ahead``:
+    tokens the next run's own input will take beside ``beside``, so that where the history is
+    begun anew now is where that run will find it.
     """
     recent, total = runtime.conversation.recent_of_all(HISTORY_WINDOW)
     hidden = (exclude_ids or set()) | held_back(runtime)
@@ -123,7 +125,8 @@ def context_sections(runtime: Runtime, pending_texts: list[str],
     shown = [m for m in recent if m.id not in hidden and m.failedItem is None
              and (roles is None or m.role in roles) and plain(m.text) not in said]
     sections = []
-    room = first_request_room(runtime, role) - max(INPUTS_TOKENS, estimate_tokens(beside))
+    room = first_request_room(runtime, role) - max(INPUTS_TOKENS,
+                                                   estimate_tokens(beside) + ahead)
     history_room = max(0, room - MEMORY_TOKENS)
     first = total - len(recent)
     places = {message.id: first + index for index, message in enumerate(recent)}

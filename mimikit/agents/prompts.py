@@ -33,6 +33,7 @@ PROMPTS_PACKAGE = "mimikit.prompts"
 TELLER_FIRST_LINE = "You are the Mimikit runtime teller."
 REPORT_EXAMPLE = "a task result"  # how an example of a report begins in the prompts
 _EXAMPLE_REPLY = re.compile(r'"(?:reply|text)": ("(?:[^"\\]|\\.)*")')
+_EXAMPLE_MESSAGE = re.compile(r"^user: (.+?) -> ", re.MULTILINE)  # what an example's person says
 
 
 @cache
@@ -65,12 +66,16 @@ def unsaid_examples(role: str, heard: list[str], results: bool) -> list[str]:
     (``heard``; ``results``: and results to report): those that name a file or a number and
     share no word with it (the 0.5B model answered "What is 17 times 23?" with "I'll create
     todo.txt with milk in it."), and, without results, the examples of a report (it then
-    answered it with "That failed: it was not done.")."""
+    answered it with "That failed: it was not done."); and the examples' messages that share
+    no word with it (it answered "show me what's in my folder" with "I live in Berlin.")."""
     said = set(tokenize(" ".join(heard)))
     reports = () if results else report_examples(role)
+    texts = role_text(role, "constrained") + role_text(role, "native")
     return [reply for reply in example_replies(role) if reply in reports or (
         (named_paths(reply) or any(char.isdigit() for char in reply))
-        and not set(tokenize(reply)) & said)]
+        and not set(tokenize(reply)) & said)] + [
+        message for message in dict.fromkeys(_EXAMPLE_MESSAGE.findall(texts))
+        if not set(tokenize(message)) & said]
 
 
 @cache

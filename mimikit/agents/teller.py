@@ -66,6 +66,7 @@ from mimikit.workspace.named import named_paths
 log = logging.getLogger("mimikit.teller")
 JOURNAL_OWNER = "teller"
 ANSWERED = "answered"
+MESSAGE_TOKENS = 48  # a message as the next pass shows it (its time and a sentence: 36-40)
 
 
 class LLMAwayDuringPass(Exception):
@@ -208,8 +209,12 @@ def teller_pass(runtime: Runtime, items: list[InboxItem], pass_journal: RunJourn
         sections = context_sections(runtime, [item.message["text"] for item in inputs],
                                     exclude_ids={item.message["id"] for item in inputs},
                                     beside="\n\n".join([*seen, inbox])) + seen
-    else:  # a report is shown the history alone: the prompt stays the one the server cached
-        sections = [s for s in context_sections(runtime, []) if s.startswith("## History")]
+    else:  # a report is shown the history alone: the prompt stays the one the server cached,
+        # begun anew (when due) where the next message's pass will find it: that pass, which
+        # a person waits on, then reads its own lines only
+        seen = "\n\n".join([*backlog_section(runtime), *surroundings(runtime)])
+        sections = [s for s in context_sections(runtime, [], beside=seen, ahead=MESSAGE_TOKENS)
+                    if s.startswith("## History")]
         ctx.reported = inbox
     system, user = build_prompts("teller", choose_mode("teller", bool(sections)), sections,
                                  inbox)
