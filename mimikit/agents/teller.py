@@ -212,8 +212,9 @@ def teller_pass(runtime: Runtime, items: list[InboxItem], pass_journal: RunJourn
     else:  # a report is shown the history alone: the prompt stays the one the server cached,
         # begun anew (when due) where the next message's pass will find it: that pass, which
         # a person waits on, then reads its own lines only
-        seen = "\n\n".join([*backlog_section(runtime), *surroundings(runtime)])
-        sections = [s for s in context_sections(runtime, [], beside=seen, ahead=MESSAGE_TOKENS)
+        around = "\n\n".join([*backlog_section(runtime), *surroundings(runtime)])
+        sections = [s for s in context_sections(runtime, [], beside=around,
+                                                ahead=MESSAGE_TOKENS)
                     if s.startswith("## History")]
         ctx.reported = inbox
     system, user = build_prompts("teller", choose_mode("teller", bool(sections)), sections,
