@@ -958,6 +958,21 @@ def test_a_chinese_reply_copied_from_an_earlier_one_is_refused_and_answered_agai
     assert "word for word" in str(llm.requests_for("teller")[1]["messages"])
 
 
+def test_a_copy_said_again_after_it_was_refused_ends_the_pass(llamacpp, stack, llm):
+    """Told once that its reply said an earlier one again, the 1.5B model said it again five
+    more times, then in the next pass: the second copy ends the pass, which is tried anew."""
+    earlier = "好的，我将创建一个提醒任务，每天晚上十点提醒你睡觉。"
+    stack.conversation.append(Message(role="assistant", text=earlier))
+    copy = turn(delegate=False, remember=False, reply=earlier)
+    llm.script("teller", copy, copy, turn(delegate=False, remember=False, reply="你喜欢喝绿茶。"))
+    post_input(stack, "我喜欢喝什么茶？")
+    said = wait_history(stack, lambda h: ("assistant", "你喜欢喝绿茶。") in h, timeout=60,
+                        message="reply")
+    assert [text for role, text in said if role == "assistant"] == [earlier, "你喜欢喝绿茶。"]
+    asked = llm.requests_for("teller")
+    assert [len(request["messages"]) for request in asked] == [2, 4, 2]  # a new pass, third
+
+
 def test_a_worker_holds_each_result_against_its_task_before_its_next_step(llamacpp, stack, llm):
     llm.script("worker", turn(check="", write_file={"path": "count.py", "content": "print(1)\n"}),
                turn(check="count.py is written.", shell={"command": "python3 count.py"}),

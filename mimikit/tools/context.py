@@ -71,6 +71,9 @@ class ToolContext:
     reopened: list[Any] = field(default_factory=list)
     # A report pass whose reply only said earlier replies again (``teller_tools.post_reply``).
     copied_report: bool = False
+    # Replies of this pass refused as copies of earlier ones: at the second, the pass ends
+    # (told once, the 1.5B model said its copy again five more times, then in the next pass).
+    copies_refused: int = 0
     # A report pass: its results as shown to the model (a report naming a file they do not
     # name is a copy of an earlier one: the 1.5B told a failed "remove backup.txt" as the
     # failure of scores.csv; one saying an earlier report's sentences again adds them to it).

@@ -83,7 +83,7 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
 
     Raises:
         ToolError: Nothing is left once the copied lines are taken out, in a pass with the
-            person's words.
+            person's words; or it says an earlier reply again, the first time in its pass.
     """
     text = without_echoes(text, ctx.told)
     earlier = None  # the sentences of earlier replies, read where they are needed
@@ -119,8 +119,8 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
         if not ctx.heard:
             ctx.copied_report = True  # the results are told without the model's words
             return None
-        raise ToolError("this reply says again, word for word, what you said before; answer "
-                        "the user's new message itself")
+        _refuse_copy(ctx)
+        return None  # the second copy of the pass: it ends without it
     message = Message(role="assistant", text=text, usage=ctx.usage.model_copy(),
                       elapsedMs=ctx.elapsed_ms(), traceId=ctx.trace_id)
     once = ctx.once_key()
@@ -286,13 +286,29 @@ def keep(ctx: ToolContext, content: str, long_term: bool) -> dict[str, Any]:
 
 
 
+def _refuse_copy(ctx: ToolContext) -> None:
+    """Refuse a reply that says an earlier one again, word for word; at the second such reply
+    of a pass, end the pass without it (the ``reply`` handler stops the run): told once, the
+    1.5B model said its copy again five more times, then in the next pass.
+
+    Raises:
+        ToolError: The first copy of the pass.
+    """
+    ctx.copies_refused += 1
+    if ctx.copies_refused == 1:
+        raise ToolError("this reply says again, word for word, what you said before; answer "
+                        "the user's new message itself")
+
+
 def register(registry: Registry) -> None:
     teller = {"teller"}
 
     @registry.tool("reply", roles=teller, idempotent=True, short="text")
-    def reply(ctx: ToolContext, args: ReplyArgs) -> dict[str, Any]:
+    def reply(ctx: ToolContext, args: ReplyArgs) -> dict[str, Any] | StopRun:
         """Send a message to the user, in the user's language."""
         post_reply(ctx, args.text)
+        if ctx.copies_refused > 1:  # a copy again, after it was refused: no other comes
+            return StopRun({"sent": False})
         return {"sent": True}
 
     @registry.tool("delegate", roles=teller, idempotent=True, short="prompt", flag=True)
