@@ -285,7 +285,6 @@ def keep(ctx: ToolContext, content: str, long_term: bool) -> dict[str, Any]:
     return {"path": str(path.relative_to(state_dir))}
 
 
-
 def _refuse_copy(ctx: ToolContext) -> None:
     """Refuse a reply that says an earlier one again, word for word; at the second such reply
     of a pass, end the pass without it (the ``reply`` handler stops the run): told once, the
@@ -308,7 +307,7 @@ def register(registry: Registry) -> None:
         """Send a message to the user, in the user's language."""
         post_reply(ctx, args.text)
         if ctx.copies_refused > 1:  # a copy again, after it was refused: no other comes
-            return StopRun({"sent": False})
+            return StopRun({"sent": False}, after_batch=True)
         return {"sent": True}
 
     @registry.tool("delegate", roles=teller, idempotent=True, short="prompt", flag=True)
