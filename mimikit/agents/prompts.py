@@ -61,6 +61,14 @@ def example_replies(role: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(json.loads(found) for found in _EXAMPLE_REPLY.findall(texts)))
 
 
+@cache
+def example_messages(role: str) -> tuple[str, ...]:
+    """What the person says in the examples of ``role``'s prompts: a small model copies one
+    as its reply."""
+    texts = role_text(role, "constrained") + role_text(role, "native")
+    return tuple(dict.fromkeys(_EXAMPLE_MESSAGE.findall(texts)))
+
+
 def unsaid_examples(role: str, heard: list[str], results: bool) -> list[str]:
     """The replies of ``role``'s examples that do not fit a pass with what the person said
     (``heard``; ``results``: and results to report): those that name a file or a number and
@@ -70,12 +78,10 @@ def unsaid_examples(role: str, heard: list[str], results: bool) -> list[str]:
     no word with it (it answered "show me what's in my folder" with "I live in Berlin.")."""
     said = set(tokenize(" ".join(heard)))
     reports = () if results else report_examples(role)
-    texts = role_text(role, "constrained") + role_text(role, "native")
     return [reply for reply in example_replies(role) if reply in reports or (
         (named_paths(reply) or any(char.isdigit() for char in reply))
         and not set(tokenize(reply)) & said)] + [
-        message for message in dict.fromkeys(_EXAMPLE_MESSAGE.findall(texts))
-        if not set(tokenize(message)) & said]
+        message for message in example_messages(role) if not set(tokenize(message)) & said]
 
 
 @cache

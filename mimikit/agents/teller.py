@@ -204,16 +204,15 @@ def teller_pass(runtime: Runtime, items: list[InboxItem], pass_journal: RunJourn
         return ANSWERED  # the Planner's question is the whole report: no words of a model
     inputs = [item for item in items if isinstance(item, InputItem)]
     inbox = render_inbox(runtime, items, done)
+    seen = [*backlog_section(runtime), *surroundings(runtime)]
     if ctx.turn_only is None:
-        seen = [*backlog_section(runtime), *surroundings(runtime)]
         sections = context_sections(runtime, [item.message["text"] for item in inputs],
                                     exclude_ids={item.message["id"] for item in inputs},
                                     beside="\n\n".join([*seen, inbox])) + seen
     else:  # a report is shown the history alone: the prompt stays the one the server cached,
         # begun anew (when due) where the next message's pass will find it: that pass, which
         # a person waits on, then reads its own lines only
-        around = "\n\n".join([*backlog_section(runtime), *surroundings(runtime)])
-        sections = [s for s in context_sections(runtime, [], beside=around,
+        sections = [s for s in context_sections(runtime, [], beside="\n\n".join(seen),
                                                 ahead=MESSAGE_TOKENS)
                     if s.startswith("## History")]
         ctx.reported = inbox

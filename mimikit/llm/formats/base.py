@@ -104,6 +104,7 @@ def decode(body: str) -> Any:
 
 
 def _ends_in_string(body: str) -> bool:
+    """Whether ``body`` ends inside a quoted string (a value cut short there)."""
     quote, escaped = "", False
     for char in body:
         if quote:
