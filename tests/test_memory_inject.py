@@ -236,7 +236,7 @@ def test_a_history_begun_anew_for_a_report_is_where_the_next_message_finds_it(ru
     is begun anew, it is so at the report, and the message's pass (which a person waits on)
     finds all of it in the server's cache."""
     from mimikit.agents.context import context_sections
-    from mimikit.agents.teller import MESSAGE_TOKENS
+    from mimikit.agents.history_ahead import MESSAGE_TOKENS
     from mimikit.models import Message
 
     seen = "## Scheduled\n" + "".join(f"- every day at 0{n}:00: Remind the user to stretch.\n"

@@ -166,3 +166,76 @@ def test_a_model_under_probe_elsewhere_is_warmed_once_its_profile_is_kept(runtim
     llm.reset()
     warm_server_prompts(runtime, client, time.time())  # once per start of the instance
     assert llm.requests == []
+
+
+def _caching_runtime(runtime, llm):
+    """``runtime`` on the scripted server named as llama.cpp's, holding answers to schemas and
+    serving prompts from its cache, for every role."""
+    llm.owner = "llamacpp"
+    llm.default("*", with_usage(text("ok"), 300, 1, cached_tokens=0))
+    runtime.settings = runtime.settings.model_copy(update={
+        "llm_base_url": llm.url, **{f"{model}_model": model for model in MODELS}})
+    keeper = RedisProfiles(runtime.redis, runtime.keys.llm_profiles)
+    for model in MODELS:
+        profile = profile_for(llm.url, model, ["llamacpp"])
+        profile.probed, profile.cachedTokens = True, True
+        keeper.save(profile)
+    return runtime
+
+
+def _say(runtime, n: int) -> None:
+    from mimikit.models import Message
+
+    runtime.conversation.append(Message(role="assistant" if n % 2 else "user",
+                                        text=f"message number {n} " + "word " * 12))
+
+
+def test_a_history_begun_anew_with_no_report_after_it_is_read_before_the_next_message(
+        runtime, llm, quick):
+    """Where the history the next message's pass will show begins anew and no report's pass
+    follows, it is read into the server's cache while the server is free: that pass finds all
+    of it there, and a warming where it goes on sends nothing."""
+    from mimikit.agents.context import context_sections
+    from mimikit.agents.history_ahead import warm_next_history
+    from mimikit.agents.prompts import build_prompts
+    from mimikit.agents.surroundings import surroundings
+
+    runtime = _caching_runtime(runtime, llm)
+    teller = system_prompt("teller")("constrained")
+    _say(runtime, 0)
+    context_sections(runtime, ["hello"])  # a first message's pass: where the history begins
+    assert warm_next_history(runtime) is None and llm.requests_for("teller") == []
+    n, warmed = 1, None
+    while warmed is None and n < 200:  # until the next message's history begins anew
+        _say(runtime, n)
+        n += 1
+        warmed = warm_next_history(runtime)
+    assert warmed is not None and warmed.whole and warmed.steps >= 1 and 5 < n < 200
+    sent = llm.requests_for("teller")
+    assert len(sent) == warmed.steps and {body["max_tokens"] for body in sent} == {1}
+    assert {body["messages"][0]["content"] for body in sent} == {teller}
+    users = [body["messages"][1]["content"] for body in sent]
+    assert all(users[-1].startswith(user) for user in users)
+    assert users[0].startswith("## History\n") and users[-1].endswith("\n\n")
+    seen = surroundings(runtime)
+    inbox = "## Pending inputs\n- [2026-12-01T16:20:21.424166Z] user: also add a line to todo.txt"
+    _system, user = build_prompts("teller", "full", [
+        *context_sections(runtime, ["also add a line to todo.txt"],
+                          beside="\n\n".join([*seen, inbox])), *seen], inbox)
+    assert user.startswith(users[-1])  # the message's pass: its history is the one read
+    assert warm_next_history(runtime) is None and len(llm.requests_for("teller")) == len(sent)
+
+
+def test_no_history_is_read_ahead_while_a_teller_run_is_due(runtime, llm, quick):
+    from mimikit.agents.context import context_sections
+    from mimikit.agents.history_ahead import warm_next_history
+
+    runtime = _caching_runtime(runtime, llm)
+    for n in range(80):
+        _say(runtime, n)
+    context_sections(runtime, ["hello"], keep=False)
+    runtime.redis.set(runtime.keys.teller_queued, "1")  # a message's run waits for a worker
+    assert warm_next_history(runtime) is None
+    runtime.redis.delete(runtime.keys.teller_queued)
+    assert warm_next_history(runtime) is not None  # where it is not due, the same history is
+    assert llm.requests_for("teller")

@@ -1,6 +1,6 @@
 """What the Teller is shown of the person's world, so that it answers what it can see instead
-of inventing it: the work that will run later (``## Scheduled``) and the names in the work
-directory (``## Work directory``). Asked "what reminders do I have?" with neither, the 1.5B
+of inventing it: the open items of the backlog (``## Backlog``), the work that will run later
+(``## Scheduled``) and the names in the work directory (``## Work directory``). Asked "what reminders do I have?" with neither, the 1.5B
 model named a reminder that was a fact in its history and left out one it had set; asked which
 files there were, it named a file that did not exist.
 """
@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from mimikit.memory import backlog
 from mimikit.models import IntervalSchedule, Task
 from mimikit.store.runtime import Runtime
 from mimikit.summaries import timing_words
@@ -21,8 +22,17 @@ WORK_DIR_NAMES = 40  # names shown, in order; more are counted
 
 
 def surroundings(runtime: Runtime) -> list[str]:
-    """The ``## Scheduled`` and ``## Work directory`` sections of a Teller run."""
-    return [section for section in (scheduled(runtime), work_directory(runtime)) if section]
+    """The ``## Backlog``, ``## Scheduled`` and ``## Work directory`` sections of a Teller
+    run, those that have anything in them."""
+    return [section for section in (backlog_section(runtime), scheduled(runtime),
+                                    work_directory(runtime)) if section]
+
+
+def backlog_section(runtime: Runtime) -> str:
+    """``## Backlog`` with the open items; '' when there is none."""
+    items = [entry for entry in backlog.read(runtime.settings.state_dir) if not entry["done"]]
+    return "## Backlog\n" + "\n".join(f"- [ ] {entry['item']}" for entry in items) \
+        if items else ""
 
 
 def scheduled(runtime: Runtime) -> str:

@@ -20,6 +20,7 @@ from redis.exceptions import RedisError
 
 from mimikit.agents.common import answer_path, run_role
 from mimikit.agents.context import context_sections
+from mimikit.agents.history_ahead import next_history, warm_soon
 from mimikit.agents.inbox_view import (
     CHINESE_START,
     done_tasks,
@@ -44,7 +45,6 @@ from mimikit.exceptions import LLMUnavailable
 from mimikit.lifecycle.actions import with_actions
 from mimikit.llm.echoes import without_echoes
 from mimikit.llm.record import RunRecord
-from mimikit.memory import backlog
 from mimikit.memory.tokenize import has_chinese
 from mimikit.models import PendingQuestion, Task
 from mimikit.store.identity import owner_alive
@@ -66,7 +66,6 @@ from mimikit.workspace.named import named_paths
 log = logging.getLogger("mimikit.teller")
 JOURNAL_OWNER = "teller"
 ANSWERED = "answered"
-MESSAGE_TOKENS = 48  # a message as the next pass shows it (its time and a sentence: 36-40)
 
 
 class LLMAwayDuringPass(Exception):
@@ -79,6 +78,7 @@ def run_teller(runtime: Runtime, owner: str) -> str:
         return "busy"
     keeper = teller_gate.LeaseKeeper(runtime, owner).start()
     until = time.monotonic() + teller_gate.pass_seconds(runtime) * (TELLER_DELIVERY_PASSES - 1)
+    passes = 0
     try:
         while time.monotonic() < until:  # then the next delivery goes on (``again``)
             if keeper.lost or not teller_gate.more_to_do(runtime):
@@ -87,6 +87,7 @@ def run_teller(runtime: Runtime, owner: str) -> str:
             items = pass_items(runtime, pass_journal)
             if items and not handle(runtime, items, keeper, pass_journal):
                 break  # kept for later: the supervisor wakes the Teller again
+            passes += bool(items)
     finally:
         keeper.stop()
         # Also after a Redis outage broke the run: a lease left behind would keep every other
@@ -94,6 +95,8 @@ def run_teller(runtime: Runtime, owner: str) -> str:
         again = when_back(lambda: teller_gate.release(runtime, owner), "releasing the Teller")
     if again:
         teller_gate.wake(runtime)
+    elif passes:
+        warm_soon(runtime)  # the history the next message will find, while no one waits
     return "ran"
 
 
@@ -204,17 +207,14 @@ def teller_pass(runtime: Runtime, items: list[InboxItem], pass_journal: RunJourn
         return ANSWERED  # the Planner's question is the whole report: no words of a model
     inputs = [item for item in items if isinstance(item, InputItem)]
     inbox = render_inbox(runtime, items, done)
-    seen = [*backlog_section(runtime), *surroundings(runtime)]
+    seen = surroundings(runtime)
     if ctx.turn_only is None:
         sections = context_sections(runtime, [item.message["text"] for item in inputs],
                                     exclude_ids={item.message["id"] for item in inputs},
                                     beside="\n\n".join([*seen, inbox])) + seen
     else:  # a report is shown the history alone: the prompt stays the one the server cached,
-        # begun anew (when due) where the next message's pass will find it: that pass, which
-        # a person waits on, then reads its own lines only
-        sections = [s for s in context_sections(runtime, [], beside="\n\n".join(seen),
-                                                ahead=MESSAGE_TOKENS)
-                    if s.startswith("## History")]
+        # begun anew (when due) where the next message's pass will find it
+        sections = next_history(runtime, seen)
         ctx.reported = inbox
     system, user = build_prompts("teller", choose_mode("teller", bool(sections)), sections,
                                  inbox)
@@ -364,14 +364,6 @@ def _llm_away(runtime: Runtime, error: str, items: list[InboxItem],
         runtime.conversation.system(
             f"The assistant cannot answer right now: {error}. Your messages are kept and will "
             "be answered when the LLM is back.", traceId=trace_id)
-
-
-def backlog_section(runtime: Runtime) -> list[str]:
-    """``## Backlog`` with the open items, when there are any."""
-    items = [entry for entry in backlog.read(runtime.settings.state_dir) if not entry["done"]]
-    if not items:
-        return []
-    return ["## Backlog\n" + "\n".join(f"- [ ] {entry['item']}" for entry in items)]
 
 
 class ReplyStream:

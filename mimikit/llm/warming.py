@@ -1,4 +1,5 @@
-"""Reading the roles' system prompts into a server's prompt cache before their first runs.
+"""Reading the roles' system prompts into a server's prompt cache before their first runs, and
+a history begun anew before the run that will show it.
 
 A local server on two CPU cores reads 30-40 prompt tokens a second. The first file task of an
 instance read the Planner's system prompt (about 1,300 tokens) and the Worker's (1,100) cold,
@@ -53,22 +54,23 @@ def warmable(profile: ServerProfile) -> bool:
 
 
 def warm_prompt(client: LLMClient, model: str, prompt: str,
-                read_by_a_run: Callable[[], bool] = lambda: False) -> Warmed:
-    """Send a system prompt of ``model`` to the server in steps; stops where a run has read
-    it meanwhile (``read_by_a_run``: its own request then holds the whole prompt, which a
-    step's part of it does not find), or where the server stays busy with other work or goes
-    away (``whole`` False)."""
+                read_by_a_run: Callable[[], bool] = lambda: False, after: str = "") -> Warmed:
+    """Send a system prompt of ``model`` to the server in steps, or, given ``after`` (the
+    beginning of a first user message), the whole system prompt with ``after`` in steps;
+    stops where a run has read it meanwhile (``read_by_a_run``: its own request then holds the
+    whole prompt, which a step's part of it does not find), or where the server stays busy
+    with other work or goes away (``whole`` False)."""
     warmed = Warmed()
     if not warmable(client.profile(model)):
         return warmed
-    for cut in step_ends(prompt):
-        if not _quiet(client):
+    for cut in step_ends(after or prompt):
+        if not quiet(client):
             warmed.whole = False
             return warmed
         if read_by_a_run():
             return warmed
-        messages = [{"role": "system", "content": prompt[:cut]},
-                    {"role": "user", "content": ""}]
+        messages = [{"role": "system", "content": prompt if after else prompt[:cut]},
+                    {"role": "user", "content": after[:cut]}]
         try:
             answer = client.chat(model, messages, max_tokens=1, retries=0)
         except LLMUnavailable as error:
@@ -91,7 +93,7 @@ def step_ends(text: str) -> list[int]:
     return [*ends, len(text)] if not ends or ends[-1] < len(text) else ends
 
 
-def _quiet(client: LLMClient) -> bool:
+def quiet(client: LLMClient) -> bool:
     """Wait until the server has had a free slot for ``QUIET_SECONDS``; False when it stays
     busy past ``BUSY_GIVE_UP_SECONDS`` or does not say."""
     began = time.monotonic()
