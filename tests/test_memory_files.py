@@ -37,6 +37,20 @@ def test_long_term_memory_is_appended_to_memory_md(tmp_path):
     assert path.read_text(encoding="utf-8") == "用户偏好使用 pnpm 而非 npm。\n\nThe user prefers dark mode.\n\n"
 
 
+def test_the_same_fact_kept_again_is_kept_once(tmp_path):
+    """A turn tried again after a reply it copied keeps its fact again: one file, one entry."""
+    first = remember(tmp_path, "The user uses vim.", now=NOW)
+    assert remember(tmp_path, "The user uses vim.", now=NOW) == first
+    other = remember(tmp_path, "The user uses vim!", now=NOW)  # the same name, not the text
+    assert other != first and remember(tmp_path, "The user uses vim!", now=NOW) == other
+    assert len(list((tmp_path / "memory").iterdir())) == 2
+    for text in ("用户偏好使用 pnpm。", "The user prefers dark mode.", "The user prefers dark mode."):
+        remember(tmp_path, text, long_term=True)
+    remember(tmp_path, "dark mode.", long_term=True)  # the end of the last entry, not all of it
+    assert (tmp_path / "memory.md").read_text(encoding="utf-8") == \
+        "用户偏好使用 pnpm。\n\nThe user prefers dark mode.\n\ndark mode.\n\n"
+
+
 def test_remember_rejects_empty_content(tmp_path):
     try:
         remember(tmp_path, "   ")

@@ -955,22 +955,32 @@ def test_a_chinese_reply_copied_from_an_earlier_one_is_refused_and_answered_agai
     post_input(stack, "我喜欢喝什么茶？")
     said = wait_history(stack, lambda h: ("assistant", "你喜欢喝绿茶。") in h, message="reply")
     assert [text for role, text in said if role == "assistant"] == [earlier, "你喜欢喝绿茶。"]
-    assert "word for word" in str(llm.requests_for("teller")[1]["messages"])
+    again = llm.requests_for("teller")[1]["messages"]  # a pass of its own, without the copy
+    assert len(again) == 2 and earlier not in again[1]["content"]
 
 
-def test_a_copy_said_again_after_it_was_refused_ends_the_pass(llamacpp, stack, llm):
-    """Told once that its reply said an earlier one again, the 1.5B model said it again five
-    more times, then in the next pass: the second copy ends the pass, which is tried anew."""
+def test_a_reply_copied_from_an_earlier_one_ends_the_pass_tried_anew_without_it(
+        llamacpp, stack, llm):
+    """Told that its reply said an earlier one again, the 1.5B model said it again five more
+    times, then in the next pass: the copy ends the pass, and the message is tried anew with
+    the copied reply out of its history, until it is answered."""
     earlier = "好的，我将创建一个提醒任务，每天晚上十点提醒你睡觉。"
+    stack.conversation.append(Message(role="user", text="每天晚上十点提醒我睡觉"))
     stack.conversation.append(Message(role="assistant", text=earlier))
     copy = turn(delegate=False, remember=False, reply=earlier)
-    llm.script("teller", copy, copy, turn(delegate=False, remember=False, reply="你喜欢喝绿茶。"))
+    llm.script("teller", copy, turn(delegate=False, remember=False, reply="你喜欢喝绿茶。"))
     post_input(stack, "我喜欢喝什么茶？")
     said = wait_history(stack, lambda h: ("assistant", "你喜欢喝绿茶。") in h, timeout=60,
                         message="reply")
     assert [text for role, text in said if role == "assistant"] == [earlier, "你喜欢喝绿茶。"]
-    asked = llm.requests_for("teller")
-    assert [len(request["messages"]) for request in asked] == [2, 4, 2]  # a new pass, third
+    asked = [request["messages"] for request in llm.requests_for("teller")]
+    assert [len(messages) for messages in asked] == [2, 2]  # a new pass, not a correction
+    assert earlier in asked[0][1]["content"] and earlier not in asked[1][1]["content"]
+    assert "每天晚上十点提醒我睡觉" in asked[1][1]["content"]  # only the copied reply is out
+    llm.script("teller", turn(delegate=False, remember=False, reply="不客气。"))
+    post_input(stack, "谢谢")
+    wait_history(stack, lambda h: ("assistant", "不客气。") in h, timeout=60, message="reply")
+    assert earlier in llm.requests_for("teller")[-1]["messages"][1]["content"]  # answered: back
 
 
 def test_a_worker_holds_each_result_against_its_task_before_its_next_step(llamacpp, stack, llm):

@@ -229,7 +229,10 @@ def teller_pass(runtime: Runtime, items: list[InboxItem], pass_journal: RunJourn
     except LLMUnavailable as error:
         _llm_away(runtime, str(error), items, trace_id)
         raise LLMAwayDuringPass(str(error)) from None
-    return _outcome(runtime, ctx, record, items)
+    outcome = _outcome(runtime, ctx, record, items)
+    if outcome != ANSWERED:
+        tries.hide_copies(runtime, items, ctx.copied)  # their next pass without the copied
+    return outcome
 
 
 def pass_context(runtime: Runtime, items: list[InboxItem], trace_id: str | None,

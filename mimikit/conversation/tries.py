@@ -99,21 +99,30 @@ def pause_before_retry(runtime: Runtime, seconds: float = RETRY_PAUSE_SECONDS) -
 
 
 def held_back(runtime: Runtime) -> set[str]:
-    """The ids of the person's messages kept out of the models' context: those waiting to be
-    tried again after a failed pass, and those that gave up (dismissed ones too). A message
-    the model cannot answer must not spoil the passes of the others."""
+    """The ids of the messages kept out of the models' context: the person's messages waiting
+    to be tried again after a failed pass, and those that gave up (dismissed ones too); and the
+    earlier replies a failed pass of a waiting item said again (``hide_copies``). A message the
+    model cannot answer must not spoil the passes of the others, nor a reply it copies the
+    pass that answers its message again."""
     keys = runtime.keys
     pipe = runtime.redis.pipeline(transaction=False)  # the three read in one round trip
-    pipe.hkeys(keys.inbox_tries)
+    pipe.hgetall(keys.inbox_tries)
     pipe.lrange(keys.inbox, 0, -1)
     pipe.hvals(keys.inbox_failed)
-    tried_ids, inbox, records = pipe.execute()
-    tried = {as_text(item_id) for item_id in tried_ids}
-    waiting = {str(item.message.get("id")) for item in map(parse_item, inbox)
-               if isinstance(item, InputItem) and item.id in tried}
+    entries, inbox, records = pipe.execute()
+    tried = {as_text(item_id): Tries.model_validate_json(raw) for item_id, raw in entries.items()}
+    waiting = [item for item in map(parse_item, inbox) if item is not None and item.id in tried]
+    said = {str(item.message.get("id")) for item in waiting if isinstance(item, InputItem)}
+    copies = {message_id for item in waiting for message_id in tried[item.id].hidden}
     gone = {record.messageId for record in (load(FailedItem, raw) for raw in records)
             if record.messageId}
-    return waiting | gone
+    return said | copies | gone
+
+
+def hide_copies(runtime: Runtime, items: list[InboxItem], replies: list[str]) -> None:
+    """Keep the earlier ``replies`` that a failed pass over ``items`` said again out of their
+    next passes (until they are answered or give up)."""
+    item_tries(runtime).hide([item.id for item in items], replies)
 
 
 def spending(runtime: Runtime) -> dict[str, object]:

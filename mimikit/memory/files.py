@@ -43,7 +43,8 @@ def slugify(content: str) -> str:
 
 
 def _create_unique(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path``, or to ``stem-2``, ``stem-3``... if it exists; never overwrite."""
+    """Write ``text`` to ``path``, or to ``stem-2``, ``stem-3``... if it exists; never overwrite.
+    One of them holding ``text`` already is the file (a fact kept again, once)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     candidate, n = path, 1
     while True:
@@ -52,6 +53,8 @@ def _create_unique(path: Path, text: str) -> Path:
                 handle.write(text)
             return candidate
         except FileExistsError:
+            if candidate.read_text(encoding="utf-8", errors="replace") == text:
+                return candidate
             n += 1
             candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
 
@@ -65,6 +68,8 @@ def remember(
         state_dir: The Mimikit state dir (``MIMIKIT_STATE_DIR``).
         content: What to remember (markdown).
         long_term: Append to ``memory.md`` instead of writing a new recent-memory file.
+            The same text kept again (the day's file of it, the last entry of ``memory.md``)
+            is kept once.
         now: The time to date the memory with (default: now, UTC).
 
     Returns:
@@ -80,9 +85,12 @@ def remember(
     if long_term:
         path = Path(state_dir) / LONG_TERM_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
+        entry = f"{text}\n\n"  # a blank line after each keeps it its own search passage
+        kept = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+        if kept == entry or kept.endswith("\n" + entry):
+            return path  # the last entry kept again: once
         with path.open("a", encoding="utf-8") as handle:
-            # A blank line between entries keeps each one its own search passage.
-            handle.write(f"{text}\n\n")
+            handle.write(entry)
         return path
     name = f"{moment:%Y-%m-%d}-{slugify(text)}.md"
     return _create_unique(Path(state_dir) / RECENT_DIR / name, f"{text}\n")

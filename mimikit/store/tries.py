@@ -40,6 +40,21 @@ end
 return stored
 """
 
+# Adds the message ids ARGV[2..] to the ``hidden`` list of the entry of the item ARGV[1].
+_HIDE = """
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+local entry = {}
+if raw then entry = cjson.decode(raw) end
+local hidden = entry['hidden'] or {}
+local known = {}
+for _, id in ipairs(hidden) do known[id] = true end
+for i = 2, #ARGV do
+  if not known[ARGV[i]] then table.insert(hidden, ARGV[i]); known[ARGV[i]] = true end
+end
+entry['hidden'] = hidden
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(entry))
+"""
+
 
 class Tries(Model):
     """One item's failed passes so far."""
@@ -49,6 +64,9 @@ class Tries(Model):
     calls: int = Field(0, ge=0, description="LLM answers its failed passes took")
     reason: str = ""
     at: datetime | None = None
+    hidden: list[str] = Field(default_factory=list,
+                              description="messages its passes are not shown again: earlier "
+                                          "replies a failed pass said again word for word")
 
 
 class ItemTries:
@@ -68,6 +86,12 @@ class ItemTries:
                                  utcnow().isoformat(), *ids)
         return {item_id: Tries.model_validate_json(raw)
                 for item_id, raw in zip(ids, stored, strict=True)}
+
+    def hide(self, ids: list[str], message_ids: list[str]) -> None:
+        """Keep ``message_ids`` out of the later passes of each of ``ids``."""
+        if message_ids:
+            for item_id in ids:
+                self.redis.eval(_HIDE, 1, self.key, item_id, *message_ids)
 
     def of(self, ids: list[str]) -> dict[str, Tries]:
         """The entries of those of ``ids`` that failed a pass."""

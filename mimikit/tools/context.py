@@ -71,9 +71,10 @@ class ToolContext:
     reopened: list[Any] = field(default_factory=list)
     # A report pass whose reply only said earlier replies again (``teller_tools.post_reply``).
     copied_report: bool = False
-    # Replies of this pass refused as copies of earlier ones: at the second, the pass ends
-    # (told once, the 1.5B model said its copy again five more times, then in the next pass).
-    copies_refused: int = 0
+    # The earlier replies a reply of this pass said again, word for word: the pass ends, and
+    # its items are tried again without them in the history (told that its reply was a copy,
+    # the 1.5B model said it again five more times, then in the next pass).
+    copied: list[str] = field(default_factory=list)
     # A report pass: its results as shown to the model (a report naming a file they do not
     # name is a copy of an earlier one: the 1.5B told a failed "remove backup.txt" as the
     # failure of scores.csv; one saying an earlier report's sentences again adds them to it).

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from mimikit.models import Message
 from mimikit.tokens import estimate_tokens
 from mimikit.tools.context import ToolContext
 from mimikit.workspace.named import named_paths
@@ -57,9 +58,19 @@ def copied_reply(ctx: ToolContext, text: str, earlier: set[str] | None) -> bool:
 
 
 def earlier_sentences(ctx: ToolContext) -> set[str]:
-    said = [m.text for m in ctx.runtime.conversation.recent(EARLIER_REPLIES * 3)
+    return {sentence for reply in _earlier_replies(ctx) for sentence in sentences(reply.text)}
+
+
+def copied_replies(ctx: ToolContext, text: str) -> list[str]:
+    """The ids of the earlier replies (those ``earlier_sentences`` reads) that ``text`` says a
+    sentence of."""
+    said = sentences(text)
+    return [reply.id for reply in _earlier_replies(ctx) if sentences(reply.text) & said]
+
+
+def _earlier_replies(ctx: ToolContext) -> list[Message]:
+    return [m for m in ctx.runtime.conversation.recent(EARLIER_REPLIES * 3)
             if m.role == "assistant"][-EARLIER_REPLIES:]
-    return {sentence for reply in said for sentence in sentences(reply)}
 
 
 def without_earlier_sentences(text: str, earlier: set[str], reported: str) -> str:

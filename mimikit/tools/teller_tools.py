@@ -21,6 +21,7 @@ from mimikit.store import fingerprints as fingerprint
 from mimikit.tools.args import Args, Seconds
 from mimikit.tools.context import ToolContext
 from mimikit.tools.reply_checks import (
+    copied_replies,
     copied_reply,
     earlier_sentences,
     names_as_reported,
@@ -74,16 +75,16 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
     run again after a crash finds its message there), without what the model copied from its
     prompt (and, in a pass that reports no run, any account of one in the runtime's words:
     a small model copies it from an earlier report, before anything ran); None when the pass
-    said exactly that already. Unless it ``may_repeat`` (words
-    that are not the model's), a reply that only says earlier replies again is not posted;
-    nor, in a pass without the person's words, one with nothing left once the copied lines
+    said exactly that already. Unless it ``may_repeat`` (words that are not the model's), a
+    reply that only says earlier replies again is not posted (its pass is tried anew without
+    them: ``ToolContext.copied``); nor, in a pass without the person's words, one with nothing left once the copied lines
     are out, or one that says a sentence of an earlier reply its results do not: the pass's
     results are then told in their own words (``copied_report``). Beside work it hands over, a
     reply tells no number the person did not give (``without_results_ahead``).
 
     Raises:
         ToolError: Nothing is left once the copied lines are taken out, in a pass with the
-            person's words; or it says an earlier reply again, the first time in its pass.
+            person's words.
     """
     text = without_echoes(text, ctx.told)
     earlier = None  # the sentences of earlier replies, read where they are needed
@@ -119,8 +120,8 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
         if not ctx.heard:
             ctx.copied_report = True  # the results are told without the model's words
             return None
-        _refuse_copy(ctx)
-        return None  # the second copy of the pass: it ends without it
+        ctx.copied = copied_replies(ctx, text)  # the pass ends, and is tried without them
+        return None
     message = Message(role="assistant", text=text, usage=ctx.usage.model_copy(),
                       elapsedMs=ctx.elapsed_ms(), traceId=ctx.trace_id)
     once = ctx.once_key()
@@ -285,20 +286,6 @@ def keep(ctx: ToolContext, content: str, long_term: bool) -> dict[str, Any]:
     return {"path": str(path.relative_to(state_dir))}
 
 
-def _refuse_copy(ctx: ToolContext) -> None:
-    """Refuse a reply that says an earlier one again, word for word; at the second such reply
-    of a pass, end the pass without it (the ``reply`` handler stops the run): told once, the
-    1.5B model said its copy again five more times, then in the next pass.
-
-    Raises:
-        ToolError: The first copy of the pass.
-    """
-    ctx.copies_refused += 1
-    if ctx.copies_refused == 1:
-        raise ToolError("this reply says again, word for word, what you said before; answer "
-                        "the user's new message itself")
-
-
 def register(registry: Registry) -> None:
     teller = {"teller"}
 
@@ -306,7 +293,7 @@ def register(registry: Registry) -> None:
     def reply(ctx: ToolContext, args: ReplyArgs) -> dict[str, Any] | StopRun:
         """Send a message to the user, in the user's language."""
         post_reply(ctx, args.text)
-        if ctx.copies_refused > 1:  # a copy again, after it was refused: no other comes
+        if ctx.copied:  # a copy of an earlier reply: tried anew without it (``teller_pass``)
             return StopRun({"sent": False}, after_batch=True)
         return {"sent": True}
 
