@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from functools import partial
 
 from redis.exceptions import RedisError
@@ -23,12 +24,14 @@ from mimikit.agents.prompts import build_prompts
 from mimikit.agents.surroundings import surroundings
 from mimikit.conversation.gate import teller_state
 from mimikit.exceptions import LLMUnavailable
+from mimikit.llm.client import LLMClient
 from mimikit.llm.warming import Warmed, quiet, warm_prompt, warmable
 from mimikit.store.runtime import Runtime
 
 log = logging.getLogger("mimikit.teller")
 MESSAGE_TOKENS = 48  # a message as the next pass shows it (its time and a sentence: 36-40)
 HISTORY = "## History"
+WORK_POLL_SECONDS = 0.5
 _warming = threading.Lock()  # one warming at a time in a process
 
 
@@ -49,14 +52,14 @@ def warm_soon(runtime: Runtime) -> None:
 
 
 def warm_next_history(runtime: Runtime) -> Warmed | None:
-    """Where the history the next message's pass will show begins anew, once the server has
-    been free a while, read it into the server's cache, after the Teller's system prompt;
-    stops where a Teller run is due. None where the server keeps no prompts, a Teller run is
+    """Where the history the next message's pass will show begins anew, once the work handed
+    over is done and the server has been free a while, read it into the server's cache, after
+    the Teller's system prompt; stops where a Teller run is due. None where the server keeps no prompts, a Teller run is
     due, or the history goes on where the last pass began it (the server has read it)."""
     if answer_path(runtime, "teller") != "constrained":
         return None
     client, model = client_for(runtime), runtime.settings.model_for("teller")
-    if not warmable(client.profile(model)) or not quiet(client) or _teller_due(runtime):
+    if not warmable(client.profile(model)) or not _settled(runtime, client):
         return None
     key = runtime.keys.meta("history-start|teller")
     began = runtime.redis.get(key)
@@ -81,6 +84,25 @@ def _warm(runtime: Runtime) -> None:
         log.info("the history begun anew is not read into the LLM server's cache: %s", error)
     finally:
         _warming.release()
+
+
+def _settled(runtime: Runtime, client: LLMClient) -> bool:
+    """Wait until the work handed over is done (its tasks created, its lines in the history,
+    what it scheduled among the surroundings) and the server has been free a while; False
+    where a Teller run comes due first, or the server stays busy."""
+    while not _teller_due(runtime):
+        if not _working(runtime):
+            return quiet(client) and not (_working(runtime) or _teller_due(runtime))
+        time.sleep(WORK_POLL_SECONDS)
+    return False
+
+
+def _working(runtime: Runtime) -> bool:
+    """Whether a task is queued or running."""
+    pipe = runtime.redis.pipeline(transaction=False)
+    for status in ("queued", "running"):
+        pipe.scard(runtime.keys.status(status))
+    return any(pipe.execute())
 
 
 def _teller_due(runtime: Runtime) -> bool:

@@ -1,8 +1,9 @@
 """What the Teller is shown of the person's world, so that it answers what it can see instead
 of inventing it: the open items of the backlog (``## Backlog``), the work that will run later
-(``## Scheduled``) and the names in the work directory (``## Work directory``). Asked "what reminders do I have?" with neither, the 1.5B
-model named a reminder that was a fact in its history and left out one it had set; asked which
-files there were, it named a file that did not exist.
+(``## Scheduled``) and the names in the work directory (``## Work directory``). Asked "what
+reminders do I have?" with neither, the 1.5B model named a reminder that was a fact in its
+history and left out one it had set; asked which files there were, it named a file that did
+not exist.
 """
 
 from __future__ import annotations
