@@ -240,6 +240,13 @@ def test_no_history_is_read_ahead_while_a_teller_run_is_due_nor_before_work_is_d
     runtime.redis.set(runtime.keys.teller_queued, "1")  # a message's run waits for a worker
     assert warm_next_history(runtime) is None
     runtime.redis.delete(runtime.keys.teller_queued)
+    from scheduling_helpers import add_trigger
+
+    from mimikit.models import IntervalSchedule
+
+    add_trigger(runtime, type="recurring", schedule=IntervalSchedule(interval=7200),
+                prompt="Remind the user to drink water.")  # it waits: no work now
+    assert runtime.redis.smembers(runtime.keys.status("queued"))
     runtime.redis.sadd(runtime.keys.status("running"), "task-planning")
     warmed: list[object] = []
     warming = threading.Thread(target=lambda: warmed.append(warm_next_history(runtime)))

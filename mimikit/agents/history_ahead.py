@@ -29,7 +29,9 @@ from mimikit.llm.warming import Warmed, quiet, warm_prompt, warmable
 from mimikit.store.runtime import Runtime
 
 log = logging.getLogger("mimikit.teller")
-MESSAGE_TOKENS = 48  # a message as the next pass shows it (its time and a sentence: 36-40)
+# A message as the next pass shows it: its time and a sentence (36-50 estimated tokens), and
+# beside one in Chinese, the note to answer in Chinese.
+MESSAGE_TOKENS = 64
 HISTORY = "## History"
 WORK_POLL_SECONDS = 0.5
 _warming = threading.Lock()  # one warming at a time in a process
@@ -98,11 +100,13 @@ def _settled(runtime: Runtime, client: LLMClient) -> bool:
 
 
 def _working(runtime: Runtime) -> bool:
-    """Whether a task is queued or running."""
+    """Whether a task is running, or queued other than as a trigger (work for later)."""
+    keys = runtime.keys
     pipe = runtime.redis.pipeline(transaction=False)
-    for status in ("queued", "running"):
-        pipe.scard(runtime.keys.status(status))
-    return any(pipe.execute())
+    pipe.scard(keys.status("running"))
+    pipe.sdiff([keys.status("queued"), keys.triggers])
+    running, queued = pipe.execute()
+    return bool(running or queued)
 
 
 def _teller_due(runtime: Runtime) -> bool:
