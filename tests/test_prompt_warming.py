@@ -8,7 +8,7 @@ import time
 
 import pytest
 from agent_helpers import post_input, wait_history
-from llm_server import text, turn, with_usage
+from llm_server import delay, text, turn, with_usage
 from processes import wait_for
 
 from mimikit.agents.prompts import system_prompt
@@ -17,6 +17,7 @@ from mimikit.llm.client import LLMClient
 from mimikit.llm.profile import profile_for
 from mimikit.llm.profile_store import RedisProfiles
 from mimikit.llm.warming import QUIET_SECONDS, STEP_CHARS, step_ends, warm_prompt
+from mimikit.models import Message
 
 MODELS = ("teller", "planner", "worker")
 PROMPT = "\n".join(f"Line {n}: " + "words " * 30 for n in range(40))  # ~7,700 characters
@@ -184,8 +185,6 @@ def _caching_runtime(runtime, llm):
 
 
 def _say(runtime, n: int) -> None:
-    from mimikit.models import Message
-
     runtime.conversation.append(Message(role="assistant" if n % 2 else "user",
                                         text=f"message number {n} " + "word " * 12))
 
@@ -224,6 +223,31 @@ def test_a_history_begun_anew_with_no_report_after_it_is_read_before_the_next_me
                           beside="\n\n".join([*seen, inbox])), *seen], inbox)
     assert user.startswith(users[-1])  # the message's pass: its history is the one read
     assert warm_next_history(runtime) is None and len(llm.requests_for("teller")) == len(sent)
+
+
+def test_a_history_read_ahead_stops_where_a_message_came_meanwhile(runtime, llm, quick):
+    """A step that would send the history without what was said since is not sent."""
+    import threading
+
+    from mimikit.agents.history_ahead import warm_next_history
+
+    runtime = _caching_runtime(runtime, llm)
+    llm.default("teller", delay(1.5, with_usage(text("ok"), 300, 1, cached_tokens=0)))
+    for n in range(80):
+        runtime.conversation.append(Message(role="user" if n % 2 else "assistant",
+                                            text=f"message number {n} " + "word " * 40))
+
+    def say_while_a_step_is_read() -> None:
+        wait_for(lambda: llm.requests_for("teller"), timeout=30, message="a first step")
+        _say(runtime, 80)
+
+    said = threading.Thread(target=say_while_a_step_is_read)
+    said.start()
+    warmed = warm_next_history(runtime)
+    said.join()
+    sent = llm.requests_for("teller")
+    assert warmed is not None and warmed.steps == len(sent) == 1
+    assert not sent[0]["messages"][1]["content"].endswith("\n\n")  # a step, not the whole
 
 
 def test_no_history_is_read_ahead_while_a_teller_run_is_due_nor_before_work_is_done(

@@ -64,13 +64,13 @@ def warm_next_history(runtime: Runtime) -> Warmed | None:
     if not warmable(client.profile(model)) or not _settled(runtime, client):
         return None
     key = runtime.keys.meta("history-start|teller")
-    began = runtime.redis.get(key)
+    began, lines = runtime.redis.get(key), runtime.redis.zcard(runtime.keys.history)
     history = next_history(runtime, surroundings(runtime))
     if not history or runtime.redis.get(key) == began:
         return None
     system, user = build_prompts("teller", "full", history, "")
-    return warm_prompt(client, model, system("constrained"), partial(_teller_due, runtime),
-                       after=user)
+    return warm_prompt(client, model, system("constrained"), partial(_moved_on, runtime, lines),
+                       after=user, quiet_now=True)
 
 
 def _warm(runtime: Runtime) -> None:
@@ -107,6 +107,12 @@ def _working(runtime: Runtime) -> bool:
     pipe.sdiff([keys.status("queued"), keys.triggers])
     running, queued = pipe.execute()
     return bool(running or queued)
+
+
+def _moved_on(runtime: Runtime, lines: int) -> bool:
+    """Whether a Teller run is due, or the conversation holds other than ``lines`` messages
+    (the history read is no longer the one the next message's pass will find)."""
+    return _teller_due(runtime) or runtime.redis.zcard(runtime.keys.history) != lines
 
 
 def _teller_due(runtime: Runtime) -> bool:

@@ -54,17 +54,19 @@ def warmable(profile: ServerProfile) -> bool:
 
 
 def warm_prompt(client: LLMClient, model: str, prompt: str,
-                read_by_a_run: Callable[[], bool] = lambda: False, after: str = "") -> Warmed:
+                read_by_a_run: Callable[[], bool] = lambda: False, after: str = "",
+                quiet_now: bool = False) -> Warmed:
     """Send a system prompt of ``model`` to the server in steps, or, given ``after`` (the
     beginning of a first user message), the whole system prompt with ``after`` in steps;
     stops where a run has read it meanwhile (``read_by_a_run``: its own request then holds the
     whole prompt, which a step's part of it does not find), or where the server stays busy
-    with other work or goes away (``whole`` False)."""
+    with other work or goes away (``whole`` False). ``quiet_now``: the server was found quiet
+    just now, and the first step goes at once."""
     warmed = Warmed()
     if not warmable(client.profile(model)):
         return warmed
-    for cut in step_ends(after or prompt):
-        if not quiet(client):
+    for step, cut in enumerate(step_ends(after or prompt)):
+        if not (quiet_now and step == 0) and not quiet(client):
             warmed.whole = False
             return warmed
         if read_by_a_run():
