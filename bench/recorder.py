@@ -128,8 +128,8 @@ def _note(server: Recorder, role: str | None, request: dict[str, Any], raw: byte
 
 
 def _warms(request: dict[str, Any]) -> bool:
-    """Whether a request reads a system prompt into the server's cache (``llm.warming``): no
-    run's, answered with one token."""
+    """Whether a request reads a system prompt, or a history begun anew after one, into the
+    server's cache (``llm.warming``): no run's, answered with one token."""
     return request.get("max_tokens") == 1
 
 
