@@ -25,7 +25,7 @@ from mimikit.agents.surroundings import surroundings
 from mimikit.conversation.gate import teller_state
 from mimikit.exceptions import LLMUnavailable
 from mimikit.llm.client import LLMClient
-from mimikit.llm.warming import Warmed, quiet, warm_prompt, warmable
+from mimikit.llm.warming import BUSY_GIVE_UP_SECONDS, Warmed, quiet, warm_prompt, warmable
 from mimikit.store.runtime import Runtime
 
 log = logging.getLogger("mimikit.teller")
@@ -91,8 +91,10 @@ def _warm(runtime: Runtime) -> None:
 def _settled(runtime: Runtime, client: LLMClient) -> bool:
     """Wait until the work handed over is done (its tasks created, its lines in the history,
     what it scheduled among the surroundings) and the server has been free a while; False
-    where a Teller run comes due first, or the server stays busy."""
-    while not _teller_due(runtime):
+    where a Teller run comes due first, or the work or the server stays busy
+    (``BUSY_GIVE_UP_SECONDS``)."""
+    until = time.monotonic() + BUSY_GIVE_UP_SECONDS
+    while not _teller_due(runtime) and time.monotonic() < until:
         if not _working(runtime):
             return quiet(client) and not (_working(runtime) or _teller_due(runtime))
         time.sleep(WORK_POLL_SECONDS)
