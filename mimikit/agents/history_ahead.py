@@ -56,8 +56,9 @@ def warm_soon(runtime: Runtime) -> None:
 def warm_next_history(runtime: Runtime) -> Warmed | None:
     """Where the history the next message's pass will show begins anew, once the work handed
     over is done and the server has been free a while, read it into the server's cache, after
-    the Teller's system prompt; stops where a Teller run is due. None where the server keeps no prompts, a Teller run is
-    due, or the history goes on where the last pass began it (the server has read it)."""
+    the Teller's system prompt; stops where a Teller run is due or a message came. None where
+    the server keeps no prompts, a Teller run is due, or the history goes on where the last
+    pass began it (the server has read it)."""
     if answer_path(runtime, "teller") != "constrained":
         return None
     client, model = client_for(runtime), runtime.settings.model_for("teller")
