@@ -77,10 +77,11 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
     a small model copies it from an earlier report, before anything ran); None when the pass
     said exactly that already. Unless it ``may_repeat`` (words that are not the model's), a
     reply that only says earlier replies again is not posted (its pass is tried anew without
-    them: ``ToolContext.copied``); nor, in a pass without the person's words, one with nothing left once the copied lines
-    are out, or one that says a sentence of an earlier reply its results do not: the pass's
-    results are then told in their own words (``copied_report``). Beside work it hands over, a
-    reply tells no number the person did not give (``without_results_ahead``).
+    them: ``ToolContext.copied``); nor, in a pass without the person's words, one with
+    nothing left once the copied lines are out, or one that says a sentence of an earlier
+    reply its results do not: the pass's results are then told in their own words
+    (``copied_report``). Beside work it hands over, a reply tells no number the person did
+    not give (``without_results_ahead``).
 
     Raises:
         ToolError: Nothing is left once the copied lines are taken out, in a pass with the
