@@ -17,6 +17,7 @@ from mimikit.conversation.tries import MAX_TRIES, item_tries
 from mimikit.delivery.dispatch import queue_depths
 from mimikit.delivery.workers import workers
 from mimikit.llm.profile_store import RedisProfiles
+from mimikit.llm.warming import READING_KEY
 from mimikit.mcp.catalog import overview
 from mimikit.roles import CHAT_ROLES
 from mimikit.scheduling.liveness import liveness
@@ -47,6 +48,9 @@ def status(runtime: Runtime) -> dict[str, Any]:
     profile = llm_profile(runtime)
     if profile:
         llm["profile"] = profile
+    reading = runtime.redis.get(runtime.keys.meta(READING_KEY))
+    if reading:  # a message now waits for it: ``agents.warmup.warm_server_prompts``
+        llm["readingPrompts"] = json.loads(reading)
     report.update(ok=True, workers=workers(runtime), **conversation_state(runtime))
     report["redis"]["ok"] = True
     report["beat"] = beat_state(runtime)

@@ -1,6 +1,7 @@
 """The roles' system prompts read into a server's prompt cache before their first runs
-(``llm.warming``): in steps that each wait for the server to be free, only where the server
-says how busy it is and serves prompts from its cache, once per start of an instance."""
+(``llm.warming``): in steps that each wait for the server to be free (at an instance's start,
+ahead of its runs), only where the server says how busy it is and serves prompts from its
+cache, once per start of an instance."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from mimikit.llm.profile import profile_for
 from mimikit.llm.profile_store import RedisProfiles
 from mimikit.llm.warming import QUIET_SECONDS, STEP_CHARS, step_ends, warm_prompt
 from mimikit.models import Message
+from mimikit.status import status
 
 MODELS = ("teller", "planner", "worker")
 PROMPT = "\n".join(f"Line {n}: " + "words " * 30 for n in range(40))  # ~7,700 characters
@@ -83,6 +85,37 @@ def test_every_step_waits_for_quiet_and_longer_after_another_clients_request(llm
     assert gaps[1] >= 1.0 + QUICK and min(gaps) >= QUICK, gaps  # a waiting run goes first
 
 
+def _holding(llm, seconds: float):
+    """An answer that holds the scripted server's one slot ``seconds``, as a step does that
+    llama.cpp's reads."""
+    def answer(_body):  # the slot is free again as the answer leaves
+        llm.busy_until = time.monotonic() + seconds
+        time.sleep(seconds + 0.02)
+        return text("ok")
+    return answer
+
+
+def test_steps_ahead_of_the_runs_go_one_after_another_but_after_another_clients_request(
+        llm, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(warming, "QUIET_SECONDS", 1.0)  # ten times what a step takes
+    client = _client(llm, cached=True)
+    holding = _holding(llm, 0.1)
+
+    def answer(body):  # another client's request takes the slot as the third step is read
+        if len(llm.requests) == 3:
+            llm.busy_until = time.monotonic() + 1.0
+            return text("ok")
+        return holding(body)
+
+    llm.default("planner", answer)
+    noted: list[int] = []
+    warmed = warm_prompt(client, "planner", PROMPT, ahead=lambda: noted.append(len(llm.requests)))
+    gaps = [b - a for a, b in zip(llm.arrivals, llm.arrivals[1:], strict=False)]
+    assert warmed.whole and noted == list(range(warmed.steps)) == list(range(len(gaps) + 1))
+    assert gaps[2] >= 2.0, gaps  # another client's request goes first, then quiet
+    assert max(gaps[:2] + gaps[3:]) < 1.0, gaps  # else one step right after the other
+
+
 def test_a_server_that_stays_busy_is_left_as_it_is(llm, monkeypatch: pytest.MonkeyPatch):
     client = _client(llm, cached=True)
     monkeypatch.setattr(warming, "BUSY_GIVE_UP_SECONDS", 1.5)
@@ -114,14 +147,14 @@ def test_a_prompt_a_run_read_meanwhile_is_not_sent_on(llm, quick):
 @pytest.fixture
 def caching_llamacpp(runtime, llamacpp):
     """The scripted server named as llama.cpp's (``llamacpp``) and known to serve prompts
-    from its cache."""
+    from its cache, reading each step for 0.15 s."""
     keeper = RedisProfiles(runtime.redis, runtime.keys.llm_profiles)
     for model in MODELS:
         profile = keeper.load(llamacpp.url, model)
         assert profile is not None
         profile.cachedTokens = True
         keeper.save(profile)
-    llamacpp.default("*", text("ok"))  # the warming starts as the workers do
+    llamacpp.default("*", _holding(llamacpp, 0.15))  # the warming starts as the workers do
     return llamacpp
 
 
@@ -132,12 +165,15 @@ def test_an_instance_reads_the_roles_prompts_in_order_before_its_first_message(
     teller = prompts["teller"]  # by one process, in steps, the whole prompt last
     assert _systems(llm, "teller") == [teller[:end] for end in step_ends(teller)]
     assert prompts["planner"].startswith(_systems(llm, "planner")[0])
-    llm.default("*", None)
-    llm.default("planner", text("ok"))  # the warming goes on meanwhile
     llm.script("teller", turn(delegate=False, remember=False, reply="Hi!"))
     post_input(stack, "hello")
+    reading = status(stack)["llm"].get("readingPrompts") or {}
+    assert reading.get("role") in ("planner", "worker"), reading
     wait_history(stack, lambda h: ("assistant", "Hi!") in h, message="the reply")
+    assert _systems(llm, "worker")[-1] == prompts["worker"]  # the message waited for them
+    assert llm.arrivals_for("teller")[-1] > llm.arrivals_for("worker")[-1]
     assert llm.requests_for("teller")[-1]["messages"][0]["content"] == teller
+    assert "readingPrompts" not in status(stack)["llm"]
     noted = stack.redis.get(stack.keys.meta("prompt-read|teller"))  # a warming skips it now
     assert noted is not None and time.time() - float(noted) < 30
 

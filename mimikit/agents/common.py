@@ -25,7 +25,12 @@ from mimikit.agents.backends import codex_engine
 from mimikit.agents.context import learn_scale
 from mimikit.agents.prompts import SystemPrompt, build_system_prompt
 from mimikit.agents.session import Engine, Session
-from mimikit.agents.warmup import prompt_read, warm_server_prompts, warm_streaming
+from mimikit.agents.warmup import (
+    prompt_read,
+    wait_for_prompts,
+    warm_server_prompts,
+    warm_streaming,
+)
 from mimikit.delivery.dispatch import warm_sending
 from mimikit.exceptions import LLMStopped, LLMUnavailable, TaskCanceled, TaskTimedOut
 from mimikit.llm.client import LLMClient, StreamingClient
@@ -175,6 +180,7 @@ def run_role(runtime: Runtime, ctx: ToolContext, system_prompt: SystemPrompt, us
     finds steps there resumes after them. ``tools`` are this run's beside the role's (one of
     the same name replaces the role's).
     """
+    wait_for_prompts(runtime)
     model = runtime.settings.model_for(ctx.role)
     record = RunRecord(role=ctx.role, model=model, traceId=ctx.trace_id)
     task = ctx.task

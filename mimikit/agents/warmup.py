@@ -9,7 +9,10 @@ answers like a server would (the ``MockTransport`` of the HTTP library the SDK i
 ``httpx``, or ``httpx2`` in newer ones): nothing leaves the process.
 
 The roles' system prompts are read into the server's prompt cache (``llm.warming``), once per
-start of an instance, by one of its processes.
+start of an instance, by one of its processes, ahead of its runs: a run waits for them before
+it begins (``wait_for_prompts``). The role being read is kept under ``llm.warming.READING_KEY``
+for ``mimikit status`` and the page, a little longer than a step takes: a run waits no longer
+than that for a warming whose process died, or that waits for another client's requests.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from mimikit.agents.prompts import system_prompt
 from mimikit.exceptions import LLMUnavailable
 from mimikit.llm.client import LLMClient
 from mimikit.llm.profile import ServerProfile
-from mimikit.llm.warming import warm_prompt, warmable
+from mimikit.llm.warming import READING_KEY, warm_prompt, warmable
+from mimikit.models import utcnow
 from mimikit.roles import CHAT_ROLES
 from mimikit.store.runtime import Runtime
 
@@ -38,6 +42,8 @@ WARMING_LOCK_SECONDS = 600  # one process of an instance warms a server at a tim
 PROBE_WAIT_SECONDS = 120.0  # what a probe of a model takes, at most, on a CPU
 PROBE_POLL_SECONDS = 1.0
 PROMPT_READ_SECONDS = 86_400  # how long a run's first request is remembered
+READING_SECONDS = 30  # a step of a prompt, read on two CPU cores, takes 4-5 s
+READING_POLL_SECONDS = 0.25
 WARM_URL = "http://warm-up.invalid/v1"
 _DELTAS: list[dict[str, Any]] = [
     {"role": "assistant", "content": ""},
@@ -111,14 +117,33 @@ def warm_server_prompts(runtime: Runtime, client: LLMClient, since: float) -> No
                 continue
             began = time.monotonic()
             warmed = warm_prompt(client, model, system_prompt(name)("constrained"),
-                                 partial(_read_since, runtime, name, since))
+                                 partial(_read_since, runtime, name, since),
+                                 ahead=partial(_reading, runtime, name, utcnow().isoformat()))
             log.info("read %d tokens of the %s prompt into the LLM server's cache in %d "
                      "requests, %.0f s%s", warmed.read, name, warmed.steps,
                      time.monotonic() - began, "" if warmed.whole else " (stopped early)")
             if not warmed.whole:
-                return
+                break
+        runtime.redis.delete(runtime.keys.meta(READING_KEY))
     except (LLMUnavailable, RedisError) as error:
         log.info("the LLM server's prompt cache is not warmed: %s", error)
+
+
+def _reading(runtime: Runtime, role: str, since: str) -> None:
+    """Note that the prompt of ``role`` is being read, since ``since``, for the next step."""
+    runtime.redis.set(runtime.keys.meta(READING_KEY), json.dumps({"role": role, "since": since}),
+                      ex=READING_SECONDS)
+
+
+def wait_for_prompts(runtime: Runtime) -> None:
+    """Wait while the instance reads the roles' prompts into the server's cache at its start
+    (``warm_server_prompts``), at most ``WARMING_LOCK_SECONDS``."""
+    until = time.monotonic() + WARMING_LOCK_SECONDS
+    try:
+        while runtime.redis.exists(runtime.keys.meta(READING_KEY)) and time.monotonic() < until:
+            time.sleep(READING_POLL_SECONDS)
+    except RedisError as error:  # the run finds Redis down soon enough; no reason to wait
+        log.info("could not see whether the roles' prompts are being read: %s", error)
 
 
 def prompt_read(runtime: Runtime, role: str) -> None:

@@ -39,6 +39,9 @@ def print_status(settings: Settings, as_json: bool = False) -> int:
           + (f"\n          {llm['error']}" if llm.get("error") else "")
           + (f"\n          {llm['waitingTasks']['count']} task(s) waiting for the model since "
              f"{llm['waitingTasks']['since']}" if llm.get("waitingTasks") else "")
+          + (f"\n          reading the {llm['readingPrompts']['role']} prompt into the server's "
+             f"cache since {llm['readingPrompts']['since']}: a message waits for it"
+             if llm.get("readingPrompts") else "")
           + "".join(f"\n          {role}: {shown['line']}"
                     for role, shown in (llm.get("profile") or {}).items()))
     sandbox = report["sandbox"]

@@ -14,6 +14,13 @@ server's slots have been free for ``QUIET_SECONDS``: a person's message waits be
 (a few seconds), never behind a whole prompt, and a run's request waiting for a free slot, or
 sent within a second of its last answer, goes first. A prompt a run has read meanwhile is not
 sent on.
+
+At an instance's start the steps go ``ahead`` of its runs instead, which wait for them: each
+step as soon as a slot is free, the next right after the last one's answer. A person who types
+while the roles' prompts are first read waits for them (about 85 s for the three on two CPU
+cores, once per server: prompts it holds take a second); where the steps gave way to that
+message, its first file task read 2,400 tokens cold and took 100 s. Another client's request
+still goes first: the steps then wait for quiet again.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ STEP_CHARS = 600  # about 150 tokens: 4-5 s on two CPU cores
 QUIET_SECONDS = 3 * SLOT_POLL_SECONDS
 POLL_SECONDS = 0.25
 BUSY_GIVE_UP_SECONDS = 600.0  # a server busy this long with other work is left as it is
+READING_KEY = "prompts-reading"  # meta key: the role whose prompt an instance's start reads
 
 
 @dataclass
@@ -55,22 +63,26 @@ def warmable(profile: ServerProfile) -> bool:
 
 def warm_prompt(client: LLMClient, model: str, prompt: str,
                 read_by_a_run: Callable[[], bool] = lambda: False, after: str = "",
-                quiet_now: bool = False) -> Warmed:
+                quiet_now: bool = False, ahead: Callable[[], None] | None = None) -> Warmed:
     """Send a system prompt of ``model`` to the server in steps, or, given ``after`` (the
     beginning of a first user message), the whole system prompt with ``after`` in steps;
     stops where a run has read it meanwhile (``read_by_a_run``: its own request then holds the
     whole prompt, which a step's part of it does not find), or where the server stays busy
     with other work or goes away (``whole`` False). ``quiet_now``: the server was found quiet
-    just now, and the first step goes at once."""
+    just now, and the first step goes at once. ``ahead``: the steps go ahead of the instance's
+    runs, which wait while they go (it is called before each step to keep them waiting), each
+    while a slot of the server is free."""
     warmed = Warmed()
     if not warmable(client.profile(model)):
         return warmed
     for step, cut in enumerate(step_ends(after or prompt)):
-        if not (quiet_now and step == 0) and not quiet(client):
+        if not (quiet_now and step == 0) and not (ahead and free(client)) and not quiet(client):
             warmed.whole = False
             return warmed
         if read_by_a_run():
             return warmed
+        if ahead is not None:
+            ahead()
         messages = [{"role": "system", "content": prompt if after else prompt[:cut]},
                     {"role": "user", "content": after[:cut]}]
         try:
@@ -93,6 +105,11 @@ def step_ends(text: str) -> list[int]:
         ends.append(found + 1)
         start = found + 1
     return [*ends, len(text)] if not ends or ends[-1] < len(text) else ends
+
+
+def free(client: LLMClient) -> bool:
+    """Whether the server says a slot of it is free now."""
+    return all_busy(client.url, client.api_key) is False
 
 
 def quiet(client: LLMClient) -> bool:

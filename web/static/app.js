@@ -72,7 +72,11 @@
     renderWorkers(status.workers, status.queues);
     const llm = status.llm || {};
     if (llm.configured === true) {
-      setPill('#status-llm', 'ok', llm.model ? `LLM · ${llm.model}` : 'LLM', llm.baseUrl || '');
+      const reading = llm.readingPrompts && llm.readingPrompts.role;
+      setPill('#status-llm', 'ok', (llm.model ? `LLM · ${llm.model}` : 'LLM')
+        + (reading ? ' · reading its prompts' : ''), [llm.baseUrl, reading &&
+        `reading the ${reading} prompt into the server's cache: a message sent now waits for it`]
+        .filter(Boolean).join('\n'));
     } else if (llm.configured === false) {
       setPill('#status-llm', 'down', 'No LLM', llm.error || 'set MIMIKIT_LLM_BASE_URL');
     }
