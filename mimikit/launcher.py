@@ -45,7 +45,8 @@ PUMP_DRAIN_SECONDS = 5  # how long the last lines of a stopped child may take to
 AGENT_THREADS = 4
 BEAT_CHILD = "worker-agents"  # the child that runs beat (on a thread)
 # The log that tells why a part is not ready, for the parts that are not a child of their own.
-PART_LOGS = {"beat": BEAT_CHILD, "schema": BEAT_CHILD, "recovery": BEAT_CHILD}
+PART_LOGS = {"beat": BEAT_CHILD, "schema": BEAT_CHILD, "recovery": BEAT_CHILD,
+             "llm prompts": BEAT_CHILD}
 log = logging.getLogger("mimikit.up")
 
 

@@ -5,12 +5,16 @@ worker child has registered, which it does once warmed up (imports, prompts and 
 the LLM client, the memory index) and consuming; a beat holds the lock and has ticked since the
 launch; the stored data is at this version's schema and the start-up recovery (work left from
 before, the Teller woken for what waits) has finished since the launch, so the first message
-never waits behind it. Until then the parts still missing are named, so a slow start can say
-what it waits for.
+never waits behind it; and where an LLM is configured, the start's reading of the roles'
+prompts into its server's cache has ended (``agents.warmup``: about 85 s the first time on two
+CPU cores, a second where the server holds them; the first message would wait for it), for at
+most ``PROMPTS_READY_MAX_SECONDS``. Until then the parts still missing are named, so a slow
+start can say what it waits for.
 """
 
 from __future__ import annotations
 
+import time
 import urllib.request
 from datetime import datetime
 from typing import Any
@@ -18,10 +22,13 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from mimikit.delivery.workers import workers
+from mimikit.llm.warming import READ_AT_KEY, WARMING_KEY
 from mimikit.scheduling.liveness import liveness
 from mimikit.store.identity import HOSTNAME
 from mimikit.store.runtime import Runtime
 from mimikit.store.schema import SCHEMA_VERSION, stored_version
+
+PROMPTS_READY_MAX_SECONDS = 180.0  # "ready" waits no longer for the prompts to be read
 
 
 def web_answers(url: str) -> bool:
@@ -38,13 +45,16 @@ def missing_parts(runtime: Runtime, web_url: str, worker_pids: dict[str, int],
     """The names of the parts not ready: ``"web"``, a key of ``worker_pids`` (a worker child
     by its pid, whose worker process is the child itself), ``"beat"``, ``"schema"`` (data
     migrations not done), ``"recovery"`` (the start-up recovery of a beat of ours not done
-    since ``since``), or ``"redis"`` when Redis does not answer."""
+    since ``since``), ``"llm prompts"`` (their reading not ended since ``since``), or
+    ``"redis"`` when Redis does not answer."""
     missing = [] if web_answers(web_url) else ["web"]
     try:
         registered = {entry.get("pid") for entry in workers(runtime)}
         beat = liveness(runtime)
         migrated = stored_version(runtime) >= SCHEMA_VERSION
         recovered = runtime.redis.get(runtime.keys.recovered_at)
+        if prompts_pending(runtime, since):
+            missing.append("llm prompts")
     except RedisError:
         return [*missing, "redis"]
     missing += [name for name, pid in worker_pids.items() if pid not in registered]
@@ -62,3 +72,18 @@ def _beat_is_ours(beat: dict[str, Any], worker_pids: dict[str, int]) -> bool:
     """Whether the beat holding the lock runs in one of our workers (it then runs the start-up
     recovery; a beat elsewhere ran it when it started)."""
     return beat.get("owner") in {f"{HOSTNAME}:{pid}" for pid in worker_pids.values()}
+
+
+def prompts_pending(runtime: Runtime, since: datetime) -> bool:
+    """Whether a start of the instance at ``since`` is still to read the roles' prompts into
+    the LLM server's cache, or reading them, within ``PROMPTS_READY_MAX_SECONDS``; not where no
+    LLM is configured, nor where a process that started before ``since`` read them lately
+    (none of this start's then does: ``agents.warmup.claim_warming``)."""
+    launched = since.timestamp()
+    if not runtime.settings.llm_configured or time.time() - launched > PROMPTS_READY_MAX_SECONDS:
+        return False
+    read_at, claimed = runtime.redis.mget(
+        [runtime.keys.meta(READ_AT_KEY), runtime.keys.meta(WARMING_KEY)])
+    if read_at is not None and float(read_at) >= launched:
+        return False
+    return claimed is None or float(claimed) >= launched

@@ -17,7 +17,13 @@ from mimikit.llm import warming
 from mimikit.llm.client import LLMClient
 from mimikit.llm.profile import profile_for
 from mimikit.llm.profile_store import RedisProfiles
-from mimikit.llm.warming import QUIET_SECONDS, STEP_CHARS, step_ends, warm_prompt
+from mimikit.llm.warming import (
+    QUIET_SECONDS,
+    READ_AT_KEY,
+    STEP_CHARS,
+    step_ends,
+    warm_prompt,
+)
 from mimikit.models import Message
 from mimikit.status import status
 
@@ -181,7 +187,7 @@ def test_an_instance_reads_the_roles_prompts_in_order_before_its_first_message(
 def test_a_model_under_probe_elsewhere_is_warmed_once_its_profile_is_kept(runtime, llm, quick):
     import threading
 
-    from mimikit.agents.warmup import warm_server_prompts
+    from mimikit.agents.warmup import claim_warming, warm_server_prompts
 
     llm.owner = "llamacpp"
     llm.default("*", text("ok"))
@@ -196,13 +202,14 @@ def test_a_model_under_probe_elsewhere_is_warmed_once_its_profile_is_kept(runtim
     probed.probed, probed.cachedTokens = True, True
     threading.Timer(2.0, keeper.save, args=(probed,)).start()  # another process's probe ends
     client = LLMClient(llm.url, None, max_retries=0, keeper=keeper)
-    warm_server_prompts(runtime, client, time.time())
+    started = time.time()
+    assert claim_warming(runtime, started)
+    warm_server_prompts(runtime, client, started)
     for model in MODELS:
         assert _systems(llm, model)[-1] == system_prompt(model)("constrained")
     assert llm.arrivals_for("planner")[0] < llm.arrivals_for("worker")[0]
-    llm.reset()
-    warm_server_prompts(runtime, client, time.time())  # once per start of the instance
-    assert llm.requests == []
+    assert not claim_warming(runtime, time.time())  # once per start of the instance
+    assert float(runtime.redis.get(runtime.keys.meta(READ_AT_KEY))) >= started
 
 
 def _caching_runtime(runtime, llm):
@@ -316,3 +323,32 @@ def test_no_history_is_read_ahead_while_a_teller_run_is_due_nor_before_work_is_d
     runtime.redis.srem(runtime.keys.status("running"), "task-planning")
     warming.join(timeout=30)
     assert warmed and warmed[0] is not None and llm.requests_for("teller")
+
+
+def test_ready_waits_for_the_reading_a_start_of_the_instance_does(runtime, monkeypatch):
+    """``mimikit up`` says "ready" once the process of its start that claimed the reading has
+    ended it, not before it began; nor does it wait where an earlier start read them lately,
+    no LLM is configured, or the reading has taken too long."""
+    from datetime import UTC, datetime, timedelta
+
+    from mimikit import readiness
+    from mimikit.agents.warmup import claim_warming, warm_server_prompts
+    from mimikit.readiness import prompts_pending
+
+    runtime.settings = runtime.settings.model_copy(update={"llm_base_url": "http://127.0.0.1:9/v1"})
+    launched = datetime.now(UTC)
+    assert prompts_pending(runtime, launched)  # no process has begun
+    assert claim_warming(runtime, time.time())
+    assert prompts_pending(runtime, launched)
+    warm_server_prompts(runtime, LLMClient("http://127.0.0.1:9/v1", None, max_retries=0),
+                        time.time())  # nothing answers there: the reading ends at once
+    assert not prompts_pending(runtime, launched)
+    later = datetime.now(UTC) + timedelta(seconds=1)
+    assert not prompts_pending(runtime, later)  # claimed before it: read lately, not again
+    runtime.redis.delete(runtime.keys.meta("prompts-warming"))
+    assert prompts_pending(runtime, later)
+    monkeypatch.setattr(readiness, "PROMPTS_READY_MAX_SECONDS", 0.5)
+    assert not prompts_pending(runtime, datetime.now(UTC) - timedelta(seconds=1))  # too long
+    runtime.settings = runtime.settings.model_copy(update={"llm_base_url": None,
+                                                           "llm_api_key": None})
+    assert not prompts_pending(runtime, datetime.now(UTC))

@@ -1070,6 +1070,36 @@ def test_a_report_giving_a_number_its_results_do_not_is_told_in_the_results_word
                  message="a report whose numbers its results give")
 
 
+def test_a_report_telling_none_of_the_numbers_its_results_give_is_told_in_the_results_words(
+        llamacpp, stack, llm):
+    """The 0.5B model counted the words of rent.txt with ``wc -c`` and reported it as "That was
+    done: Count the words in rent.txt and write the number into count.txt.": the person never
+    learned the 8 count.txt held."""
+    (stack.settings.work_dir / "rent.txt").write_text("pay rent")
+    llm.script("worker", turn(shell={"command": "wc -c rent.txt > count.txt"}),
+               turn(submit_result={"status": "done", "result": {"text": "8 rent.txt"}}))
+    llm.script("teller", turn(reply="That was done: Count the words in rent.txt and write the "
+                                    "number into count.txt."))
+    llm.default("teller", turn(reply="Done."))
+    submit(stack, [Task(role="worker", prompt="Count the words in rent.txt and write the "
+                                              "number into count.txt.")])
+    wait_history(stack, lambda h: any(r == "assistant" and t.startswith("8 rent.txt")
+                                      for r, t in h), message="the results' words")
+    assert not any(reply.startswith("That was done") for reply in _replies(stack))
+    llm.script("worker", turn(shell={"command": "wc -w rent.txt"}),
+               turn(submit_result={"status": "done", "result": {"text": "rent.txt has 2 words."}}))
+    llm.script("teller", turn(reply="rent.txt holds two words: 2."))
+    submit(stack, [Task(role="worker", prompt="How many words does rent.txt have?")])
+    wait_history(stack, lambda h: ("assistant", "rent.txt holds two words: 2.") in h,
+                 message="a report telling the number its results give")
+    llm.script("worker", turn(write_file={"path": "a.txt", "content": "hi"}),
+               turn(submit_result={"status": "done", "result": {"text": "a.txt is written."}}))
+    llm.script("teller", turn(reply="I wrote a.txt for you, with the greeting in it."))
+    submit(stack, [Task(role="worker", prompt="Write hi into a.txt.")])  # no number to tell
+    wait_history(stack, lambda h: ("assistant", "I wrote a.txt for you, with the greeting in "
+                                                "it.") in h, message="a report of no number")
+
+
 def test_a_report_giving_an_account_of_a_run_its_results_do_not_is_told_in_the_results_words(
         llamacpp, stack, llm):
     """The 0.5B model told an empty file written as an earlier failure, its file's name put

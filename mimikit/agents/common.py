@@ -26,6 +26,7 @@ from mimikit.agents.context import learn_scale
 from mimikit.agents.prompts import SystemPrompt, build_system_prompt
 from mimikit.agents.session import Engine, Session
 from mimikit.agents.warmup import (
+    claim_warming,
     prompt_read,
     wait_for_prompts,
     warm_server_prompts,
@@ -126,6 +127,7 @@ def learn_profiles(runtime: Runtime) -> None:
 
 def _learn_profiles(runtime: Runtime, began: float) -> None:
     client = client_for(runtime)
+    warming = claim_warming(runtime, began)  # at once: "ready" waits for it meanwhile
     for model in sorted({runtime.settings.model_for(name) for name in CHAT_ROLES}):
         try:
             profile = client.profile(model)
@@ -137,7 +139,8 @@ def _learn_profiles(runtime: Runtime, began: float) -> None:
         except (LLMUnavailable, RedisError) as error:
             log.info("what the LLM at %s does for %s is learned later: %s", client.url, model,
                      error)
-    warm_server_prompts(runtime, client, began)
+    if warming:
+        warm_server_prompts(runtime, client, began)
 
 
 def _speaks_chinese(runtime: Runtime) -> bool:

@@ -47,10 +47,17 @@ def next_history(runtime: Runtime, seen: list[str]) -> list[str]:
 
 
 def warm_soon(runtime: Runtime) -> None:
-    """``warm_next_history`` in a thread of its own, unless one runs in this process."""
-    if not _warming.locked():
+    """``warm_next_history`` in a thread of its own, unless one runs in this process or the
+    server, as far as it is known, keeps no prompts."""
+    if not _warming.locked() and _warmable(runtime):
         threading.Thread(target=_warm, args=(runtime,), name="history-warming",
                          daemon=True).start()
+
+
+def _warmable(runtime: Runtime) -> bool:
+    """Whether the Teller's answers are held to a schema by a server that keeps prompts."""
+    return answer_path(runtime, "teller") == "constrained" and warmable(
+        client_for(runtime).profile(runtime.settings.model_for("teller")))
 
 
 def warm_next_history(runtime: Runtime) -> Warmed | None:
@@ -59,10 +66,8 @@ def warm_next_history(runtime: Runtime) -> Warmed | None:
     the Teller's system prompt; stops where a Teller run is due or a message came. None where
     the server keeps no prompts, a Teller run is due, or the history goes on where the last
     pass began it (the server has read it)."""
-    if answer_path(runtime, "teller") != "constrained":
-        return None
     client, model = client_for(runtime), runtime.settings.model_for("teller")
-    if not warmable(client.profile(model)) or not _settled(runtime, client):
+    if not _warmable(runtime) or not _settled(runtime, client):
         return None
     key = runtime.keys.meta("history-start|teller")
     began, lines = runtime.redis.get(key), runtime.redis.zcard(runtime.keys.history)

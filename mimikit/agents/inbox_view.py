@@ -11,6 +11,7 @@ from mimikit.memory.tokenize import has_chinese
 from mimikit.models import Result, Task
 from mimikit.store.inbox import AnswerItem, InboxItem, InputItem, ResultItem
 from mimikit.store.runtime import Runtime
+from mimikit.tools.reply_checks import numbers_in
 from mimikit.tools.teller_tools import asked_again, delegated_request
 
 RESULT_CHARS = 6000
@@ -32,6 +33,13 @@ def done_tasks(runtime: Runtime, items: list[InboxItem]) -> dict[str, Task]:
     """The tasks whose results are among ``items``, by id (read once for a pass)."""
     done_ids = [item.taskId for item in items if isinstance(item, ResultItem)]
     return {task.id: task for task in runtime.tasks.by_id(done_ids)}
+
+
+def worker_result_numbers(runtime: Runtime, done: dict[str, Task]) -> set[str]:
+    """The numbers the results of the Worker tasks among ``done`` give in their own words."""
+    results = runtime.tasks.results_by_id([i for i, task in done.items() if task.role == "worker"])
+    return numbers_in(" ".join(json.dumps(result.result, ensure_ascii=False)
+                               for result in results.values() if result is not None))
 
 
 def render_inbox(runtime: Runtime, items: list[InboxItem], done: dict[str, Task]) -> str:

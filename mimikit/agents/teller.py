@@ -27,6 +27,7 @@ from mimikit.agents.inbox_view import (
     render_inbox,
     report_hint,
     reports_chinese,
+    worker_result_numbers,
     writes_chinese,
 )
 from mimikit.agents.prompts import (
@@ -215,7 +216,7 @@ def teller_pass(runtime: Runtime, items: list[InboxItem], pass_journal: RunJourn
     else:  # a report is shown the history alone: the prompt stays the one the server cached,
         # begun anew (when due) where the next message's pass will find it
         sections = next_history(runtime, seen)
-        ctx.reported = inbox
+        ctx.reported, ctx.result_numbers = inbox, worker_result_numbers(runtime, done)
     system, user = build_prompts("teller", choose_mode("teller", bool(sections)), sections,
                                  inbox)
     if not pass_journal.entries():

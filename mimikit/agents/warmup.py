@@ -31,7 +31,13 @@ from mimikit.agents.prompts import system_prompt
 from mimikit.exceptions import LLMUnavailable
 from mimikit.llm.client import LLMClient
 from mimikit.llm.profile import ServerProfile
-from mimikit.llm.warming import READING_KEY, warm_prompt, warmable
+from mimikit.llm.warming import (
+    READ_AT_KEY,
+    READING_KEY,
+    WARMING_KEY,
+    warm_prompt,
+    warmable,
+)
 from mimikit.models import utcnow
 from mimikit.roles import CHAT_ROLES
 from mimikit.store.runtime import Runtime
@@ -100,18 +106,27 @@ def warm_streaming(tools: list[dict[str, Any]]) -> int:
             return 0
 
 
+def claim_warming(runtime: Runtime, since: float) -> bool:
+    """Whether this process, started at ``since`` (a ``time.time()``), is the one of the
+    instance's that reads the roles' prompts into the server's cache (once per start of the
+    instance: none has for ``WARMING_LOCK_SECONDS``); its start is kept (``prompts_pending``)."""
+    try:
+        return bool(runtime.redis.set(runtime.keys.meta(WARMING_KEY), since, nx=True,
+                                      ex=WARMING_LOCK_SECONDS))
+    except RedisError as error:
+        log.info("the LLM server's prompt cache is not warmed: %s", error)
+        return False
+
+
 def warm_server_prompts(runtime: Runtime, client: LLMClient, since: float) -> None:
     """Read the system prompt of each role whose answers are held to a schema into the
-    server's cache, where the server keeps what it read: by one process of the instance, in
-    the order a request reaches them (Teller, Planner, Worker), each unless a run of the role
-    read it after ``since`` (a ``time.time()``: when this process started)."""
-    settings = runtime.settings
+    server's cache, where the server keeps what it read, by the process that claimed it
+    (``claim_warming``), in the order a request reaches them (Teller, Planner, Worker), each
+    unless a run of the role read it after ``since`` (a ``time.time()``: when this process
+    started); then note when it ended."""
     try:
-        if not runtime.redis.set(runtime.keys.meta(f"warming|{client.url}"), "1", nx=True,
-                                 ex=WARMING_LOCK_SECONDS):
-            return
         for name in CHAT_ROLES:
-            model = settings.model_for(name)
+            model = runtime.settings.model_for(name)
             profile = _probed(client, model)
             if profile.path != "constrained" or not warmable(profile):
                 continue
@@ -124,9 +139,21 @@ def warm_server_prompts(runtime: Runtime, client: LLMClient, since: float) -> No
                      time.monotonic() - began, "" if warmed.whole else " (stopped early)")
             if not warmed.whole:
                 break
-        runtime.redis.delete(runtime.keys.meta(READING_KEY))
     except (LLMUnavailable, RedisError) as error:
         log.info("the LLM server's prompt cache is not warmed: %s", error)
+    finally:
+        _read(runtime)
+
+
+def _read(runtime: Runtime) -> None:
+    """Note that the start's reading ended: ``mimikit up`` says "ready" once it has."""
+    try:
+        pipe = runtime.redis.pipeline()
+        pipe.set(runtime.keys.meta(READ_AT_KEY), time.time())
+        pipe.delete(runtime.keys.meta(READING_KEY))
+        pipe.execute()
+    except RedisError as error:  # "ready" then comes PROMPTS_READY_MAX_SECONDS after launch
+        log.info("could not note that the roles' prompts were read: %s", error)
 
 
 def _reading(runtime: Runtime, role: str, since: str) -> None:

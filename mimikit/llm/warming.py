@@ -44,6 +44,8 @@ QUIET_SECONDS = 3 * SLOT_POLL_SECONDS
 POLL_SECONDS = 0.25
 BUSY_GIVE_UP_SECONDS = 600.0  # a server busy this long with other work is left as it is
 READING_KEY = "prompts-reading"  # meta key: the role whose prompt an instance's start reads
+READ_AT_KEY = "prompts-read-at"  # meta key: when an instance's start last ended reading them
+WARMING_KEY = "prompts-warming"  # meta key: when the process reading them started
 
 
 @dataclass

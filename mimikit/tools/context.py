@@ -79,6 +79,8 @@ class ToolContext:
     # name is a copy of an earlier one: the 1.5B told a failed "remove backup.txt" as the
     # failure of scores.csv; one saying an earlier report's sentences again adds them to it).
     reported: str | None = None
+    # ... and the numbers its Workers' results give in their own words (one is told).
+    result_numbers: set[str] = field(default_factory=set)
     # A Worker run: the files its task names that the work directory did not hold when it
     # began (``workspace.named.NamedFiles``), looked for again when it says it is done.
     named: NamedFiles | None = None

@@ -25,6 +25,17 @@ def names_as_reported(text: str, reported: str) -> bool:
                                    or estimate_tokens(text) < COPIED_REPLY_TOKENS)
 
 
+def tells_a_number(text: str, given: set[str]) -> bool:
+    """Whether a report tells one of the numbers its Workers' results ``given`` in their own
+    words, where they give any, or says no more than "Done.". The 0.5B model reported a word
+    count of "8 rent.txt" (``wc -c``'s bytes) as "That was done: Count the words in rent.txt
+    and write the number into count.txt.", and the person never learned the 8; of 135 recorded
+    reports, 1 of the 1.5B's told none of its results' numbers ("a file named Lisbon was
+    created", its 14 bytes left out)."""
+    return not given or bool(numbers_in(text) & given) \
+        or estimate_tokens(text) < COPIED_REPLY_TOKENS
+
+
 _NUMBER = re.compile(r"\d+")
 
 

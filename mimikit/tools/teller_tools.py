@@ -27,6 +27,7 @@ from mimikit.tools.reply_checks import (
     names_as_reported,
     numbers_in,
     plain,
+    tells_a_number,
     without_earlier_sentences,
     without_results_ahead,
 )
@@ -80,7 +81,8 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
     them: ``ToolContext.copied``); nor, in a pass without the person's words, one with
     nothing left once the copied lines are out, or one that says a sentence of an earlier
     reply its results do not: the pass's results are then told in their own words
-    (``copied_report``). Beside work it hands over, a reply tells no number the person did
+    (``copied_report``), as they are where a report tells none of the numbers their results
+    give (``tells_a_number``). Beside work it hands over, a reply tells no number the person did
     not give (``without_results_ahead``).
 
     Raises:
@@ -114,9 +116,10 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
     if not may_repeat and ctx.reported is not None and (
             not names_as_reported(text, ctx.reported)
             or plain(account_in(text)) not in plain(ctx.reported)
-            or not numbers_in(text) <= numbers_in(ctx.reported)):
-        ctx.copied_report = True  # another task's report, or facts its results do not give:
-        return None  # the results are told as they are
+            or not numbers_in(text) <= numbers_in(ctx.reported)
+            or not tells_a_number(text, ctx.result_numbers)):
+        ctx.copied_report = True  # another task's report, or facts its results do not give
+        return None  # or none they give: the results are told as they are
     if not may_repeat and copied_reply(ctx, text, earlier):
         if not ctx.heard:
             ctx.copied_report = True  # the results are told without the model's words
