@@ -6,7 +6,7 @@ the LLM client, the memory index) and consuming; a beat holds the lock and has t
 launch; the stored data is at this version's schema and the start-up recovery (work left from
 before, the Teller woken for what waits) has finished since the launch, so the first message
 never waits behind it; and where an LLM is configured, the start's reading of the roles'
-prompts into its server's cache has ended (``agents.warmup``: about 85 s the first time on two
+prompts into its server's cache has ended (``agents.warmup``: about 75 s the first time on two
 CPU cores, a second where the server holds them; the first message would wait for it), for at
 most ``PROMPTS_READY_MAX_SECONDS``. Until then the parts still missing are named, so a slow
 start can say what it waits for.

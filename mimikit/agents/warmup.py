@@ -11,7 +11,7 @@ answers like a server would (the ``MockTransport`` of the HTTP library the SDK i
 The roles' system prompts are read into the server's prompt cache (``llm.warming``), once per
 start of an instance, by one of its processes, ahead of its runs: a run waits for them before
 it begins (``wait_for_prompts``). The role being read is kept under ``llm.warming.READING_KEY``
-for ``mimikit status`` and the page, a little longer than a step takes: a run waits no longer
+for ``mimikit status`` and the page, longer than reading one takes: a run waits no longer
 than that for a warming whose process died, or that waits for another client's requests.
 """
 
@@ -48,7 +48,7 @@ WARMING_LOCK_SECONDS = 600  # one process of an instance warms a server at a tim
 PROBE_WAIT_SECONDS = 120.0  # what a probe of a model takes, at most, on a CPU
 PROBE_POLL_SECONDS = 1.0
 PROMPT_READ_SECONDS = 86_400  # how long a run's first request is remembered
-READING_SECONDS = 30  # a step of a prompt, read on two CPU cores, takes 4-5 s
+READING_SECONDS = 90  # a role's prompt read whole on two CPU cores takes 20-35 s
 READING_POLL_SECONDS = 0.25
 WARM_URL = "http://warm-up.invalid/v1"
 _DELTAS: list[dict[str, Any]] = [

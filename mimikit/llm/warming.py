@@ -15,12 +15,13 @@ server's slots have been free for ``QUIET_SECONDS``: a person's message waits be
 sent within a second of its last answer, goes first. A prompt a run has read meanwhile is not
 sent on.
 
-At an instance's start the steps go ``ahead`` of its runs instead, which wait for them: each
-step as soon as a slot is free, the next right after the last one's answer. A person who types
-while the roles' prompts are first read waits for them (about 85 s for the three on two CPU
-cores, once per server: prompts it holds take a second); where the steps gave way to that
-message, its first file task read 2,400 tokens cold and took 100 s. Another client's request
-still goes first: the steps then wait for quiet again.
+At an instance's start a prompt goes ``ahead`` of its runs instead, which wait for it, whole
+and as soon as a slot is free: a server that holds it answers in 0.2 s (llama.cpp keeps whole
+prompts: the first step of one it held found 3 of its 165 tokens cached, and all three roles'
+were read anew, 83 s at every start), one that does not reads it in one request (20-35 s on
+two CPU cores). A person who types meanwhile waits for the three (about 75 s the first time);
+where the steps gave way to that message, its first file task read 2,400 tokens cold and took
+100 s. Another client's request goes first, and waits behind one prompt at most.
 """
 
 from __future__ import annotations
@@ -71,13 +72,14 @@ def warm_prompt(client: LLMClient, model: str, prompt: str,
     stops where a run has read it meanwhile (``read_by_a_run``: its own request then holds the
     whole prompt, which a step's part of it does not find), or where the server stays busy
     with other work or goes away (``whole`` False). ``quiet_now``: the server was found quiet
-    just now, and the first step goes at once. ``ahead``: the steps go ahead of the instance's
-    runs, which wait while they go (it is called before each step to keep them waiting), each
-    while a slot of the server is free."""
+    just now, and the first step goes at once. ``ahead``: the prompt goes whole, ahead of the
+    instance's runs, which wait while it goes (it is called before it is sent, to keep them
+    waiting), once a slot of the server is free."""
     warmed = Warmed()
     if not warmable(client.profile(model)):
         return warmed
-    for step, cut in enumerate(step_ends(after or prompt)):
+    text = after or prompt
+    for step, cut in enumerate([len(text)] if ahead else step_ends(text)):
         if not (quiet_now and step == 0) and not (ahead and free(client)) and not quiet(client):
             warmed.whole = False
             return warmed
