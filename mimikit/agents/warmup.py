@@ -157,7 +157,7 @@ def _read(runtime: Runtime) -> None:
 
 
 def _reading(runtime: Runtime, role: str, since: str) -> None:
-    """Note that the prompt of ``role`` is being read, since ``since``, for the next step."""
+    """Note that the prompt of ``role`` is being read (since ``since``): runs wait for it."""
     runtime.redis.set(runtime.keys.meta(READING_KEY), json.dumps({"role": role, "since": since}),
                       ex=READING_SECONDS)
 
