@@ -31,23 +31,31 @@ CHINESE_START = "^[\u4e00-\u9fff].*$"
 
 def done_tasks(runtime: Runtime, items: list[InboxItem]) -> dict[str, Task]:
     """The tasks whose results are among ``items``, by id (read once for a pass)."""
-    done_ids = [item.taskId for item in items if isinstance(item, ResultItem)]
-    return {task.id: task for task in runtime.tasks.by_id(done_ids)}
+    return {task.id: task for task in runtime.tasks.by_id(_done_ids(items))}
 
 
-def worker_result_numbers(runtime: Runtime, done: dict[str, Task]) -> set[str]:
-    """The numbers the results of the Worker tasks among ``done`` give in their own words."""
-    results = runtime.tasks.results_by_id([i for i, task in done.items() if task.role == "worker"])
+def done_results(runtime: Runtime, items: list[InboxItem]) -> dict[str, Result]:
+    """The results among ``items``, by task id (read once for a pass)."""
+    return runtime.tasks.results_by_id(_done_ids(items))
+
+
+def _done_ids(items: list[InboxItem]) -> list[str]:
+    return [item.taskId for item in items if isinstance(item, ResultItem)]
+
+
+def worker_result_numbers(done: dict[str, Task], results: dict[str, Result]) -> set[str]:
+    """The numbers the results (``results``) of the Worker tasks among ``done`` give in their
+    own words."""
     return numbers_in(" ".join(json.dumps(result.result, ensure_ascii=False)
-                               for result in results.values() if result is not None))
+                               for task_id, result in results.items()
+                               if task_id in done and done[task_id].role == "worker"))
 
 
-def render_inbox(runtime: Runtime, items: list[InboxItem], done: dict[str, Task]) -> str:
+def render_inbox(runtime: Runtime, items: list[InboxItem], done: dict[str, Task],
+                 results_of: dict[str, Result]) -> str:
     """The Teller's user prompt: pending inputs, answers, task results (``done``: their
-    tasks), notices."""
+    tasks; ``results_of``: their results), notices."""
     inputs, results, notices = [], [], []
-    done_results = runtime.tasks.results_by_id(
-        [item.taskId for item in items if isinstance(item, ResultItem)])
     for item in items:
         if isinstance(item, InputItem):
             inputs.append(f"- [{item.message['createdAt']}] user: {item.message['text']}")
@@ -55,7 +63,7 @@ def render_inbox(runtime: Runtime, items: list[InboxItem], done: dict[str, Task]
             inputs.append(_render_answer(item))
         elif isinstance(item, ResultItem):
             results.append(_render_result(runtime, item.taskId, done.get(item.taskId),
-                                          done_results.get(item.taskId)))
+                                          results_of.get(item.taskId)))
         else:
             notices.append(f"- {item.text}")
     blocks = []

@@ -23,6 +23,7 @@ from mimikit.agents.context import context_sections
 from mimikit.agents.history_ahead import next_history, warm_soon
 from mimikit.agents.inbox_view import (
     CHINESE_START,
+    done_results,
     done_tasks,
     render_inbox,
     report_hint,
@@ -207,7 +208,8 @@ def teller_pass(runtime: Runtime, items: list[InboxItem], pass_journal: RunJourn
             _ask_for_the_planner(runtime, ctx):
         return ANSWERED  # the Planner's question is the whole report: no words of a model
     inputs = [item for item in items if isinstance(item, InputItem)]
-    inbox = render_inbox(runtime, items, done)
+    results = done_results(runtime, items)
+    inbox = render_inbox(runtime, items, done, results)
     seen = surroundings(runtime)
     if ctx.turn_only is None:
         sections = context_sections(runtime, [item.message["text"] for item in inputs],
@@ -216,7 +218,7 @@ def teller_pass(runtime: Runtime, items: list[InboxItem], pass_journal: RunJourn
     else:  # a report is shown the history alone: the prompt stays the one the server cached,
         # begun anew (when due) where the next message's pass will find it
         sections = next_history(runtime, seen)
-        ctx.reported, ctx.result_numbers = inbox, worker_result_numbers(runtime, done)
+        ctx.reported, ctx.result_numbers = inbox, worker_result_numbers(done, results)
     system, user = build_prompts("teller", choose_mode("teller", bool(sections)), sections,
                                  inbox)
     if not pass_journal.entries():
