@@ -21,8 +21,7 @@ def names_as_reported(text: str, reported: str) -> bool:
     (6 of 784 recorded reports named none of the files their results named, besides the
     copies of the example's failure)."""
     named, shown = set(named_paths(text)), set(named_paths(reported))
-    return named <= shown and bool(named or not shown or numbers_in(text)
-                                   or estimate_tokens(text) < COPIED_REPLY_TOKENS)
+    return named <= shown and bool(named or not shown or numbers_in(text) or short(text))
 
 
 def tells_a_number(text: str, given: set[str]) -> bool:
@@ -32,8 +31,7 @@ def tells_a_number(text: str, given: set[str]) -> bool:
     and write the number into count.txt.", and the person never learned the 8; of 135 recorded
     reports, 1 of the 1.5B's told none of its results' numbers ("a file named Lisbon was
     created", its 14 bytes left out)."""
-    return not given or bool(numbers_in(text) & given) \
-        or estimate_tokens(text) < COPIED_REPLY_TOKENS
+    return not given or bool(numbers_in(text) & given) or short(text)
 
 
 _NUMBER = re.compile(r"\d+")
@@ -50,6 +48,11 @@ def numbers_in(text: str) -> set[str]:
 # A reply this long (estimated tokens: a Chinese sentence says in 26 characters what an
 # English one says in 60) made of earlier replies' sentences is a copy.
 COPIED_REPLY_TOKENS = 15
+
+
+def short(text: str) -> bool:
+    """Whether a reply is too short to be a copy, or to tell more than "Done."."""
+    return estimate_tokens(text) < COPIED_REPLY_TOKENS
 EARLIER_REPLIES = 6  # the earlier replies a new one is compared with
 # Where a sentence ends: the blanks after its mark are kept by ``split`` (odd places).
 _SENTENCES = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])(\s*)")
@@ -63,7 +66,7 @@ def copied_reply(ctx: ToolContext, text: str, earlier: set[str] | None) -> bool:
     """Whether ``text`` only says again, sentence for sentence in any order, what earlier
     replies of the conversation said (``earlier``, read here if None: a small model copies
     its last reply from the history it is shown, and sometimes shuffles its sentences)."""
-    if estimate_tokens(text) < COPIED_REPLY_TOKENS:
+    if short(text):
         return False
     return sentences(text) <= (earlier if earlier is not None else earlier_sentences(ctx))
 
