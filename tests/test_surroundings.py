@@ -69,3 +69,55 @@ def test_a_kept_fact_is_shown_whatever_words_the_request_uses(llamacpp, stack, l
     assert [line.split("] ", 1)[1] for line in memory] == [
         "记住我的生日是5月3日", "The user's favorite editor is vim."]
     assert ("assistant", "On May 3.") in history(stack)
+
+
+def test_asked_what_is_scheduled_the_teller_shows_the_list_below_its_reply(llamacpp, stack,
+                                                                          llm):
+    """Asked "what reminders do I have?" beside two, the 1.5B model said "I'll list your
+    reminders." and nothing more, or named one: where its answer says to show them, the
+    runtime lists every one, in the runtime's words."""
+    add_trigger(stack, type="recurring", schedule=IntervalSchedule(interval=7200),
+                prompt="Remind the user to drink water.")
+    add_trigger(stack, type="recurring", schedule=IntervalSchedule(cron="0 9 * * 1"),
+                prompt="Remind the user to call the bank.")
+    llm.script("teller", turn(delegate=False, remember=False, show_scheduled=True,
+                              reply="I'll list your reminders."))
+    post_input(stack, "what reminders do I have?")
+    wait_history(stack, lambda h: len(h) >= 3, message="the reply and the list")
+    [asked, said, listed] = history(stack)
+    assert asked == ("user", "what reminders do I have?")
+    assert said == ("assistant", "I'll list your reminders.")
+    water, bank = listed[1].splitlines()
+    assert listed[0] == "assistant"
+    assert re.fullmatch(r"- recurring every 2 hours \(next: \w+ \d{4}-\d\d-\d\d \d\d:\d\d\): "
+                        r"Remind the user to drink water\.", water)
+    assert re.fullmatch(r"- recurring cron 0 9 \* \* 1 UTC \(next: Monday \d{4}-\d\d-\d\d "
+                        r"09:00\): Remind the user to call the bank\.", bank)
+    schema = llm.requests_for("teller")[0]["response_format"]["json_schema"]["schema"]
+    assert list(schema["properties"]) == ["delegate", "remember", "show_scheduled", "reply"]
+    assert llm.requests_for("planner") == []
+
+
+def test_nothing_scheduled_is_said_in_the_persons_language(llamacpp, stack, llm):
+    llm.script("teller", turn(delegate=False, remember=False, show_scheduled=True,
+                              reply="你的提醒如下："))
+    post_input(stack, "我有哪些提醒？")
+    wait_history(stack, lambda h: len(h) >= 3, message="the reply and the list")
+    assert history(stack)[1:] == [("assistant", "你的提醒如下："),
+                                  ("assistant", "目前没有安排任何提醒或任务。")]
+
+
+def test_no_list_is_shown_beside_work_handed_over_which_may_change_it(llamacpp, stack, llm):
+    water = add_trigger(stack, type="recurring", schedule=IntervalSchedule(interval=7200),
+                        prompt="Remind the user to drink water.")
+    llm.script("teller", turn(delegate=True, remember=False, show_scheduled=True,
+                              reply="I'll cancel all your reminders."))
+    llm.script("planner", turn(unknown="", given="", kind="answer", submit_result={
+        "status": "done", "result": {"text": "Nothing was canceled."}}))
+    llm.default("teller", turn(reply="Nothing was canceled."))
+    post_input(stack, "cancel all my reminders")
+    wait_history(stack, lambda h: ("assistant", "Nothing was canceled.") in h,
+                 message="the report")
+    replies = [text for role, text in history(stack) if role == "assistant"]
+    assert replies == ["I'll cancel all your reminders.", "Nothing was canceled."]
+    assert water.prompt not in "\n".join(text for _role, text in history(stack))

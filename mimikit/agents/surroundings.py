@@ -13,13 +13,18 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mimikit.memory import backlog
+from mimikit.memory.tokenize import has_chinese
 from mimikit.models import IntervalSchedule, Task
 from mimikit.store.runtime import Runtime
 from mimikit.summaries import timing_words
+from mimikit.tools.context import ToolContext
+from mimikit.tools.teller_tools import post_reply
 
 SCHEDULED_SHOWN = 12  # the oldest first; more are counted
 SCHEDULED_CHARS = 100  # of each one's title or prompt
 WORK_DIR_NAMES = 40  # names shown, in order; more are counted
+SHOWN_TO_THE_PERSON = 50  # of the triggers listed where the Teller shows them
+NOTHING_SCHEDULED = {False: "Nothing is scheduled.", True: "目前没有安排任何提醒或任务。"}
 
 
 def surroundings(runtime: Runtime) -> list[str]:
@@ -37,15 +42,34 @@ def backlog_section(runtime: Runtime) -> str:
 
 
 def scheduled(runtime: Runtime) -> str:
-    """One line per trigger (recurring, scheduled or conditional work), with when it runs; ''
-    when there is none."""
+    """``## Scheduled``, with a line per trigger; '' when there is none."""
+    lines = scheduled_lines(runtime)
+    return "## Scheduled\n" + "\n".join(lines) if lines else ""
+
+
+def scheduled_lines(runtime: Runtime, shown: int = SCHEDULED_SHOWN) -> list[str]:
+    """One line per trigger (recurring, scheduled or conditional work), the oldest first, with
+    when it runs; past ``shown`` of them, how many more there are."""
     triggers = sorted(runtime.triggers.all(), key=lambda task: task.createdAt)
     lines = [f"- {task.type}{timing_words(task)}{_next_run(task)}: "
              f"{' '.join((task.title or task.prompt).split())[:SCHEDULED_CHARS]}"
-             for task in triggers[:SCHEDULED_SHOWN]]
-    if len(triggers) > SCHEDULED_SHOWN:
-        lines.append(f"- and {len(triggers) - SCHEDULED_SHOWN} more")
-    return "## Scheduled\n" + "\n".join(lines) if lines else ""
+             for task in triggers[:shown]]
+    if len(triggers) > shown:
+        lines.append(f"- and {len(triggers) - shown} more")
+    return lines
+
+
+def show_scheduled(ctx: ToolContext) -> None:
+    """The work that runs later, listed below a Teller pass's reply where its answer said to
+    show it (``show_scheduled``), in the runtime's words: asked "what reminders do I have?",
+    the 1.5B model named one of two, or said it would list them and did not. Not beside work
+    the pass handed over, which may change what is listed."""
+    if ctx.created:
+        return
+    lines = scheduled_lines(ctx.runtime, SHOWN_TO_THE_PERSON)
+    chinese = has_chinese(" ".join(ctx.heard))
+    post_reply(ctx, "\n".join(lines) or NOTHING_SCHEDULED[chinese], may_repeat=True,
+               effect="show_scheduled")
 
 
 def _next_run(task: Task) -> str:

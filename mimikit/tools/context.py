@@ -43,6 +43,7 @@ class ToolContext:
     heard: list[str] = field(default_factory=list)  # a Teller pass: the person's messages
     results: bool = False  # a Teller pass: it holds tasks' results (each run's account beside)
     kept: list[str] = field(default_factory=list)  # what the pass's ``remember`` wrote
+    shows_scheduled: bool = False  # a Teller pass: the person is shown what runs later
     # The one tool an answer held to the role's schema may call in this run (a Teller pass
     # with nothing from the person in it can only report: no request to hand over or keep).
     turn_only: str | None = None
@@ -94,17 +95,18 @@ class ToolContext:
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
 
-    def once_key(self) -> str | None:
-        """A name for the effect of the call being made, the same in every replay of the run
-        (None when the run keeps no journal)."""
-        if self.journal_key is None or self.call_id is None:
+    def once_key(self, effect: str | None = None) -> str | None:
+        """A name for the effect of the call being made (or for ``effect``, one the run makes
+        after its calls), the same in every replay of the run (None when the run keeps no
+        journal)."""
+        if self.journal_key is None or (effect or self.call_id) is None:
             return None
-        return f"{self.journal_key}:{self.call_id}"
+        return f"{self.journal_key}:{effect or self.call_id}"
 
     def snapshot(self) -> dict[str, Any]:
         """What the calls so far left here, for the run's journal."""
         return {"replies": list(self.replies), "created": list(self.created),
-                "asked": self.asked,
+                "asked": self.asked, "shows_scheduled": self.shows_scheduled,
                 "staged": [task.model_dump(mode="json", exclude_none=True)
                            for task in self.staged]}
 
@@ -113,6 +115,7 @@ class ToolContext:
         self.replies = list(state.get("replies", []))
         self.created = list(state.get("created", []))
         self.asked = bool(state.get("asked", False))
+        self.shows_scheduled = bool(state.get("shows_scheduled", False))
         self.staged = [load(Task, json.dumps(raw)) for raw in state.get("staged", [])]
 
     def add_usage(self, usage: Usage) -> None:

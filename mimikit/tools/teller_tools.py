@@ -1,4 +1,5 @@
-"""The Teller's tools: reply, delegate (to the Planner), remember, ask_user, update_backlog."""
+"""The Teller's tools: reply, delegate (to the Planner), remember, show_scheduled, ask_user,
+update_backlog."""
 
 from __future__ import annotations
 
@@ -58,6 +59,10 @@ class RememberArgs(Args):
     longTerm: bool = False
 
 
+class NoArgs(Args):
+    pass
+
+
 class AskUserArgs(Args):
     question: str = Field(min_length=1, max_length=4000)
     timeout: Seconds = Field(3600, gt=0, le=7 * 24 * 3600, description="seconds")
@@ -71,7 +76,8 @@ class BacklogArgs(Args):
                              description="the item (not with list)")
 
 
-def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message | None:
+def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False,
+               effect: str | None = None) -> Message | None:
     """Write an assistant message with the run's usage and elapsed time so far (once: a call
     run again after a crash finds its message there), without what the model copied from its
     prompt (and, in a pass that reports no run, any account of one in the runtime's words:
@@ -83,7 +89,8 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
     reply its results do not: the pass's results are then told in their own words
     (``copied_report``), as they are where a report tells none of the numbers their results
     give (``tells_a_number``). Beside work it hands over, a reply tells no number the person did
-    not give (``without_results_ahead``).
+    not give (``without_results_ahead``). Its message is written once per call, or per
+    ``effect`` of the pass after its calls.
 
     Raises:
         ToolError: Nothing is left once the copied lines are taken out, in a pass with the
@@ -128,7 +135,7 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False) -> Message
         return None
     message = Message(role="assistant", text=text, usage=ctx.usage.model_copy(),
                       elapsedMs=ctx.elapsed_ms(), traceId=ctx.trace_id)
-    once = ctx.once_key()
+    once = ctx.once_key(effect)
     if once is not None:
         message.id = "msg-" + hashlib.sha1(once.encode()).hexdigest()[:12]
     ctx.runtime.conversation.append(message)
@@ -320,6 +327,13 @@ def register(registry: Registry) -> None:
         kept = keep(ctx, content, args.longTerm)
         ctx.kept.append(content)
         return kept
+
+    @registry.tool("show_scheduled", roles=teller, idempotent=True, flag=True)
+    def show_scheduled(ctx: ToolContext, args: NoArgs) -> dict[str, Any]:
+        """Show the user the work that will run later (reminders, schedules, watches): the
+        runtime lists it below your reply."""
+        ctx.shows_scheduled = True
+        return {"shown": True}
 
     @registry.tool("ask_user", roles=teller)
     def ask_user(ctx: ToolContext, args: AskUserArgs) -> StopRun:
