@@ -404,6 +404,11 @@ NOW = "Today is Sunday 2026-11-29; the time is 14:55 (time zone UTC)."
     ("create notes named after my favorite fruit", "What is your favorite fruit?", "apple",
      None),  # a guess
     ("write my name into name.txt", "What is your name?", "Ana", "Memory"),
+    # a choice the question lists in brackets is an answer; the question's own words are not
+    ("add 'buy eggs' to todo.txt", "What do you want to add to your todo list? (e.g., 'buy "
+     "eggs', 'read a book')", "buy eggs", "the request"),
+    ("name a file after my favorite color", "What is your favorite color (red, blue)?",
+     "favorite color", None),
 ])
 def test_where_an_answer_copied_before_asking_is_found(request_text, question, answer, source):
     from mimikit.agents.answered import found_in

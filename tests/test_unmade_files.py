@@ -9,7 +9,8 @@ directory. A ``done`` whose result is word for word one of the examples the Work
 shown, sharing no word with its task, ends failed. One whose result gives a number that
 neither its task nor its calls nor their results hold keeps none of the sentences that give
 it; one that ends failed
-right after its own command failed is told once to fix it and run it again."""
+right after its own command failed is told once to fix it and run it again, and one whose
+result says nothing of what its last call showed is sent back once."""
 
 from __future__ import annotations
 
@@ -291,6 +292,49 @@ def test_a_worker_that_fails_again_after_being_told_ends_failed(llamacpp, stack,
     worker = _worker(stack)
     assert worker.status == "failed"
     assert stack.tasks.result(worker.id).error == "No such script."
+    assert len(llm.requests_for("worker")) == 3
+
+
+def test_a_result_that_says_nothing_of_the_listing_it_follows_is_sent_back_once(
+        llamacpp, stack, llm):
+    """The 0.5B model wrote "The folder is empty." before it listed the folder, and ended done
+    with it after a listing of four files; told once, it says what the listing showed."""
+    (stack.settings.work_dir / "rent.txt").write_text("1200\n")
+    empty = turn(check="", submit_result={"status": "done", "result": {
+        "text": "The folder is empty."}})
+    llm.script("worker", turn(check="The folder is empty.", shell={"command": "ls"}), empty,
+               turn(check="", submit_result={"status": "done", "result": {
+                   "text": "The folder holds rent.txt."}}))
+    _request(stack, llm, "Show me what's in my folder.")
+    worker = _worker(stack)
+    assert stack.tasks.result(worker.id).result["text"] == "The folder holds rent.txt."
+    told = llm.requests_for("worker")[2]["messages"][-1]["content"]
+    assert "Your result says nothing of what your last call showed (" in told
+    assert "rent.txt" in told
+
+
+def test_a_result_sent_back_once_stands_the_second_time(llamacpp, stack, llm):
+    """Told once: a second result that still says nothing of it is the Worker's (each
+    ``done`` sent back would cost a model call, and a result may be about something else)."""
+    (stack.settings.work_dir / "rent.txt").write_text("1200\n")
+    empty = turn(check="", submit_result={"status": "done", "result": {"text": "All good."}})
+    llm.script("worker", turn(check="", shell={"command": "ls"}), empty, empty)
+    _request(stack, llm, "Check my folder.")
+    worker = _worker(stack)
+    assert worker.status == "done"
+    assert stack.tasks.result(worker.id).result["text"] == "All good."
+    assert len(llm.requests_for("worker")) == 3
+
+
+def test_a_result_after_a_change_is_not_held_to_an_earlier_listing(llamacpp, stack, llm):
+    (stack.settings.work_dir / "old.txt").write_text("x\n")
+    llm.script("worker", turn(check="", shell={"command": "ls"}),
+               turn(check="", remove={"path": "old.txt"}),
+               turn(check="", submit_result={"status": "done", "result": {
+                   "text": "Deleted it."}}))
+    _request(stack, llm, "Look at my folder, then delete old.txt.")
+    worker = _worker(stack)
+    assert stack.tasks.result(worker.id).result["text"] == "Deleted it."
     assert len(llm.requests_for("worker")) == 3
 
 

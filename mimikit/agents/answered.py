@@ -39,6 +39,7 @@ MEMORY_PREFIX = "Memory: "
 # gave "The user lives in Shanghai." of "我住在上海，请记住", words its prompt does not hold.
 SAYS = 'The user said:\n{lines}\nDoes that say "{given}"?'
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_BRACKETS = re.compile(r"\([^()]*\)|（[^（）]*）")
 
 
 @dataclass(frozen=True)
@@ -103,9 +104,11 @@ def found_in(answer: str, request: str, question: str, time_line: str,
              memory: list[str]) -> Given | None:
     """Where ``answer`` is found, word for word: in the request, a line of memory, or, when it
     holds today's date, the line that gives the current time; None where it is not (or is
-    the request itself, or shares a word with the question)."""
+    the request itself, or shares a word with the question outside its brackets: what a
+    question lists in brackets are choices, and the 1.5B model asked "add 'buy eggs' to
+    todo.txt" with "What do you want to add to your todo list? (e.g., 'buy eggs', ...)")."""
     words, asked = tokenize(answer), tokenize(request)
-    if not words or set(words) & set(tokenize(question)) or words == asked:
+    if not words or set(words) & set(tokenize(_BRACKETS.sub(" ", question))) or words == asked:
         return None
     if _within(words, asked):
         return Given(answer, "the request")

@@ -91,6 +91,9 @@ class ToolContext:
     # and result: a Worker's result gives no example's number or file name none of them holds
     # (``unseen_facts``).
     seen: list[str] = field(default_factory=list)
+    # What the run's last call showed, where it was one that reads (a command's result, a
+    # file, a listing); None after any other (``llm.calls``).
+    shown: str | None = None
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)

@@ -10,7 +10,11 @@ number or name are left out of the result; what the run did is told beside it
 (``lifecycle.actions``).
 
 A number no example gives stands (a sum the model worked out, "22"), and so does one that
-counts what a result showed ("2 files" after a listing of two entries)."""
+counts what a result showed ("2 files" after a listing of two entries).
+
+A result that says nothing of what the run's last call showed is sent back once
+(``says_nothing_of``): the 0.5B model wrote "The folder is empty." before it listed the folder,
+and ended ``done`` with it after a listing of four files."""
 
 from __future__ import annotations
 
@@ -29,6 +33,10 @@ _NUMBER = re.compile(r"(?<![A-Za-z0-9_.])\d+(?:[.,]\d+)*(?![A-Za-z0-9_])")
 # then tells as facts (told "Its result gave count.py, which nothing its run showed.", the
 # 1.5B model reported that the folder held count.py).
 LEFT_OUT = "Its result gave what nothing its run showed, and was left out."
+# A word of a result matched against what a call showed: a number, a name or a word of four
+# letters or more, lowercased ("the", "is" and "a" would match any text).
+_WORD = re.compile(r"[a-z0-9_]+(?:[.\-/][a-z0-9_]+)*")
+WORD_LETTERS = 4
 
 
 def numbers(text: str) -> list[str]:
@@ -75,3 +83,43 @@ def shown_by(text: str) -> set[str]:
         elif isinstance(item, str):
             found.update((*facts(item), str(len(item.splitlines())), str(len(item.split()))))
     return found
+
+
+def says_nothing_of(said: str, shown: str) -> bool:
+    """Whether ``said`` shares no number, file name or word (``_WORD``) with ``shown``, a
+    reading call's result (as JSON, its texts: a command's output, not its exit code), where
+    that shows any; what it counts stands ("2 files" after a listing of two entries)."""
+    try:
+        value = json.loads(shown)
+    except (ValueError, RecursionError):
+        value = shown
+    texts = [value] if isinstance(value, str) else _texts(value)
+    words = {word for text in texts for word in _words(text)}
+    if not words:
+        return False
+    counted = {str(len(found)) for text in texts
+               for found in (text.splitlines(), text.split())} | _lengths(value)
+    return not (_words(said) & (words | counted))
+
+
+def _texts(value: object) -> list[str]:
+    """The texts of a decoded JSON value, its keys left out."""
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _texts(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _texts(item)]
+    return [value] if isinstance(value, str) else []
+
+
+def _lengths(value: object) -> set[str]:
+    """How many items each list of a decoded JSON value holds."""
+    if isinstance(value, dict):
+        return {length for item in value.values() for length in _lengths(item)}
+    if isinstance(value, list):
+        return {str(len(value))}.union(*(_lengths(item) for item in value))
+    return set()
+
+
+def _words(text: str) -> set[str]:
+    return {word for word in _WORD.findall(text.lower())
+            if len(word) >= WORD_LETTERS or any(char.isdigit() or char == "." for char in word)}

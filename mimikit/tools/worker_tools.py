@@ -12,7 +12,7 @@ from mimikit.models import ResultBody, ResultType
 from mimikit.tools.args import Args, Seconds, finish_with_result
 from mimikit.tools.context import ToolContext
 from mimikit.tools.example_copies import copied_result
-from mimikit.tools.unseen_facts import held_to_seen
+from mimikit.tools.unseen_facts import held_to_seen, says_nothing_of
 
 
 class ShellArgs(Args):
@@ -110,11 +110,14 @@ def register(registry: Registry) -> None:
 def _finished(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
     """The end of a Worker's run with ``args``: a ``done`` that does not stand ends failed,
     and one that does keeps no sentence giving an example's number or file name its run never
-    showed (``unseen_facts``); a ``failed`` right after its own command failed is sent back once
+    showed (``unseen_facts``), and one that says nothing of what its last call showed is sent
+    back once (``_unsaid``), as is a ``failed`` right after its own command failed
     (``_given_up``)."""
     said = str(args.result.get("text") or "")
     if args.status == "done" and (error := _not_done(ctx, said)):
         return StopRun({"status": "failed", "resultType": "text", "result": {}, "error": error})
+    if args.status == "done" and said and (unsaid := _unsaid(ctx, said)):
+        raise ToolError(unsaid)
     if args.status == "failed" and (retry := _given_up(ctx)):
         ctx.next_withheld = ("submit_result",)  # its next answer runs something
         raise ToolError(retry)
@@ -140,6 +143,20 @@ def _given_up(ctx: ToolContext) -> str | None:
         return None
     return (f"{RETRY} (`{failing[:200]}`): fix what its error says and run it again; call "
             "submit_result with status failed only if the task cannot be done.")
+
+
+# What a Worker whose ``done`` says nothing of what its last call showed is told, once.
+UNSAID = "Your result says nothing of what your last call showed"
+
+
+def _unsaid(ctx: ToolContext, said: str) -> str | None:
+    """What to tell a Worker whose result ``said`` shares no word with what its last call
+    showed, the first time (None otherwise)."""
+    if ctx.shown is None or any(UNSAID in words for words in ctx.told) or \
+            not says_nothing_of(said, ctx.shown):
+        return None
+    return (f"{UNSAID} ({ctx.shown[:300]}): submit your result again, saying what that shows "
+            "for the task.")
 
 
 def _not_done(ctx: ToolContext, said: str) -> str | None:
