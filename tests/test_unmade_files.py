@@ -8,9 +8,8 @@ Worker is shown, before its first step, the paths its task names that are in the
 directory. A ``done`` whose result is word for word one of the examples the Worker was
 shown, sharing no word with its task, ends failed. One whose result gives a number that
 neither its task nor its calls nor their results hold keeps none of the sentences that give
-it; one that ends failed
-right after its own command failed is told once to fix it and run it again, and one whose
-result says nothing of what its last call showed is sent back once."""
+it; one that ends failed right after its own command or call failed is told once to fix it,
+and one whose result says nothing of what its last call showed is sent back once."""
 
 from __future__ import annotations
 
@@ -282,6 +281,25 @@ def test_a_worker_that_gives_up_at_its_own_commands_error_is_told_once_to_fix_it
     # the answer after that runs something: it may not be submit_result; the next one may
     assert "submit_result" not in json.dumps(asked[3]["response_format"])
     assert "submit_result" in json.dumps(asked[4]["response_format"])
+
+
+def test_a_worker_that_gives_up_at_a_calls_error_is_told_once_to_do_what_it_says(
+        llamacpp, stack, llm):
+    """Asked to show a folder, the 1.5B model read "." and ended failed at "'.' is a
+    directory; use list_files to see its entries"."""
+    (stack.settings.work_dir / "rent.txt").write_text("pay rent\n")
+    llm.script("worker", turn(check="", read_file={"path": "."}),
+               turn(check="", submit_result={"status": "failed", "error": "It is a folder."}),
+               turn(check="", list_files={"path": "."}),
+               turn(check="", submit_result={"status": "done", "result": {
+                   "text": "The folder holds rent.txt."}}))
+    _request(stack, llm, "Show the contents of the user's folder.")
+    worker = _worker(stack)
+    assert worker.status == "done"
+    asked = llm.requests_for("worker")
+    assert "Your last call failed (read_file: error: '.' is a directory; use list_files to " \
+        "see its entries): do what its error says" in asked[2]["messages"][-1]["content"]
+    assert "submit_result" not in json.dumps(asked[2]["response_format"])
 
 
 def test_a_worker_that_fails_again_after_being_told_ends_failed(llamacpp, stack, llm):

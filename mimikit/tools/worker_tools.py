@@ -128,21 +128,26 @@ def _finished(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
     return finish_with_result(args, ctx.corrected)
 
 
-# What a Worker that gives up right after its own command failed is told, once, and its next
-# answer may not be submit_result: the 1.5B model's ``python3 -c`` for a sum of numbers.txt
-# lacked a bracket, and it ended failed at the syntax error (2 of 2 runs of that request);
-# told only, it sent the same failed again.
+# What a Worker that gives up right after its own command or call failed is told, once, and
+# its next answer may not be submit_result: the 1.5B model's ``python3 -c`` for a sum of
+# numbers.txt lacked a bracket, and it ended failed at the syntax error (2 of 2 runs of that
+# request); told only, it sent the same failed again. Asked to show a folder, it read "." and
+# ended failed at "'.' is a directory; use list_files to see its entries".
 RETRY = "Your last command failed"
+RETRY_CALL = "Your last call failed"
 
 
 def _given_up(ctx: ToolContext) -> str | None:
-    """What to tell a Worker that ends failed after a command of its failed and nothing ran
-    after it, the first time (None otherwise)."""
-    failing = getattr(ctx.workspace, "failing", None)
-    if not failing or any(RETRY in words for words in ctx.told):
+    """What to tell a Worker that ends failed after a command or a call of its failed and
+    nothing ran after it, the first time (None otherwise)."""
+    if any(RETRY in words or RETRY_CALL in words for words in ctx.told):
         return None
-    return (f"{RETRY} (`{failing[:200]}`): fix what its error says and run it again; call "
-            "submit_result with status failed only if the task cannot be done.")
+    then = "; call submit_result with status failed only if the task cannot be done."
+    if failing := getattr(ctx.workspace, "failing", None):
+        return f"{RETRY} (`{failing[:200]}`): fix what its error says and run it again{then}"
+    if ctx.failed and not ctx.failed.startswith("submit_result:"):
+        return f"{RETRY_CALL} ({ctx.failed[:300]}): do what its error says{then}"
+    return None
 
 
 # What a Worker whose ``done`` says nothing of what its last call showed is told, once.
