@@ -421,12 +421,15 @@ def test_a_preference_handed_to_the_planner_is_kept_and_nothing_runs(llamacpp, s
     assert [t.role for t in made] == ["planner"]  # no worker, no reminder
 
 
+@pytest.mark.parametrize("copied", ["You use vim.", "You use vim to write your favorite fruit."])
 def test_an_answer_in_an_examples_words_is_planned_again_without_answering(llamacpp, stack,
-                                                                            llm):
-    """The 0.5B model answered "请记住我对花生过敏" with its example's "You use vim."."""
+                                                                            llm, copied):
+    """The 0.5B model answered "请记住我对花生过敏" with its example's "You use vim.", and
+    "我喜欢喝绿茶，记一下" with "You use vim to write your favorite fruit." (two examples'
+    words blended)."""
     llm.script("teller", turn(delegate=True, remember=False, reply="好的。"))
     llm.script("planner", turn(unknown="", given="", kind="answer", submit_result={
-                   "status": "done", "result": {"text": "You use vim."}}),
+                   "status": "done", "result": {"text": copied}}),
                turn(unknown="", given="", kind="keep a fact about the user",
                     remember="The user is allergic to peanuts.", submit_result={
                         "status": "done", "result": {"text": "Noted."}}))
@@ -439,7 +442,21 @@ def test_an_answer_in_an_examples_words_is_planned_again_without_answering(llama
     kept = [f.read_text(encoding="utf-8")
             for f in (stack.settings.state_dir / "memory").glob("*.md")]
     assert any("The user is allergic to peanuts." in words for words in kept)
-    assert "You use vim." not in llm.requests_for("teller")[1]["messages"][1]["content"]
+    assert "You use vim" not in llm.requests_for("teller")[1]["messages"][1]["content"]
+
+
+@pytest.mark.parametrize(("asked", "answer", "blend"), [
+    ("我喜欢喝绿茶，记一下", "You use vim to write your favorite fruit.", True),
+    ("which editor do I use?", "You use vim.", False),  # it shares a word with the request
+    ("what's 1 plus 2?", "3", False),  # one word: an answer, not a blend
+    ("what's the capital of France?", "Paris is the capital of France.", False),
+])
+def test_an_answer_blended_of_the_examples_words(asked, answer, blend):
+    from mimikit.agents.prompts import build_system_prompt
+    from mimikit.tools.example_copies import blended_example
+
+    system = build_system_prompt("planner", path="constrained")
+    assert blended_example(asked, answer, system) is blend
 
 
 def test_a_plans_action_without_its_finisher_is_followed_by_the_finisher_alone(llamacpp, stack,
@@ -1022,8 +1039,9 @@ def test_a_report_naming_a_file_its_results_do_not_is_told_in_the_results_words(
     """The 1.5B model told a failed "remove backup.txt" as an earlier failure of scores.csv,
     whose report was in its history."""
     (stack.settings.work_dir / "backup.txt").write_text("eggs\n")
+    gives_up = turn(submit_result={"status": "failed", "error": "backup.txt already exists"})
     llm.script("worker", turn(write_file={"path": "backup.txt", "content": ""}),  # refused
-               turn(submit_result={"status": "failed", "error": "backup.txt already exists"}))
+               gives_up, turn(read_file={"path": "backup.txt"}), gives_up)  # told once
     llm.script("teller", turn(reply="That failed: scores.csv has a syntax error."))
     llm.default("teller", turn(reply="Removed."))
     submit(stack, [Task(role="worker", prompt="Remove backup.txt.")])

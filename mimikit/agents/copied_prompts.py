@@ -16,7 +16,12 @@ from __future__ import annotations
 from mimikit.memory.tokenize import tokenize
 from mimikit.models import Result, Task
 from mimikit.roles import ANSWER, ASK_THE_USER
-from mimikit.tools.example_copies import copied_example, copied_unasked, example_values
+from mimikit.tools.example_copies import (
+    blended_example,
+    copied_example,
+    copied_unasked,
+    example_values,
+)
 
 # What an example's task, question or answer says: none of it is a prompt of this request's.
 EXAMPLE_WORDS = ("prompt", "question", "text")
@@ -33,9 +38,11 @@ def without_example_prompts(request: str, staged: list[Task], system: str) -> li
 def copied_kind(request: str, answer: str, result: Result,
                 system: str) -> tuple[str, str] | None:
     """The kind of a plan's turn (an answer, a question) and its words, where they are word for
-    word an example's answer or question sharing no word with ``request``; None otherwise
-    (``answer``: what the plan answered in words alone, '' where it did not)."""
-    if copied_example(request, answer, system, "text"):
+    word an example's answer or question sharing no word with ``request``, or an answer blended
+    of the examples' words (``blended_example``); None otherwise (``answer``: what the plan
+    answered in words alone, '' where it did not)."""
+    if copied_example(request, answer, system, "text") or \
+            blended_example(request, answer, system):
         return ANSWER, answer
     question = result.question or ""
     if result.status == "needs_input" and copied_example(request, question, system, "question"):

@@ -45,6 +45,25 @@ def copied_example(asked: str, text: str, system: str, *fields: str) -> bool:
                                          set(tokenize(asked)))
 
 
+# The fields of the examples whose words a blend of them is made of, beside their requests.
+EXAMPLE_FIELDS = ("text", "question", "prompt", "remember", "given", "unknown", "check")
+
+
+def blended_example(asked: str, text: str, system: str) -> bool:
+    """Whether ``text`` is two words or more, every one of them a word of the examples'
+    requests and values, and none of them one of what was ``asked``: examples' words blended.
+    Asked "我喜欢喝绿茶，记一下", the 0.5B Planner answered "You use vim to write your favorite
+    fruit." (an example's answer and another's request; 2 of 2 runs), and the person was
+    told so."""
+    words = set(tokenize(text))
+    if len(words) < 2 or words & set(tokenize(asked)):
+        return False
+    requests = re.findall(r"^request: (.*?) -> ", system, re.MULTILINE)
+    shown = {word for value in (*requests, *example_values(system, *EXAMPLE_FIELDS))
+             for word in tokenize(value)}
+    return words <= shown
+
+
 def example_fact(asked: str, fact: str, system: str) -> bool:
     """Whether a ``fact`` to keep shares no word with what was ``asked`` and a word with the
     request of an example that keeps one (``request: ... -> {... "remember": ...}``): that
