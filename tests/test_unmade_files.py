@@ -260,21 +260,27 @@ def test_numbers_a_command_printed_one_a_line_stand(llamacpp, stack, llm):
     assert stack.tasks.result(worker.id).result["text"] == said
 
 
+def _done_after_giving_up(stack, llm, request: str, steps: list) -> list:
+    """The Worker requests of a task run with ``steps``, once it ended done."""
+    llm.script("worker", *steps)
+    _request(stack, llm, request)
+    assert _worker(stack).status == "done"
+    return llm.requests_for("worker")
+
+
 def test_a_worker_that_gives_up_at_its_own_commands_error_is_told_once_to_fix_it(
         llamacpp, stack, llm):
     """The 1.5B model summed numbers.txt with a ``python3 -c`` that lacked a bracket and ended
     failed at the syntax error (2 of 2 runs); told so, it sent the same failed again."""
-    llm.script("worker", turn(check="", write_file={"path": "numbers.txt", "content": "1\n2\n"}),
-               turn(check="", shell={"command": "python3 -c 'print(sum([1, 2)' > total.txt"}),
-               turn(check="", submit_result={"status": "failed", "error": "Syntax error."}),
-               turn(check="", shell={"command": "python3 -c 'print(sum([1, 2]))' > total.txt"}),
-               turn(check="", submit_result={"status": "done", "result": {
-                   "text": "total.txt holds 3."}}))
-    _request(stack, llm, "Put 1 and 2 in numbers.txt, then write their sum to total.txt.")
-    worker = _worker(stack)
-    assert worker.status == "done"
+    asked = _done_after_giving_up(stack, llm, "Put 1 and 2 in numbers.txt, then write their "
+                                  "sum to total.txt.", [
+        turn(check="", write_file={"path": "numbers.txt", "content": "1\n2\n"}),
+        turn(check="", shell={"command": "python3 -c 'print(sum([1, 2)' > total.txt"}),
+        turn(check="", submit_result={"status": "failed", "error": "Syntax error."}),
+        turn(check="", shell={"command": "python3 -c 'print(sum([1, 2]))' > total.txt"}),
+        turn(check="", submit_result={"status": "done", "result": {
+            "text": "total.txt holds 3."}})])
     assert (stack.settings.work_dir / "total.txt").read_text().strip() == "3"
-    asked = llm.requests_for("worker")
     told = asked[3]["messages"][-1]["content"]
     assert "Your last command failed (`python3 -c 'print(sum([1, 2)' > total.txt`): fix " \
         "what its error says and run it again" in told
@@ -288,15 +294,12 @@ def test_a_worker_that_gives_up_at_a_calls_error_is_told_once_to_do_what_it_says
     """Asked to show a folder, the 1.5B model read "." and ended failed at "'.' is a
     directory; use list_files to see its entries"."""
     (stack.settings.work_dir / "rent.txt").write_text("pay rent\n")
-    llm.script("worker", turn(check="", read_file={"path": "."}),
-               turn(check="", submit_result={"status": "failed", "error": "It is a folder."}),
-               turn(check="", list_files={"path": "."}),
-               turn(check="", submit_result={"status": "done", "result": {
-                   "text": "The folder holds rent.txt."}}))
-    _request(stack, llm, "Show the contents of the user's folder.")
-    worker = _worker(stack)
-    assert worker.status == "done"
-    asked = llm.requests_for("worker")
+    asked = _done_after_giving_up(stack, llm, "Show the contents of the user's folder.", [
+        turn(check="", read_file={"path": "."}),
+        turn(check="", submit_result={"status": "failed", "error": "It is a folder."}),
+        turn(check="", list_files={"path": "."}),
+        turn(check="", submit_result={"status": "done", "result": {
+            "text": "The folder holds rent.txt."}})])
     assert "Your last call failed (read_file: error: '.' is a directory; use list_files to " \
         "see its entries): do what its error says" in asked[2]["messages"][-1]["content"]
     assert "submit_result" not in json.dumps(asked[2]["response_format"])
