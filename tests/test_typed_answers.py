@@ -353,6 +353,25 @@ def test_a_plan_that_gives_what_only_the_user_knows_in_invented_words_asks(
     assert again["properties"]["kind"]["enum"] == ["ask the user"]  # the one kind it may give
 
 
+def test_an_unknown_the_request_quotes_is_the_users_own_and_the_plan_stands(llamacpp, stack,
+                                                                             llm):
+    """The 1.5B model planned "add 'buy eggs' to todo.txt" with "unknown": "buy eggs" and the
+    request in its own words as "given"; made again as a question, it asked "What do you want
+    to buy?" (two more requests, and one more to find the answer in the request)."""
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll add it."))
+    llm.script("planner", turn(
+        unknown="buy eggs", given="The user wants to add 'buy eggs' to their todo list.",
+        kind="work now", delegate={"prompt": "Add 'buy eggs' to todo.txt."},
+        submit_result={"status": "done", "result": {"text": "A worker will add it."}}))
+    llm.default("worker", turn(submit_result={"status": "done", "result": {"text": "made"}}))
+    llm.default("teller", turn(reply="Done."))
+    post_input(stack, "add 'buy eggs' to todo.txt")
+    wait_for(lambda: [t for t in stack.tasks.with_status("done") if t.role == "planner"],
+             timeout=30, message="the plan")
+    assert len(llm.requests_for("planner")) == 1
+    assert not [e for e in stack.events.recent() if e["type"] == "given_invented"]
+
+
 @pytest.mark.parametrize("judged", ["yes", "no"])
 def test_a_plan_giving_in_english_what_memory_says_in_chinese_hands_it_to_the_worker(
         llamacpp, stack, llm, judged):

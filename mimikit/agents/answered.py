@@ -40,6 +40,8 @@ MEMORY_PREFIX = "Memory: "
 SAYS = 'The user said:\n{lines}\nDoes that say "{given}"?'
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _BRACKETS = re.compile(r"\([^()]*\)|（[^（）]*）")
+_QUOTES = "'\"“”‘’「」"
+_QUOTED = re.compile(r"(?<!\w)'([^'\n]+)'(?!\w)|\"([^\"\n]+)\"|“([^”\n]+)”|‘([^’\n]+)’|「([^」\n]+)」")
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,14 @@ def found_in(answer: str, request: str, question: str, time_line: str,
     if today and today[0] in answer and _within(words, tokenize(time_line)):
         return Given(answer, "the current time")
     return None
+
+
+def quoted_in(text: str, value: str) -> bool:
+    """Whether ``value`` is, case and blanks aside, one of the spans ``text`` quotes ('…',
+    "…", “…”, ‘…’, 「…」): what a person quotes is theirs, given."""
+    wanted = " ".join(value.strip(_QUOTES + " ").lower().split())
+    spans = (next(group for group in found.groups() if group) for found in _QUOTED.finditer(text))
+    return bool(wanted) and any(" ".join(span.lower().split()) == wanted for span in spans)
 
 
 def _within(words: list[str], found: list[str]) -> bool:

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from mimikit.agents import answered
 from mimikit.agents.answered import Given, answered_already, remembered_answer, said_across
 from mimikit.agents.common import run_role
 from mimikit.agents.context import MEMORY_TOKENS, context_sections, first_request_room
@@ -189,15 +190,15 @@ ONLY_ASK = tuple(dict.fromkeys(kind.words for kind in PLANNER.turn_kinds
 def invented_given(plan: Plan) -> str | None:
     """The ``given`` of a plan that names what only the person knows (``unknown``) and does
     not ask for it, where ``given`` holds words that the prompt it was shown does not (None
-    otherwise). The 1.5B model answered "please create an empty file and name it after my
-    favorite color" with ``"unknown": "my favorite color", "given": "The user uses vim."``
-    (an example's words; 2 of 2 runs of that wording), and its Worker named the file "red"."""
+    otherwise, or where the prompt quotes the unknown: "add 'buy eggs' to todo.txt", "unknown":
+    "buy eggs"). The 1.5B model answered "please create an empty file and name it after my
+    favorite color" with ``"unknown": "my favorite color", "given": "The user uses vim."`` (an
+    example's words; 2 of 2 runs), and its Worker named the file "red"."""
     unknown, given, kind = plan_notes(plan)
-    if not (unknown and given) or kind == ASK_THE_USER or \
+    prompt = next((str(m["content"]) for m in plan.record.messages if m.get("role") == "user"), "")
+    if not (unknown and given) or kind == ASK_THE_USER or answered.quoted_in(prompt, unknown) or \
             ASK_THE_USER in plan.ctx.withheld_kinds:
         return None
-    prompt = next((str(m.get("content")) for m in plan.record.messages
-                   if m.get("role") == "user"), "")
     shown = set(tokenize(prompt))
     return given if any(word not in shown for word in tokenize(given)) else None
 
