@@ -111,7 +111,7 @@ def _finished(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
     """The end of a Worker's run with ``args``: a ``done`` that does not stand ends failed,
     and one that does keeps no sentence giving an example's number or file name its run never
     showed (``unseen_facts``), and one that says nothing of what its last call showed is sent
-    back once (``_unsaid``), as is a ``failed`` right after its own command failed
+    back once (``_unsaid``), as is a ``failed`` right after its own command or call failed
     (``_given_up``)."""
     said = str(args.result.get("text") or "")
     if args.status == "done" and (error := _not_done(ctx, said)):
