@@ -129,7 +129,7 @@ def test_answer_refuses_an_empty_answer_and_keeps_the_question(runtime):
 
 
 def test_task_show_prints_the_status_result_events_and_transcript(stack, llm):
-    llm.script("worker", tool_call("shell", command="echo counted"),
+    llm.script("worker", tool_call("shell", command="echo three files"),
                tool_call("submit_result", status="done", resultType="text",
                          result={"text": "three files"}))
     llm.default("teller", tool_call("reply", text="ok"))
@@ -147,8 +147,8 @@ def test_task_show_prints_the_status_result_events_and_transcript(stack, llm):
     runs = lines[lines.index("runs: 1"):]
     assert runs[1].split()[1:4] == ["worker", "model", "worker"]
     assert any(line.startswith("    user: ") and "count the files" in line for line in runs)
-    assert any(line.startswith('    assistant: shell({"command": "echo counted"}') for line in runs)
-    assert any(line.startswith("    tool: ") and "counted" in line for line in runs)
+    assert any(line.startswith('    assistant: shell({"command": "echo three files"}') for line in runs)
+    assert any(line.startswith("    tool: ") and "three files" in line for line in runs)
 
 
 def test_task_show_json_is_what_the_api_answers(stack, llm):

@@ -124,14 +124,14 @@ def _hang_then_crash_then_work(body):
     calls = len(tool_messages(body))
     return [tool_call("secrets__wait", seconds=60), tool_call("secrets__crash"),
             tool_call("secrets__secret_word", seed=1),
-            _submit_text("done after two failures")][calls]
+            _submit_text("done after two failures: word-7")][calls]
 
 
 def test_a_call_that_hangs_or_kills_its_server_fails_that_call_not_the_run(stack, llm):
     write_config(stack, {"secrets": stdio_entry(timeout=2)})
     llm.default("worker", _hang_then_crash_then_work)
     (task,) = submit(stack, [Task(prompt="try the server", mcp=["secrets"])])
-    assert _result(stack, task.id).result == {"text": "done after two failures"}
+    assert _result(stack, task.id).result == {"text": "done after two failures: word-7"}
     hung, crashed, worked = tool_messages(llm.requests_for("worker")[-1])
     assert hung.startswith("error: MCP server 'secrets' did not answer wait within 2 s")
     assert "closed the connection during crash" in crashed and "crashing on purpose" in crashed

@@ -198,7 +198,7 @@ def test_the_history_shown_begins_at_the_same_message_while_it_fits(runtime):
 
     def add(n: int) -> None:
         runtime.conversation.append(Message(role="user" if n % 2 else "assistant",
-                                            text=f"message number {n} " + "word " * 12))
+                                            text=f"message number {n} " + "word " * 10))
 
     for n in range(40):
         add(n)
@@ -221,11 +221,11 @@ def test_a_run_with_more_to_read_moves_the_history_on_and_the_next_keeps_it(runt
     from mimikit.models import Message
 
     for n in range(30):
-        runtime.conversation.append(Message(role="user", text=f"note {n} " + "word " * 12))
+        runtime.conversation.append(Message(role="user", text=f"note {n} " + "word " * 10))
     context_sections(runtime, [], keep=False)  # as `mimikit prompt` shows it: nothing kept
     assert runtime.redis.get(runtime.keys.meta("history-start|teller")) is None
     plain = context_sections(runtime, [])[0]
-    results = "## Task results\n" + "a long result line of words\n" * 50
+    results = "## Task results\n" + "a long result line of words\n" * 40
     busy = context_sections(runtime, [], beside=results)[0]  # a long report leaves less room
     assert 5 <= len(_history_lines(busy)) < len(_history_lines(plain))
     assert context_sections(runtime, [])[0] == busy  # the next begins there: not moved back

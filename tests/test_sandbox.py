@@ -378,14 +378,13 @@ def test_a_worker_task_changes_and_reads_nothing_outside_and_still_completes(
     command = (f'echo x > "$HOME/{probe}"; echo x > /tmp/{probe}; '
                f"echo planted > {state_inside_work}/memory.md; cat {state_inside_work}/memory.md; "
                f"cat .env; echo made > made-here.txt; {fetch(llm.url + '/models')}")
-    llm.script("worker", tool_call("shell", command=command),
-               tool_call("submit_result", status="done", resultType="text",
-                         result={"text": "tried"}))
+    tried = tool_call("submit_result", status="done", resultType="text", result={"text": "tried"})
+    llm.script("worker", tool_call("shell", command=command), tried, tried)  # told once
     llm.default("teller", tool_call("reply", text="ok"))
     task = submit(stack, [Task(prompt="try to get out")])[0]
     wait_for(lambda: stack.tasks.get(task.id).status == "done", timeout=40,
              message="the task to complete")
-    seen = last_tool_result(llm.requests_for("worker")[-1])
+    seen = last_tool_result(llm.requests_for("worker")[1])  # after the command
     assert MEMORY not in seen["stdout"] and ENV_SECRET not in seen["stdout"]
     assert "Read-only file system" in seen["stderr"]
     assert seen["note"] == NETWORK_NOTE

@@ -1039,9 +1039,8 @@ def test_a_report_naming_a_file_its_results_do_not_is_told_in_the_results_words(
     """The 1.5B model told a failed "remove backup.txt" as an earlier failure of scores.csv,
     whose report was in its history."""
     (stack.settings.work_dir / "backup.txt").write_text("eggs\n")
-    gives_up = turn(submit_result={"status": "failed", "error": "backup.txt already exists"})
     llm.script("worker", turn(write_file={"path": "backup.txt", "content": ""}),  # refused
-               gives_up, turn(read_file={"path": "backup.txt"}), gives_up)  # told once
+               turn(submit_result={"status": "failed", "error": "backup.txt already exists"}))
     llm.script("teller", turn(reply="That failed: scores.csv has a syntax error."))
     llm.default("teller", turn(reply="Removed."))
     submit(stack, [Task(role="worker", prompt="Remove backup.txt.")])

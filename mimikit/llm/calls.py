@@ -87,9 +87,10 @@ class Calls:
         if isinstance(seen := getattr(self.ctx, "seen", None), list):
             seen.extend((call.arguments, outcome.content))
         if hasattr(self.ctx, "shown"):  # what the last call showed where it read, or its error
-            self.ctx.shown = outcome.content if outcome.ok and \
-                self.registry.reads(self.record.role, call.name) else None
-            self.ctx.failed = None if outcome.ok else f"{call.name}: {outcome.content}"
+            reads = self.registry.reads(self.record.role, call.name)
+            self.ctx.shown = outcome.content if outcome.ok and reads else None
+            self.ctx.failed = f"{call.name}: {outcome.content}" if reads and not outcome.ok \
+                else None
         self.observe({"kind": "tool", "name": call.name,
                       "arguments": call.arguments[:STEP_TEXT_LIMIT], "ok": outcome.ok,
                       "output": outcome.content[:STEP_TEXT_LIMIT], "durationMs": elapsed_ms})

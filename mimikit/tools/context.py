@@ -94,7 +94,7 @@ class ToolContext:
     # What the run's last call showed, where it was one that reads (a command's result, a
     # file, a listing); None after any other (``llm.calls``).
     shown: str | None = None
-    failed: str | None = None  # the last call, where it failed: its name and error
+    failed: str | None = None  # the last call, where it read and failed: its name and error
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)

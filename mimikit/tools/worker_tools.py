@@ -132,7 +132,8 @@ def _finished(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
 # its next answer may not be submit_result: the 1.5B model's ``python3 -c`` for a sum of
 # numbers.txt lacked a bracket, and it ended failed at the syntax error (2 of 2 runs of that
 # request); told only, it sent the same failed again. Asked to show a folder, it read "." and
-# ended failed at "'.' is a directory; use list_files to see its entries".
+# ended failed at "'.' is a directory; use list_files to see its entries". (Not after a call
+# that changes something: a write refused over a file it never read stays refused.)
 RETRY = "Your last command failed"
 RETRY_CALL = "Your last call failed"
 
