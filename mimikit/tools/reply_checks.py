@@ -53,6 +53,8 @@ COPIED_REPLY_TOKENS = 15
 def short(text: str) -> bool:
     """Whether a reply is too short to be a copy, or to tell more than "Done."."""
     return estimate_tokens(text) < COPIED_REPLY_TOKENS
+
+
 EARLIER_REPLIES = 6  # the earlier replies a new one is compared with
 # Where a sentence ends: the blanks after its mark are kept by ``split`` (odd places).
 _SENTENCES = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])(\s*)")

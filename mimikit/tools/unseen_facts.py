@@ -72,17 +72,8 @@ def shown_by(text: str) -> set[str]:
         value = json.loads(text)
     except (ValueError, RecursionError):
         return found
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            found.add(str(len(item)))
-            stack.extend(item)
-        elif isinstance(item, str):
-            found.update((*facts(item), str(len(item.splitlines())), str(len(item.split()))))
-    return found
+    texts = _texts(value)
+    return found.union(*(facts(item) for item in texts), _counted(value, texts))
 
 
 def says_nothing_of(said: str, shown: str) -> bool:
@@ -97,9 +88,15 @@ def says_nothing_of(said: str, shown: str) -> bool:
     words = {word for text in texts for word in _words(text)}
     if not words:
         return False
-    counted = {str(len(found)) for text in texts
-               for found in (text.splitlines(), text.split())} | _lengths(value)
+    counted = _counted(value, texts)
     return not (_words(said) & (words | counted))
+
+
+def _counted(value: object, texts: list[str]) -> set[str]:
+    """What a decoded JSON value counts: the items of each of its lists, and the lines and
+    words of each of its ``texts``."""
+    return {str(len(found)) for text in texts
+            for found in (text.splitlines(), text.split())} | _lengths(value)
 
 
 def _texts(value: object) -> list[str]:
