@@ -6,6 +6,7 @@ the person's answer; in English and Chinese, one after another as a person sends
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,15 +26,20 @@ def _lines(name: str, *lines: str) -> Check:
     return check
 
 
+# what joins the items of a list in a reply ("2, 4, 6, 8, and 10" says "2 4 6 8 10")
+_LIST_JOINS = re.compile(r"[,，、]|\band\b|和")
+
+
 def _prints(name: str, words: str, said: str) -> Check:
-    """The script ``name`` prints ``words`` (split on blanks), and a reply says ``said``."""
+    """The script ``name`` prints ``words`` (split on blanks), and a reply says ``said``
+    (its items maybe joined by commas and "and")."""
     def check(world: World) -> tuple[bool, str]:
         printed = script_output(world, name)
         if printed is None:
             return False, f"{name} not written"
         if printed.split() != words.split():
             return False, f"{name} prints {printed[:50]!r}"
-        told = said in " ".join(world.said().replace(",", " ").split())
+        told = said in " ".join(_LIST_JOINS.sub(" ", world.said()).split())
         return told, f"{name} runs; the reply " + ("has its output" if told else
                                                     "lacks its output")
     return check

@@ -730,6 +730,19 @@ def test_a_person_who_writes_chinese_is_told_the_weekday_in_chinese(stack, llm):
     assert line.split()[2][2] in days  # "今天是 2026-11-29 星期日，现在是 ..."
 
 
+def test_what_memory_recalls_is_shown_right_before_the_inputs_it_answers(stack, llm):
+    (stack.settings.state_dir / "memory.md").write_text("我喜欢喝绿茶，记一下\n",
+                                                        encoding="utf-8")
+    llm.script("teller", tool_call("reply", text="你喜欢喝绿茶。"))
+    post_input(stack, "我喜欢喝什么绿茶？")
+    wait_history(stack, lambda h: ("assistant", "你喜欢喝绿茶。") in h, message="reply")
+    shown = llm.requests_for("teller")[0]["messages"][-1]["content"]
+    line, memory, inputs = shown[shown.index("今天是 "):].split("\n\n")[:3]
+    assert memory == "## Memory\n[memory.md] 我喜欢喝绿茶，记一下"
+    assert inputs.startswith("## Pending inputs\n") and shown.count("## Memory") == 1
+    assert shown.index("## Work directory") < shown.index(line)  # the rest goes before
+
+
 @pytest.mark.parametrize("zone", ["Pacific/Kiritimati", "Pacific/Pago_Pago"])
 def test_the_time_line_gives_the_weekday_of_the_configured_zone(tmp_path, zone):
     from mimikit.agents.now import time_line

@@ -7,6 +7,7 @@ import json
 
 from mimikit.agents.now import time_line
 from mimikit.lifecycle.actions import RUN_DID, actions_of
+from mimikit.memory.inject import MEMORY_HEADER
 from mimikit.memory.tokenize import has_chinese
 from mimikit.models import Result, Task
 from mimikit.store.inbox import AnswerItem, InboxItem, InputItem, ResultItem
@@ -80,6 +81,22 @@ def render_inbox(runtime: Runtime, items: list[InboxItem], done: dict[str, Task]
     if chinese:  # small models answer in English after an English prompt otherwise
         blocks.append(CHINESE_HINT)
     return "\n\n".join(blocks) or "## Pending inputs\n(none)"
+
+
+def memory_by_inputs(sections: list[str], inbox: str) -> tuple[list[str], str]:
+    """``sections`` without their ``## Memory`` block, and ``inbox`` with it right before its
+    first heading (after the time line): what Memory recalls for the inputs is read next to
+    them. Placed after the History, the 1.5B model answered "which programming language do I
+    like best?" with "I'll ask you which…" though Memory said Rust, and "我喜欢喝什么茶？" with
+    a reminder (9 of 12 kept facts recalled; 12 of 12 here). It changes with each message,
+    too, and so no longer makes the server read again what follows it."""
+    memory = [section for section in sections if section.startswith(MEMORY_HEADER)]
+    if not memory:
+        return sections, inbox
+    heading = inbox.find("## ")
+    at = heading if heading >= 0 else len(inbox)
+    return [section for section in sections if section not in memory], \
+        inbox[:at] + memory[0] + "\n\n" + inbox[at:]
 
 
 def report_hint(items: list[InboxItem]) -> str | None:

@@ -25,6 +25,7 @@ from mimikit.agents.inbox_view import (
     CHINESE_START,
     done_results,
     done_tasks,
+    memory_by_inputs,
     render_inbox,
     report_hint,
     reports_chinese,
@@ -212,9 +213,11 @@ def teller_pass(runtime: Runtime, items: list[InboxItem], pass_journal: RunJourn
     inbox = render_inbox(runtime, items, done, results)
     seen = surroundings(runtime)
     if ctx.turn_only is None:
-        sections = context_sections(runtime, [item.message["text"] for item in inputs],
-                                    exclude_ids={item.message["id"] for item in inputs},
-                                    beside="\n\n".join([*seen, inbox])) + seen
+        sections, inbox = memory_by_inputs(
+            context_sections(runtime, [item.message["text"] for item in inputs],
+                             exclude_ids={item.message["id"] for item in inputs},
+                             beside="\n\n".join([*seen, inbox])), inbox)
+        sections += seen
     else:  # a report is shown the history alone: the prompt stays the one the server cached,
         # begun anew (when due) where the next message's pass will find it
         sections = next_history(runtime, seen)
