@@ -450,6 +450,9 @@ def test_an_answer_in_an_examples_words_is_planned_again_without_answering(llama
     ("which editor do I use?", "You use vim.", False),  # it shares a word with the request
     ("what's 1 plus 2?", "3", False),  # one word: an answer, not a blend
     ("what's the capital of France?", "Paris is the capital of France.", False),
+    ("我住在上海，请记住", "You will be reminded in 2 hours.", True),  # an example's, "3" made "2"
+    ("17 乘以 23 是多少？", "17 times 23 is 391.", False),  # the request's numbers
+    ("how many minutes are in 2 hours?", "120 minutes.", False),  # one word beside a number
 ])
 def test_an_answer_blended_of_the_examples_words(asked, answer, blend):
     from mimikit.agents.prompts import build_system_prompt

@@ -54,9 +54,13 @@ def blended_example(asked: str, text: str, system: str) -> bool:
     requests and values, and none of them one of what was ``asked``: examples' words blended.
     Asked "我喜欢喝绿茶，记一下", the 0.5B Planner answered "You use vim to write your favorite
     fruit." (an example's answer and another's request; 2 of 2 runs), and the person was
-    told so."""
+    told so. A number the request does not give counts for neither: asked "我住在上海，请记住",
+    it answered "You will be reminded in 2 hours." (the delay example's, "3" made "2")."""
     words = set(tokenize(text))
-    if len(words) < 2 or words & set(tokenize(asked)):
+    if words & set(tokenize(asked)):
+        return False
+    words = {word for word in words if not word.isdigit()}
+    if len(words) < 2:
         return False
     requests = re.findall(r"^request: (.*?) -> ", system, re.MULTILINE)
     shown = {word for value in (*requests, *example_values(system, *EXAMPLE_FIELDS))
