@@ -145,6 +145,9 @@ def test_a_new_request_typed_while_a_question_is_pending_is_not_its_answer(real,
              message="the request handed to the Planner")
     planner = next(t for t in real.tasks.with_status("queued", "running", "done", "failed")
                    if t.role == "planner")
+    # asked again as the pass ends, just after it handed the request over
+    wait_for(lambda: real.conversation.question() is not None or _teller_idle(real),
+             timeout=TURN_SECONDS, interval=0.5, message="the pass to end")
     again = real.conversation.question()
     figures.record("typed request", planner=planner.prompt[:120],
                    asked_again=again.question if again else None)
