@@ -167,6 +167,9 @@ def test_prompt_full_shows_the_history_and_memory_a_teller_run_would_get(runtime
     assert "It went fine." in full
     assert "## Memory" in full and "helm charts" in full
     assert "## History" not in minimal
+    # the Teller reads its Memory right before its inputs, after the rest of the context
+    assert full.index("It went fine.") < full.index("--- and has right before its inputs ---"
+                                                    "\n## Memory")
 
 
 def test_prompt_full_without_redis_falls_back_to_minimal_with_a_note():

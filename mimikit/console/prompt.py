@@ -8,6 +8,7 @@ import sys
 from redis.exceptions import RedisError
 
 from mimikit.agents.context import context_sections
+from mimikit.agents.inbox_view import memory_by_inputs
 from mimikit.agents.prompts import PromptMode, build_prompts
 from mimikit.config import Settings
 from mimikit.llm.profile import Path
@@ -26,10 +27,15 @@ def print_prompt(settings: Settings | None, role: str, mode: PromptMode = "minim
         sections = _context_sections(settings) if settings is not None else None
         if sections is None:
             mode = "minimal"
+    before_inputs = ""
+    if role == "teller" and sections:  # its Memory is read next to the message it answers
+        sections, before_inputs = memory_by_inputs(sections, "")
     system, context = build_prompts(role, mode, sections, "")
     print(system(path))
     if context.strip():
         print("\n--- first user message starts with ---\n" + context.strip())
+    if before_inputs.strip():
+        print("\n--- and has right before its inputs ---\n" + before_inputs.strip())
     return 0
 
 
