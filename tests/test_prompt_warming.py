@@ -230,47 +230,56 @@ def _say(runtime, n: int) -> None:
                                         text=f"message number {n} " + "word " * 12))
 
 
-def test_a_history_begun_anew_with_no_report_after_it_is_read_before_the_next_message(
-        runtime, llm, quick):
-    """Where the history the next message's pass will show begins anew and no report's pass
-    follows, it is read into the server's cache while the server is free: that pass finds all
-    of it there, and a warming where it goes on sends nothing."""
+def test_what_the_next_message_will_find_is_read_before_it_comes(runtime, llm, quick):
+    """After each pass, the history the next message's pass will show (the lines said since,
+    and where it begins anew, all of it) and the surroundings after it are read into the
+    server's cache while the server is free: that pass finds them there, and a warming with
+    nothing said since sends nothing."""
+    from scheduling_helpers import add_trigger
+
     from mimikit.agents.context import context_sections
-    from mimikit.agents.history_ahead import warm_next_history
+    from mimikit.agents.history_ahead import warm_next_message
     from mimikit.agents.prompts import build_prompts
     from mimikit.agents.surroundings import surroundings
+    from mimikit.models import IntervalSchedule
 
     runtime = _caching_runtime(runtime, llm)
     teller = system_prompt("teller")("constrained")
-    _say(runtime, 0)
-    context_sections(runtime, ["hello"])  # a first message's pass: where the history begins
-    assert warm_next_history(runtime) is None and llm.requests_for("teller") == []
-    n, warmed = 1, None
-    while warmed is None and n < 200:  # until the next message's history begins anew
-        _say(runtime, n)
-        n += 1
-        warmed = warm_next_history(runtime)
-    assert warmed is not None and warmed.whole and warmed.steps >= 1 and 5 < n < 200
-    sent = llm.requests_for("teller")
-    assert len(sent) == warmed.steps and {body["max_tokens"] for body in sent} == {1}
-    assert {body["messages"][0]["content"] for body in sent} == {teller}
-    users = [body["messages"][1]["content"] for body in sent]
-    assert all(users[-1].startswith(user) for user in users)
-    assert users[0].startswith("## History\n") and users[-1].endswith("\n\n")
-    seen = surroundings(runtime)
+    add_trigger(runtime, type="recurring", schedule=IntervalSchedule(interval=7200),
+                prompt="Remind the user to drink water.")
+    runtime.redis.delete(runtime.keys.status("queued"))  # it waits: no work now
+    began = runtime.keys.meta("history-start|teller")
+    starts: set[str | None] = set()
     inbox = "## Pending inputs\n- [2026-12-01T16:20:21.424166Z] user: also add a line to todo.txt"
-    _system, user = build_prompts("teller", "full", [
-        *context_sections(runtime, ["also add a line to todo.txt"],
-                          beside="\n\n".join([*seen, inbox])), *seen], inbox)
-    assert user.startswith(users[-1])  # the message's pass: its history is the one read
-    assert warm_next_history(runtime) is None and len(llm.requests_for("teller")) == len(sent)
+    for n in range(200):
+        _say(runtime, n)
+        before = len(llm.requests_for("teller"))
+        warmed = warm_next_message(runtime)
+        assert warmed is not None and warmed.whole and warmed.steps >= 1
+        sent = llm.requests_for("teller")[before:]
+        assert len(sent) == warmed.steps and {body["max_tokens"] for body in sent} == {1}
+        assert {body["messages"][0]["content"] for body in sent} == {teller}
+        read = sent[-1]["messages"][1]["content"]
+        assert read.startswith("## History\n") and "## Scheduled\n" in read
+        assert read.endswith("\n\n") and f"message number {n} " in read
+        assert warm_next_message(runtime) is None
+        assert len(llm.requests_for("teller")) == before + len(sent)
+        seen = surroundings(runtime)
+        _system, user = build_prompts("teller", "full", [
+            *context_sections(runtime, ["also add a line to todo.txt"],
+                              beside="\n\n".join([*seen, inbox])), *seen], inbox)
+        assert user.startswith(read)  # the message's pass: all it shows before its time line
+        starts.add(runtime.redis.get(began))
+        if len(starts) > 1:
+            break  # the history began anew, and was read so
+    assert len(starts) == 2 and 5 < n < 199
 
 
 def test_a_history_read_ahead_stops_where_a_message_came_meanwhile(runtime, llm, quick):
     """A step that would send the history without what was said since is not sent."""
     import threading
 
-    from mimikit.agents.history_ahead import warm_next_history
+    from mimikit.agents.history_ahead import warm_next_message
 
     runtime = _caching_runtime(runtime, llm)
     llm.default("teller", delay(1.5, with_usage(text("ok"), 300, 1, cached_tokens=0)))
@@ -284,7 +293,7 @@ def test_a_history_read_ahead_stops_where_a_message_came_meanwhile(runtime, llm,
 
     said = threading.Thread(target=say_while_a_step_is_read)
     said.start()
-    warmed = warm_next_history(runtime)
+    warmed = warm_next_message(runtime)
     said.join()
     sent = llm.requests_for("teller")
     assert warmed is not None and warmed.steps == len(sent) == 1
@@ -297,13 +306,13 @@ def test_no_history_is_read_ahead_while_a_teller_run_is_due_nor_before_work_is_d
     set is among the surroundings, which leave the history less room."""
     import threading
 
-    from mimikit.agents.history_ahead import warm_next_history
+    from mimikit.agents.history_ahead import warm_next_message
 
     runtime = _caching_runtime(runtime, llm)
     for n in range(80):
         _say(runtime, n)
     runtime.redis.set(runtime.keys.teller_queued, "1")  # a message's run waits for a worker
-    assert warm_next_history(runtime) is None
+    assert warm_next_message(runtime) is None
     runtime.redis.delete(runtime.keys.teller_queued)
     from scheduling_helpers import add_trigger
 
@@ -314,7 +323,7 @@ def test_no_history_is_read_ahead_while_a_teller_run_is_due_nor_before_work_is_d
     assert runtime.redis.smembers(runtime.keys.status("queued"))
     runtime.redis.sadd(runtime.keys.status("running"), "task-planning")
     warmed: list[object] = []
-    warming = threading.Thread(target=lambda: warmed.append(warm_next_history(runtime)))
+    warming = threading.Thread(target=lambda: warmed.append(warm_next_message(runtime)))
     warming.start()
     time.sleep(2 * QUICK + 1.0)
     assert warming.is_alive() and llm.requests_for("teller") == []  # the Planner still plans

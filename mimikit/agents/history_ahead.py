@@ -1,16 +1,21 @@
-"""The history a person's next message will find, begun anew by a pass no one waits on.
+"""What a person's next message will find before its own lines, read by the server while no
+one waits.
 
-A message's pass reads from the server's cache all that the last pass sent, then its own new
-lines. Where the history no longer fits its room it begins anew (``context._steady``), and all
-of it is read again: 300-380 tokens on the 1.5B model, 8-10 s on two CPU cores before the first
-word of a reply. A report's pass begins it where the next message's pass will find it. Where no
-report follows (a reminder set, a fact kept, a question asked), the Teller's run, once nothing
-is left to do, begins it anew in the same way while the server is free, and sends it with one
-token asked (``llm.warming``): the next message's pass then reads its own lines only.
+A message's pass reads from the server's cache what an earlier request began the same way,
+then the rest. Before the time line and the message, the pass shows the history (the lines
+said since the last pass) and the surroundings (``## Scheduled``, ``## Work directory``), which
+a report's pass does not show: after a file task, a message's pass read 200-250 new tokens on
+the 1.5B model, 6-7 s on two CPU cores before the first word of its answer. Where the history no
+longer fits its room it begins anew (``context._steady``), and all of it is read again (300-380
+tokens). Once a Teller run has nothing left to do, the work it handed over is done and the
+server has been free a while, the system prompt with that beginning is sent with one token
+asked (``llm.warming``): the next message's pass then reads its own lines only (the time, what
+Memory recalls, the message).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -20,12 +25,13 @@ from redis.exceptions import RedisError
 
 from mimikit.agents.common import answer_path, client_for
 from mimikit.agents.context import context_sections
-from mimikit.agents.prompts import build_prompts
+from mimikit.agents.prompts import build_prompts, system_prompt
 from mimikit.agents.surroundings import surroundings
 from mimikit.conversation.gate import teller_state
 from mimikit.exceptions import LLMUnavailable
 from mimikit.llm.client import LLMClient
 from mimikit.llm.warming import BUSY_GIVE_UP_SECONDS, Warmed, quiet, warm_prompt, warmable
+from mimikit.store.keys import as_text
 from mimikit.store.runtime import Runtime
 
 log = logging.getLogger("mimikit.teller")
@@ -33,6 +39,7 @@ log = logging.getLogger("mimikit.teller")
 # beside one in Chinese, the note to answer in Chinese.
 MESSAGE_TOKENS = 64
 HISTORY = "## History"
+AHEAD_KEY = "teller-ahead"  # meta key: a digest of the Teller's prompt beginning read last
 WORK_POLL_SECONDS = 0.5
 _warming = threading.Lock()  # one warming at a time in a process
 
@@ -46,11 +53,18 @@ def next_history(runtime: Runtime, seen: list[str]) -> list[str]:
             if section.startswith(HISTORY)]
 
 
+def next_beginning(runtime: Runtime) -> str:
+    """The first user message of the next message's pass up to its time line: its history
+    and surroundings, as ``teller.run_pass`` puts them."""
+    seen = surroundings(runtime)
+    return build_prompts("teller", "full", [*next_history(runtime, seen), *seen], "")[1]
+
+
 def warm_soon(runtime: Runtime) -> None:
-    """``warm_next_history`` in a thread of its own, unless one runs in this process or the
+    """``warm_next_message`` in a thread of its own, unless one runs in this process or the
     server, as far as it is known, keeps no prompts."""
     if not _warming.locked() and _warmable(runtime):
-        threading.Thread(target=_warm, args=(runtime,), name="history-warming",
+        threading.Thread(target=_warm, args=(runtime,), name="next-message-warming",
                          daemon=True).start()
 
 
@@ -60,36 +74,44 @@ def _warmable(runtime: Runtime) -> bool:
         client_for(runtime).profile(runtime.settings.model_for("teller")))
 
 
-def warm_next_history(runtime: Runtime) -> Warmed | None:
-    """Where the history the next message's pass will show begins anew, once the work handed
-    over is done and the server has been free a while, read it into the server's cache, after
-    the Teller's system prompt; stops where a Teller run is due or a message came. None where
-    the server keeps no prompts, a Teller run is due, or the history goes on where the last
-    pass began it (the server has read it)."""
+def warm_next_message(runtime: Runtime) -> Warmed | None:
+    """Once the work handed over is done and the server has been free a while, read what the
+    next message's pass will begin with (``next_beginning``) into the server's cache, after the
+    Teller's system prompt; stops where a Teller run is due or a message came. None where the
+    server keeps no prompts, a Teller run is due, or that beginning was read already."""
     client, model = client_for(runtime), runtime.settings.model_for("teller")
     if not _warmable(runtime) or not _settled(runtime, client):
         return None
-    key = runtime.keys.meta("history-start|teller")
-    began, lines = runtime.redis.get(key), runtime.redis.zcard(runtime.keys.history)
-    history = next_history(runtime, surroundings(runtime))
-    if not history or runtime.redis.get(key) == began:
+    lines = runtime.redis.zcard(runtime.keys.history)
+    system = system_prompt("teller", "full")("constrained")
+    user = next_beginning(runtime)
+    if not user.strip():
         return None
-    system, user = build_prompts("teller", "full", history, "")
-    return warm_prompt(client, model, system("constrained"), partial(_moved_on, runtime, lines),
-                       after=user, quiet_now=True)
+    key, digest = runtime.keys.meta(AHEAD_KEY), _digest(system, user)
+    if as_text(runtime.redis.get(key) or b"") == digest:
+        return None
+    warmed = warm_prompt(client, model, system, partial(_moved_on, runtime, lines), after=user,
+                         quiet_now=True)
+    if warmed.whole:
+        runtime.redis.set(key, digest)
+    return warmed
+
+
+def _digest(*texts: str) -> str:
+    return hashlib.blake2b("\0".join(texts).encode(), digest_size=16).hexdigest()
 
 
 def _warm(runtime: Runtime) -> None:
     if not _warming.acquire(blocking=False):
         return
     try:
-        warmed = warm_next_history(runtime)
+        warmed = warm_next_message(runtime)
         if warmed is not None:
-            log.info("read %d tokens of the history begun anew into the LLM server's cache in "
-                     "%d requests%s", warmed.read, warmed.steps,
+            log.info("read %d tokens of what the next message will find into the LLM server's "
+                     "cache in %d requests%s", warmed.read, warmed.steps,
                      "" if warmed.whole else " (stopped early)")
     except (LLMUnavailable, RedisError) as error:
-        log.info("the history begun anew is not read into the LLM server's cache: %s", error)
+        log.info("what the next message will find is not read into the LLM server's cache: %s", error)
     finally:
         _warming.release()
 

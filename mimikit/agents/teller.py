@@ -99,7 +99,7 @@ def run_teller(runtime: Runtime, owner: str) -> str:
     if again:
         teller_gate.wake(runtime)
     elif passes:
-        warm_soon(runtime)  # the history the next message will find, while no one waits
+        warm_soon(runtime)  # what the next message will find, while no one waits
     return "ran"
 
 
