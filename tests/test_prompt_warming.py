@@ -9,7 +9,7 @@ import time
 
 import pytest
 from agent_helpers import post_input, wait_history
-from llm_server import delay, text, turn, with_usage
+from llm_server import text, turn, with_usage
 from processes import wait_for
 
 from mimikit.agents.prompts import system_prompt
@@ -275,29 +275,22 @@ def test_what_the_next_message_will_find_is_read_before_it_comes(runtime, llm, q
     assert len(starts) == 2 and 5 < n < 199
 
 
-def test_a_history_read_ahead_stops_where_a_message_came_meanwhile(runtime, llm, quick):
-    """A step that would send the history without what was said since is not sent."""
-    import threading
-
+def test_what_the_next_message_will_find_is_read_in_one_request_a_message_then_waits_for(
+        runtime, llm, quick):
+    """However long, it goes in one request: a message that comes meanwhile waits for it, and
+    reads it from the server's cache."""
+    from mimikit.agents import history_ahead
     from mimikit.agents.history_ahead import warm_next_message
 
     runtime = _caching_runtime(runtime, llm)
-    llm.default("teller", delay(1.5, with_usage(text("ok"), 300, 1, cached_tokens=0)))
     for n in range(80):
         runtime.conversation.append(Message(role="user" if n % 2 else "assistant",
                                             text=f"message number {n} " + "word " * 40))
-
-    def say_while_a_step_is_read() -> None:
-        wait_for(lambda: llm.requests_for("teller"), timeout=30, message="a first step")
-        _say(runtime, 80)
-
-    said = threading.Thread(target=say_while_a_step_is_read)
-    said.start()
+    assert len(history_ahead.next_beginning(runtime)) > 2 * STEP_CHARS  # steps: 2 at least
     warmed = warm_next_message(runtime)
-    said.join()
     sent = llm.requests_for("teller")
-    assert warmed is not None and warmed.steps == len(sent) == 1
-    assert not sent[0]["messages"][1]["content"].endswith("\n\n")  # a step, not the whole
+    assert warmed is not None and warmed.whole and warmed.steps == len(sent) == 1
+    assert sent[0]["messages"][1]["content"] == history_ahead.next_beginning(runtime)
 
 
 def test_no_history_is_read_ahead_while_a_teller_run_is_due_nor_before_work_is_done(

@@ -5,12 +5,13 @@ A message's pass reads from the server's cache what an earlier request began the
 then the rest. Before the time line and the message, the pass shows the history (the lines
 said since the last pass) and the surroundings (``## Scheduled``, ``## Work directory``), which
 a report's pass does not show: after a file task, a message's pass read 200-250 new tokens on
-the 1.5B model, 6-7 s on two CPU cores before the first word of its answer. Where the history no
-longer fits its room it begins anew (``context._steady``), and all of it is read again (300-380
-tokens). Once a Teller run has nothing left to do, the work it handed over is done and the
-server has been free a while, the system prompt with that beginning is sent with one token
-asked (``llm.warming``): the next message's pass then reads its own lines only (the time, what
-Memory recalls, the message).
+the 1.5B model, 6-10 s on two CPU cores before the first word of its answer. Where the history
+no longer fits its room it begins anew (``context._steady``), and all of it is read again
+(300-380 tokens). Once a Teller run has nothing left to do, the work it handed over is done and
+a slot of the server is free, the system prompt with that beginning is sent, in one request
+with one token asked (``llm.warming``): the next message's pass then reads its own lines only
+(the time, what Memory recalls, the message). A message that comes meanwhile waits for that
+request, and reads what it read from the server's cache.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from mimikit.agents.surroundings import surroundings
 from mimikit.conversation.gate import teller_state
 from mimikit.exceptions import LLMUnavailable
 from mimikit.llm.client import LLMClient
-from mimikit.llm.warming import BUSY_GIVE_UP_SECONDS, Warmed, quiet, warm_prompt, warmable
+from mimikit.llm.warming import BUSY_GIVE_UP_SECONDS, Warmed, free, warm_prompt, warmable
 from mimikit.store.keys import as_text
 from mimikit.store.runtime import Runtime
 
@@ -91,7 +92,7 @@ def warm_next_message(runtime: Runtime) -> Warmed | None:
     if as_text(runtime.redis.get(key) or b"") == digest:
         return None
     warmed = warm_prompt(client, model, system, partial(_moved_on, runtime, lines), after=user,
-                         quiet_now=True)
+                         quiet_now=True, steps=False)
     if warmed.whole:
         runtime.redis.set(key, digest)
     return warmed
@@ -118,13 +119,13 @@ def _warm(runtime: Runtime) -> None:
 
 def _settled(runtime: Runtime, client: LLMClient) -> bool:
     """Wait until the work handed over is done (its tasks created, its lines in the history,
-    what it scheduled among the surroundings) and the server has been free a while; False
-    where a Teller run comes due first, or the work or the server stays busy
+    what it scheduled among the surroundings) and a slot of the server is free; False where a
+    Teller run comes due first, or the work or the server stays busy
     (``BUSY_GIVE_UP_SECONDS``)."""
     until = time.monotonic() + BUSY_GIVE_UP_SECONDS
     while not _teller_due(runtime) and time.monotonic() < until:
-        if not _working(runtime):
-            return quiet(client) and not (_working(runtime) or _teller_due(runtime))
+        if not _working(runtime) and free(client):
+            return not (_working(runtime) or _teller_due(runtime))
         time.sleep(WORK_POLL_SECONDS)
     return False
 

@@ -66,7 +66,8 @@ def warmable(profile: ServerProfile) -> bool:
 
 def warm_prompt(client: LLMClient, model: str, prompt: str,
                 read_by_a_run: Callable[[], bool] = lambda: False, after: str = "",
-                quiet_now: bool = False, ahead: Callable[[], None] | None = None) -> Warmed:
+                quiet_now: bool = False, ahead: Callable[[], None] | None = None,
+                steps: bool = True) -> Warmed:
     """Send a system prompt of ``model`` to the server in steps, or, given ``after`` (the
     beginning of a first user message), the whole system prompt with ``after`` in steps;
     stops where a run has read it meanwhile (``read_by_a_run``: its own request then holds the
@@ -74,12 +75,13 @@ def warm_prompt(client: LLMClient, model: str, prompt: str,
     with other work or goes away (``whole`` False). ``quiet_now``: the server was found quiet
     just now, and the first step goes at once. ``ahead``: the prompt goes whole, ahead of the
     instance's runs, which wait while it goes (it is called before it is sent, to keep them
-    waiting), once a slot of the server is free."""
+    waiting), once a slot of the server is free. ``steps`` False: in one request, the first
+    (what a run that comes meanwhile waits for, it reads too)."""
     warmed = Warmed()
     if not warmable(client.profile(model)):
         return warmed
     text = after or prompt
-    for step, cut in enumerate([len(text)] if ahead else step_ends(text)):
+    for step, cut in enumerate([len(text)] if ahead or not steps else step_ends(text)):
         if not (quiet_now and step == 0) and not (ahead and free(client)) and not quiet(client):
             warmed.whole = False
             return warmed
