@@ -235,6 +235,25 @@ def test_a_sentence_giving_an_examples_number_no_result_showed_is_left_out_of_th
     assert "what its run did: listed .: countdown.py, fox.txt" in report
 
 
+def test_a_folder_read_as_a_file_is_listed(llamacpp, stack, llm):
+    """Asked to show a folder, the 1.5B model read "."; told it was a directory, it listed it
+    in a call of its own, then again (4 calls where 2 do)."""
+    (stack.settings.work_dir / "fox.txt").write_text("the quick brown fox")
+    (stack.settings.work_dir / "countdown.py").write_text("print(5)\n")
+    said = "The folder holds countdown.py and fox.txt."
+    llm.script("worker", turn(check="", read_file={"path": "."}),
+               turn(check="", submit_result={"status": "done", "result": {"text": said}}))
+    _request(stack, llm, "Show me what is in my work folder.")
+    worker = _worker(stack)
+    assert worker.status == "done" and stack.tasks.result(worker.id).result["text"] == said
+    asked = llm.requests_for("worker")
+    assert len(asked) == 2 and '"entries": ["countdown.py", "fox.txt"]' in \
+        asked[1]["messages"][-1]["content"]
+    wait_for(lambda: [body for body in llm.requests_for("teller") if
+                      "what its run did: listed .: countdown.py, fox.txt" in
+                      body["messages"][1]["content"]], message="the report")
+
+
 def test_numbers_a_run_was_given_or_shown_stand_at_once(llamacpp, stack, llm):
     llm.script("worker", turn(check="", write_file={"path": "a.txt", "content": "hi"}),
                turn(check="", shell={"command": "wc -w a.txt"}),
@@ -291,17 +310,17 @@ def test_a_worker_that_gives_up_at_its_own_commands_error_is_told_once_to_fix_it
 
 def test_a_worker_that_gives_up_at_a_calls_error_is_told_once_to_do_what_it_says(
         llamacpp, stack, llm):
-    """Asked to show a folder, the 1.5B model read "." and ended failed at "'.' is a
-    directory; use list_files to see its entries"."""
+    """Asked to show a folder, the 1.5B model read a path that was not there and ended failed
+    at the error, which said how to go on."""
     (stack.settings.work_dir / "rent.txt").write_text("pay rent\n")
     asked = _done_after_giving_up(stack, llm, "Show the contents of the user's folder.", [
-        turn(check="", read_file={"path": "."}),
-        turn(check="", submit_result={"status": "failed", "error": "It is a folder."}),
+        turn(check="", read_file={"path": "folder"}),
+        turn(check="", submit_result={"status": "failed", "error": "There is no folder."}),
         turn(check="", list_files={"path": "."}),
         turn(check="", submit_result={"status": "done", "result": {
             "text": "The folder holds rent.txt."}})])
-    assert "Your last call failed (read_file: error: '.' is a directory; use list_files to " \
-        "see its entries): do what its error says" in asked[2]["messages"][-1]["content"]
+    assert "Your last call failed (read_file: error: no such file: 'folder'; use list_files " \
+        "to see what exists): do what its error says" in asked[2]["messages"][-1]["content"]
     assert "submit_result" not in json.dumps(asked[2]["response_format"])
 
 

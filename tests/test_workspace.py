@@ -76,6 +76,20 @@ def test_append_file_adds_a_line_of_its_own_and_makes_a_missing_file(ws: Workspa
         ws.append_file("logs", "x")
 
 
+def test_reading_a_folder_gives_its_entries_and_a_missing_path_says_how_to_go_on(
+        ws: Workspace) -> None:
+    (ws.root / "notes").mkdir()
+    (ws.root / "notes" / "a.txt").write_text("alpha\n")
+    (ws.root / "rent.txt").write_text("pay rent\n")
+    assert ws.read(".") == {"directory": ".", "entries": ["notes/", "rent.txt"]}
+    assert ws.read("notes") == {"directory": "notes", "entries": ["notes/a.txt"]}
+    assert ws.read("rent.txt") == "pay rent\n"
+    with pytest.raises(ToolError, match="no such file: 'gone.txt'; use list_files"):
+        ws.read("gone.txt")
+    with pytest.raises(ToolError, match="outside|escape|work dir"):
+        ws.read("..")
+
+
 def test_rename_moves_a_file_or_folder_and_never_over_another(ws: Workspace) -> None:
     (ws.root / "todo.md").write_text("buy milk\n")
     assert ws.rename("todo.md", "tasks.md") == {"path": "tasks.md", "was": "todo.md"}

@@ -96,7 +96,8 @@ def json_object(text: str | None) -> dict[str, Any]:
 def _line(call: dict[str, Any]) -> str | None:
     arguments = json_object(call.get("arguments"))
     content = json_object(call.get("content")) if call.get("ok") else {}
-    if call.get("name") == "list_files" and call.get("ok"):
+    if call.get("name") == "list_files" and call.get("ok") or \
+            call.get("name") == "read_file" and call.get("ok") and "directory" in content:
         entries = [str(entry) for entry in content.get("entries", [])
                    if not str(entry).startswith(".")]
         return f"listed {arguments.get('path', '.')}: {', '.join(entries) or 'nothing'}"

@@ -49,9 +49,9 @@ def register(registry: Registry) -> None:
         return StopRun({"verdicts": [v.model_dump(exclude_none=True) for v in args.verdicts]})
 
     @registry.tool("read_file", roles=roles, idempotent=True, reads=True)
-    def read_file(ctx: ToolContext, args: PathArgs) -> str:
-        """Read a text file inside the work directory."""
-        return ctx.workspace.read_file(args.path)
+    def read_file(ctx: ToolContext, args: PathArgs) -> str | dict[str, Any]:
+        """Read a text file inside the work directory (a folder: its entries)."""
+        return ctx.workspace.read(args.path)
 
     @registry.tool("list_files", roles=roles, idempotent=True, reads=True)
     def list_files(ctx: ToolContext, args: ListArgs) -> dict[str, Any]:

@@ -60,9 +60,9 @@ def register(registry: Registry) -> None:
         return ctx.workspace.shell(args.command, args.timeout)
 
     @registry.tool("read_file", roles=worker, reads=True, idempotent=True)
-    def read_file(ctx: ToolContext, args: PathArgs) -> str:
-        """Read a text file inside the work directory."""
-        return ctx.workspace.read_file(args.path)
+    def read_file(ctx: ToolContext, args: PathArgs) -> str | dict[str, Any]:
+        """Read a text file inside the work directory (a folder: its entries)."""
+        return ctx.workspace.read(args.path)
 
     @registry.tool("write_file", roles=worker, idempotent=True)
     def write_file(ctx: ToolContext, args: WriteArgs) -> dict[str, Any]:

@@ -122,6 +122,14 @@ class Workspace:
 
     # -- files --
 
+    def read(self, path: str) -> str | dict[str, Any]:
+        """A file's text (``read_file``), or a directory's entries (``list_files``): asked to
+        show a folder, the 1.5B model read "." and, told it was a directory, listed it in a
+        call of its own, then again."""
+        if self.resolve(path).is_dir():
+            return {"directory": path, "entries": self.list_files(path)}
+        return self.read_file(path)
+
     def read_file(self, path: str) -> str:
         """The text of a UTF-8 file of at most 1 MB."""
         self.used = True
