@@ -81,7 +81,14 @@ class Role:
     # Text fields the answer fills before anything else and the runtime does not read: what
     # the model considers before it chooses (with their own description in ``answer.md``).
     turn_notes: tuple[str, ...] = ()
+    # Words that end the text a person reads (``reply``) where the model begins to write them:
+    # the runtime's own, which it copies from its prompt.
+    turn_text_ends: tuple[str, ...] = ()
 
+
+# How the runtime's account of a run begins (``lifecycle.actions``). Copied into a report, it
+# cost the 1.5B model 27 s of writing on two CPU cores, the person reading the account twice.
+RUN_DID = "What its run did:"
 
 TELLER = Role(
     name="teller", title="Teller", queue="teller", task_name="mimikit.teller",
@@ -99,7 +106,8 @@ TELLER = Role(
     # nothing more in every run, or named one of two: the runtime lists them where it says
     # ``show_scheduled`` (bench/README.md).
     turn_tools=("delegate", "remember", "show_scheduled", "reply"),
-    turn_required=("delegate", "remember", "show_scheduled", "reply"), turn_filled=("reply",))
+    turn_required=("delegate", "remember", "show_scheduled", "reply"), turn_filled=("reply",),
+    turn_text_ends=(RUN_DID,))
 PLANNER = Role(
     name="planner", title="Planner", queue="planner", task_name="mimikit.planner",
     prompt_files=tuple(f"agents/planner/{part}.md"

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mimikit.llm.completion import TextField
 from mimikit.llm.formats import FORMATS
 from mimikit.llm.reading import Written, arguments_text, read_text
 from mimikit.llm.streaming import read_stream
@@ -315,6 +316,47 @@ def test_the_reader_takes_any_decoded_bytes(raw):
     text = raw.decode("utf-8", errors="replace")
     assert isinstance(read_text(text, TOOLS).prose, str)
     _stream(text, [3] * 70)
+
+
+ACCOUNT = "What its run did:"
+REPORT = ('{"reply": "It printed 2, 4 and 6. ' + ACCOUNT.lower().capitalize() + " wrote evens.py "
+          '(39 bytes); ran `python3 evens.py`: exit 0, output: 2 4 6"}')
+
+
+@given(st.lists(st.integers(min_value=1, max_value=9), max_size=60))
+@PROPERTY
+def test_a_text_field_ends_where_the_model_begins_one_of_its_ends(sizes):
+    """A report copying the runtime's account ends before it: none of it is shown, and the
+    stream is not read further (the server stops writing it)."""
+    pieces, pos = [], 0
+    for size in [*sizes, len(REPORT)]:
+        pieces.append(REPORT[pos:pos + size])
+        pos += size
+    read: list[str] = []
+
+    def chunks():
+        for piece in pieces:
+            read.append(piece)
+            yield {"choices": [{"delta": {"content": piece}}]}
+
+    shown: list[str] = []
+    found = read_stream(chunks(), shown.append, text_field=TextField("reply", (ACCOUNT,)),
+                        schema=True)
+    assert found is not None and found.ended and found.content is not None
+    assert json.loads(found.content) == {"reply": "It printed 2, 4 and 6."}
+    assert "".join(shown) == "It printed 2, 4 and 6. "
+    whole = REPORT.lower().find(ACCOUNT.lower()) + len(ACCOUNT)  # where the end is written
+    assert len("".join(read[:-1])) < whole <= len("".join(read))  # and no piece more read
+
+
+@pytest.mark.parametrize("said", ["It printed 2 and 4. What", "It took a while", "Done."])
+def test_a_text_field_that_only_begins_an_end_is_shown_whole(said):
+    shown: list[str] = []
+    answer = json.dumps({"reply": said})
+    found = read_stream(({"choices": [{"delta": {"content": char}}]} for char in answer),
+                        shown.append, text_field=TextField("reply", (ACCOUNT,)), schema=True)
+    assert found is not None and not found.ended and found.content == answer
+    assert "".join(shown) == said
 
 
 MEGABYTE = 1_000_000

@@ -70,6 +70,26 @@ def test_a_teller_turn_is_one_object_that_hands_over_the_persons_words(llamacpp,
     assert after[1]["content"].startswith(shown.split("\n\n")[0])  # a server's cache holds
 
 
+def test_a_report_ends_where_it_begins_to_copy_the_account_of_the_run(llamacpp, stack, llm):
+    """The 1.5B model wrote "What its run did: wrote evens.py (39 bytes): ..." after its
+    report, 27 s of writing on two CPU cores: the answer ends there, the rest unread."""
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll create notes.txt."))
+    llm.script("planner", turn(delegate={"prompt": "Create notes.txt containing hello."},
+                               submit_result={"status": "done",
+                                              "result": {"text": "A worker will create it."}}))
+    llm.script("worker", turn(write_file={"path": "notes.txt", "content": "hello"}),
+               turn(submit_result={"status": "done", "result": {"text": "notes.txt: 5 bytes"}}))
+    copied = "what its run did: wrote notes.txt (5 bytes)" + "; wrote notes.txt" * 40
+    llm.default("teller", streamed(turn(reply="notes.txt holds 5 bytes. " + copied.capitalize()),
+                                   0.02, chunk_chars=6))
+    post_input(stack, "create notes.txt saying hello")
+    wait_history(stack, lambda h: len([r for r, _ in h if r == "assistant"]) >= 2,
+                 message="the report")
+    time.sleep(1.0)  # a second report would come now
+    assert _replies(stack) == ["I'll create notes.txt.", "notes.txt holds 5 bytes."]
+    assert len(llm.requests_for("teller")) == 2
+
+
 def test_a_reply_beside_work_handed_over_tells_no_result_before_the_work_ran(llamacpp, stack,
                                                                             llm):
     llm.script("teller", turn(delegate=True, remember=False,

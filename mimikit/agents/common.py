@@ -259,7 +259,7 @@ def shape_in(tools: Registry, role_name: str) -> TurnShape:
     spec = role(role_name)
     chosen = tools.tools_for(role_name, spec.turn_tools)
     return turn_shape(spec.turn, chosen, spec.turn_required, spec.turn_filled, spec.turn_kinds,
-                      spec.turn_notes)
+                      spec.turn_notes, spec.turn_text_ends)
 
 
 def run_registry(role_name: str, extra: Sequence[Tool] = ()) -> Registry:

@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+from mimikit.roles import RUN_DID
 from mimikit.store.runtime import Runtime
 from mimikit.workspace.local import Workspace
 from mimikit.workspace.named import NamedFiles
@@ -23,7 +24,6 @@ ACTIONS_SHOWN = 12  # the last calls that changed something, shown
 NO_CALL = "it made no call"
 ENDING_CALLS = ("submit_result",)  # how a run ends, not what it did
 
-RUN_DID = "What its run did:"  # how the runtime's account of a run begins
 _ACCOUNT = re.compile(r"\s*" + re.escape(RUN_DID), re.IGNORECASE)
 
 

@@ -175,8 +175,9 @@ class Transport:
                               f"deadline passed ({late.received} characters received)") from None
         if found is None:
             raise Retryable(f"the LLM at {self.url} ended its streamed answer empty")
+        if found.looped or found.ended:
+            stream.close()  # the server stops writing what is not read
         if found.looped:
-            stream.close()  # the server stops writing the loop
             logger.info("the LLM at %s went round in a loop: its answer ends where it began",
                         self.url)
         calls = [ToolCall(id=i, name=n, arguments=a) for i, n, a in found.calls]

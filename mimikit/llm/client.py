@@ -20,7 +20,7 @@ from mimikit.llm.attempts import (
     Transport,
     request_options,
 )
-from mimikit.llm.completion import Completion
+from mimikit.llm.completion import Completion, TextField
 from mimikit.llm.failures import Retryable, status_failure
 from mimikit.llm.profile import ServerProfile
 from mimikit.llm.profiles import ProfileKeeper, Profiles
@@ -62,7 +62,7 @@ class StreamingClient:
     def chat(self, model: str, messages: list[dict[str, Any]],
              tools: list[dict[str, Any]] | None = None, deadline: float | None = None, *,
              max_tokens: int | None = None, tool_choice: Any = None,
-             schema: dict[str, Any] | None = None, text_field: str | None = None,
+             schema: dict[str, Any] | None = None, text_field: TextField | None = None,
              retries: int | None = None) -> Completion:
         self.requests += 1
         return self.client.chat(model, messages, tools, deadline=deadline,
@@ -171,7 +171,7 @@ class LLMClient:
         max_tokens: int | None = None,
         tool_choice: Any = None,
         schema: dict[str, Any] | None = None,
-        text_field: str | None = None,
+        text_field: TextField | None = None,
         retries: int | None = None,
     ) -> Completion:
         """Send one chat request and return the answer.

@@ -1,14 +1,22 @@
-"""What one chat request answers (``Completion``, its ``ToolCall``s), and what answers one
-(``ChatClient``)."""
+"""What one chat request answers (``Completion``, its ``ToolCall``s), what answers one
+(``ChatClient``), and the field of it a person reads (``TextField``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from mimikit.llm.profile import ServerProfile
 from mimikit.llm.reading import Written
 from mimikit.models import Usage
+
+
+class TextField(NamedTuple):
+    """The field of an answer held to a schema that a person reads as it streams (the Teller's
+    ``reply``), and words that end it where the model begins to write them (``ends``)."""
+
+    name: str
+    ends: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -57,7 +65,7 @@ class ChatClient(Protocol):
     def chat(self, model: str, messages: list[dict[str, Any]],
              tools: list[dict[str, Any]] | None = None, deadline: float | None = None, *,
              max_tokens: int | None = None, tool_choice: Any = None,
-             schema: dict[str, Any] | None = None, text_field: str | None = None,
+             schema: dict[str, Any] | None = None, text_field: TextField | None = None,
              retries: int | None = None) -> Completion: ...
 
     def profile(self, model: str) -> ServerProfile: ...

@@ -2,7 +2,8 @@
 
 That text is, by the path of the request:
 - an answer held to a schema: the value of its text field (the Teller's ``reply``), decoded
-  from the JSON as far as it has arrived;
+  from the JSON as far as it has arrived; where the model begins to write one of the field's
+  ends there (the runtime's words it copies), the answer ends, the rest never written;
 - the ``text`` argument of a ``reply`` tool call, as it streams;
 - otherwise: the prose of the assistant's text, once the whole text is read
   (``reading.read_text``): a call written into it is never shown, not even in part.
@@ -21,6 +22,7 @@ from typing import Any, NamedTuple
 
 import json_repair
 
+from mimikit.llm.completion import TextField
 from mimikit.llm.reading import Written, read_text
 from mimikit.llm.repeats import TAIL_CHARS, loop_cut, phrase_cut
 from mimikit.llm.responses import usage_of
@@ -38,7 +40,7 @@ class Reading(NamedTuple):
     person reads (if any), and whether the answer is held to one."""
 
     names: list[str]
-    text_field: str | None = None
+    text_field: TextField | None = None
     schema: bool = False
 _PARTIAL_ESCAPE = re.compile(r'\\(u[0-9a-fA-F]{0,3})?$')
 
@@ -69,6 +71,12 @@ class JsonText:
         decoded = _decode_prefix(self.raw[start.end():])
         new, self.sent = decoded[len(self.sent):], decoded
         return new
+
+
+def _begun_end(text: str, ends: tuple[str, ...]) -> int:
+    """How many characters at the end of ``text`` may begin one of ``ends``."""
+    return max((size for end in ends for size in range(1, len(end))
+                if text.endswith(end[:size])), default=0)
 
 
 def _decode_prefix(body: str) -> str:
@@ -107,6 +115,7 @@ class Streamed:
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
     looped: bool = False  # cut where it began to go round in a loop (``repeats``)
+    ended: bool = False  # cut where its text field began one of its ends (``TextField``)
     usage_sent: bool = False
     written: Written | None = None  # the text's one reading (not for an answer to a schema)
 
@@ -115,9 +124,12 @@ class _Reader:
     """The state of one stream being read."""
 
     def __init__(self, on_text: Callable[[str], None], names: Collection[str],
-                 text_field: str | None, schema: bool) -> None:
+                 text_field: TextField | None, schema: bool) -> None:
         self.on_text, self.names, self.schema = on_text, frozenset(names), schema
-        self.field = JsonText(text_field) if text_field else None
+        self.field = JsonText(text_field.name) if text_field else None
+        self.ends = tuple(end.lower() for end in text_field.ends) if text_field else ()
+        self.shown = 0  # of the field's text, shown
+        self.ended = False
         self.content: list[str] = []
         self.calls: dict[int, dict[str, str]] = {}
         self.replies: dict[int, JsonText] = {}
@@ -168,7 +180,10 @@ class _Reader:
                 self._cut(loop_cut(self.tail[:self.tail.rfind("\n") + 1]))
             return
         if self.field is not None:
-            self._show(self.field.feed(piece))
+            self.field.feed(piece)
+            self._show_field()
+        if self.ended:
+            return
         if self.field is not None or self.received >= LONG_ANSWER_CHARS:
             self._cut(phrase_cut(self.tail))
 
@@ -184,11 +199,33 @@ class _Reader:
         self.content = [json_repair.repair_json(kept) if self.schema else kept]
         self.looped, self.finish_reason = True, "stop"
 
+    def _show_field(self, whole: bool = False) -> None:
+        """Show the text field's new text, up to where one of its ends begins (the answer ends
+        there: its strings and objects closed, what follows never written), holding back what
+        may be the beginning of one until the rest of it comes (``whole``: the answer ended)."""
+        assert self.field is not None
+        text = self.field.sent
+        lowered = text.lower()
+        ended = min((at for end in self.ends if (at := lowered.find(end)) >= 0), default=None)
+        upto = ended if ended is not None else \
+            len(text) if whole else len(text) - _begun_end(lowered, self.ends)
+        if upto > self.shown:
+            self._show(text[self.shown:upto])
+            self.shown = upto
+        if ended is not None:
+            answer = "".join(self.content)
+            lowered = answer.lower()
+            at = min(at for end in self.ends if (at := lowered.find(end)) >= 0)
+            self.content = [json_repair.repair_json(answer[:at].rstrip())]
+            self.ended, self.finish_reason = True, "stop"
+
     def _show(self, text: str) -> None:
         if text:
             self.on_text(text)
 
     def done(self) -> Streamed:
+        if self.field is not None and not self.ended:
+            self._show_field(whole=True)
         content = "".join(self.content)
         written = None
         if not self.schema:
@@ -196,12 +233,12 @@ class _Reader:
             self._show(written.prose)
         found = [(c["id"], c["name"], c["arguments"]) for _index, c in sorted(self.calls.items())]
         return Streamed(content or None, found, self.usage, self.finish_reason, self.looped,
-                        self.usage_sent, written)
+                        self.ended, self.usage_sent, written)
 
 
 def read_stream(chunks: Iterable[Any], on_text: Callable[[str], None],
                 deadline: float | None = None, names: Collection[str] = (REPLY_TOOL,),
-                text_field: str | None = None, schema: bool = False) -> Streamed | None:
+                text_field: TextField | None = None, schema: bool = False) -> Streamed | None:
     """What a stream of chunks (decoded JSON) makes up; None when no chunk came (the server
     answered without streaming). ``names`` are the tools offered; ``schema``: the answer is
     held to a schema, whose ``text_field`` (if any) a person reads as it arrives.
@@ -215,7 +252,7 @@ def read_stream(chunks: Iterable[Any], on_text: Callable[[str], None],
         seen = True
         if isinstance(chunk, dict):  # anything else (a bare value) holds nothing to read
             reader.take(chunk)
-        if reader.looped:
+        if reader.looped or reader.ended:
             break
         if deadline is not None and time.monotonic() > deadline:
             raise PastDeadline(reader.received)

@@ -35,6 +35,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from mimikit.llm.completion import TextField
 from mimikit.llm.registry import Tool
 from mimikit.llm.schemas import clean_schema
 from mimikit.roles import Kind, Shape
@@ -58,6 +59,7 @@ class TurnShape:
     notes: tuple[str, ...] = ()  # text fields filled before all others, not read
     set_flags: tuple[str, ...] = ()  # flags of a turn that must be true
     choices: tuple[tuple[str, tuple[str, ...]], ...] = ()  # a one-field call, its only values
+    text_ends: tuple[str, ...] = ()  # words that end its text field where the model writes them
 
     def schema(self) -> dict[str, Any]:
         """The JSON schema every answer of the role is held to (the definitions the tools'
@@ -200,16 +202,18 @@ class TurnShape:
     def only(self, name: str) -> TurnShape:
         """The shape of an answer that must call ``name`` and nothing else (a forced call)."""
         tools = tuple(tool for tool in self.tools if tool.name == name) or self.tools
-        return TurnShape("step", tools, patterns=self.patterns, choices=self.choices)
+        return TurnShape("step", tools, patterns=self.patterns, choices=self.choices,
+                         text_ends=self.text_ends)
 
-    def text_field(self) -> str | None:
+    def text_field(self) -> TextField | None:
         """The field whose text a person reads as it streams (the Teller's ``reply``)."""
-        return next((t.name for t in self.tools if t.name == "reply" and t.short), None)
+        return next((TextField(t.name, self.text_ends) for t in self.tools
+                     if t.name == "reply" and t.short), None)
 
 
 def turn_shape(shape: Shape, tools: Sequence[Tool], required: Sequence[str] = (),
                filled: Sequence[str] = (), kinds: Sequence[Kind] = (),
-               notes: Sequence[str] = ()) -> TurnShape:
+               notes: Sequence[str] = (), text_ends: Sequence[str] = ()) -> TurnShape:
     """The shape of a role's answers over ``tools`` (``required`` first, in their order;
     ``filled`` never null; the ``notes``, and a plan's ``kinds``, first in each object)."""
     first = [tool for name in required for tool in tools if tool.name == name]
@@ -218,7 +222,7 @@ def turn_shape(shape: Shape, tools: Sequence[Tool], required: Sequence[str] = ()
     ordered = first + [tool for tool in rest if not tool.alone] + finishers
     return TurnShape(shape, tuple(ordered), tuple(required), tuple(filled), kinds=tuple(kinds),
                      reports=tuple(kind.status for kind in kinds if kind.status)[:1],
-                     notes=tuple(notes))
+                     notes=tuple(notes), text_ends=tuple(text_ends))
 
 
 def _value_schema(tool: Tool, defs: dict[str, Any]) -> dict[str, Any]:

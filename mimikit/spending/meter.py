@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from mimikit.llm.completion import ChatClient, Completion
+from mimikit.llm.completion import ChatClient, Completion, TextField
 from mimikit.llm.profile import ServerProfile
 from mimikit.models import Usage
 from mimikit.prices import PER_TOKENS, Price
@@ -46,7 +46,7 @@ class Meter:
     def chat(self, model: str, messages: list[dict[str, Any]],
              tools: list[dict[str, Any]] | None = None, deadline: float | None = None, *,
              max_tokens: int | None = None, tool_choice: Any = None,
-             schema: dict[str, Any] | None = None, text_field: str | None = None,
+             schema: dict[str, Any] | None = None, text_field: TextField | None = None,
              retries: int | None = None) -> Completion:
         """One call, if the budgets allow it (else ``BudgetExceeded``), booked when it ends.
 

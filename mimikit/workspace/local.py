@@ -123,9 +123,7 @@ class Workspace:
     # -- files --
 
     def read(self, path: str) -> str | dict[str, Any]:
-        """A file's text (``read_file``), or a directory's entries (``list_files``): asked to
-        show a folder, the 1.5B model read "." and, told it was a directory, listed it in a
-        call of its own, then again."""
+        """A file's text, or a directory's entries (a small model reads "." to show a folder)."""
         if self.resolve(path).is_dir():
             return {"directory": path, "entries": self.list_files(path)}
         return self.read_file(path)
