@@ -81,13 +81,14 @@ class Role:
     # Text fields the answer fills before anything else and the runtime does not read: what
     # the model considers before it chooses (with their own description in ``answer.md``).
     turn_notes: tuple[str, ...] = ()
-    # Words that end the text a person reads (``reply``) where the model begins to write them:
-    # the runtime's own, which it copies from its prompt.
+    # Words that end the answer where the model writes them into the text a person reads
+    # (``reply``), not shown: the runtime's own, which it copies from its prompt.
     turn_text_ends: tuple[str, ...] = ()
 
 
-# How the runtime's account of a run begins (``lifecycle.actions``). Copied into a report, it
-# cost the 1.5B model 27 s of writing on two CPU cores, the person reading the account twice.
+# How the runtime's account of a run begins (``lifecycle.actions``). The 1.5B model copied it
+# into its reports, 27 s of writing on two CPU cores: a report ends where it writes it, and the
+# results are told in their own words, with the account.
 RUN_DID = "What its run did:"
 
 TELLER = Role(

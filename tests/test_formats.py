@@ -326,8 +326,8 @@ REPORT = ('{"reply": "It printed 2, 4 and 6. ' + ACCOUNT.lower().capitalize() + 
 @given(st.lists(st.integers(min_value=1, max_value=9), max_size=60))
 @PROPERTY
 def test_a_text_field_ends_where_the_model_begins_one_of_its_ends(sizes):
-    """A report copying the runtime's account ends before it: none of it is shown, and the
-    stream is not read further (the server stops writing it)."""
+    """A report copying the runtime's account ends with its first words, which are not shown;
+    the stream is not read further (the server stops writing it)."""
     pieces, pos = [], 0
     for size in [*sizes, len(REPORT)]:
         pieces.append(REPORT[pos:pos + size])
@@ -343,7 +343,7 @@ def test_a_text_field_ends_where_the_model_begins_one_of_its_ends(sizes):
     found = read_stream(chunks(), shown.append, text_field=TextField("reply", (ACCOUNT,)),
                         schema=True)
     assert found is not None and found.ended and found.content is not None
-    assert json.loads(found.content) == {"reply": "It printed 2, 4 and 6."}
+    assert json.loads(found.content) == {"reply": "It printed 2, 4 and 6. What its run did:"}
     assert "".join(shown) == "It printed 2, 4 and 6. "
     whole = REPORT.lower().find(ACCOUNT.lower()) + len(ACCOUNT)  # where the end is written
     assert len("".join(read[:-1])) < whole <= len("".join(read))  # and no piece more read

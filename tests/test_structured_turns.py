@@ -72,7 +72,8 @@ def test_a_teller_turn_is_one_object_that_hands_over_the_persons_words(llamacpp,
 
 def test_a_report_ends_where_it_begins_to_copy_the_account_of_the_run(llamacpp, stack, llm):
     """The 1.5B model wrote "What its run did: wrote evens.py (39 bytes): ..." after its
-    report, 27 s of writing on two CPU cores: the answer ends there, the rest unread."""
+    report, 27 s of writing on two CPU cores: the answer ends there, the rest unread, and the
+    results are told in their own words, with the account in the runtime's."""
     llm.script("teller", turn(delegate=True, remember=False, reply="I'll create notes.txt."))
     llm.script("planner", turn(delegate={"prompt": "Create notes.txt containing hello."},
                                submit_result={"status": "done",
@@ -86,7 +87,8 @@ def test_a_report_ends_where_it_begins_to_copy_the_account_of_the_run(llamacpp, 
     wait_history(stack, lambda h: len([r for r, _ in h if r == "assistant"]) >= 2,
                  message="the report")
     time.sleep(1.0)  # a second report would come now
-    assert _replies(stack) == ["I'll create notes.txt.", "notes.txt holds 5 bytes."]
+    assert _replies(stack) == ["I'll create notes.txt.", 'notes.txt: 5 bytes. What its run '
+                               'did: wrote notes.txt (5 bytes): "hello"']
     assert len(llm.requests_for("teller")) == 2
 
 
@@ -1157,9 +1159,10 @@ def test_a_report_giving_an_account_of_a_run_its_results_do_not_is_told_in_the_r
     llm.script("worker", turn(write_file={"path": "red.txt", "content": "red"}),
                turn(submit_result={"status": "done", "result": {"text": "red.txt is written."}}))
     llm.script("teller", turn(reply="Done. What its run did: wrote red.txt (3 bytes)"))
-    submit(stack, [Task(role="worker", prompt="Write red into red.txt.")])  # its own account
-    wait_history(stack, lambda h: ("assistant", "Done. What its run did: wrote red.txt (3 "
-                                                "bytes)") in h, message="the model's report")
+    submit(stack, [Task(role="worker", prompt="Write red into red.txt.")])  # its own account:
+    wait_history(stack, lambda h: ("assistant", 'red.txt is written. What its run did: wrote '
+                                                'red.txt (3 bytes): "red"') in h,
+                 message="the results' words")  # ended where it began, told as they are
 
 
 def test_a_report_with_an_earlier_reports_sentences_its_results_do_not_say_is_told_as_they_say(

@@ -381,8 +381,8 @@ def test_a_result_after_a_change_is_not_held_to_an_earlier_listing(llamacpp, sta
 def test_a_reply_before_anything_ran_gives_no_account_of_a_run(llamacpp, stack, llm):
     """The 0.5B model answered "create notes.txt ..." with "I'll create notes.txt. What its run
     did: created notes.txt (1 byte)", copying the runtime's account of a run from an earlier
-    report in its history: a pass that reports no run posts no such account; a report keeps
-    the one it was shown."""
+    report in its history: a pass that reports no run posts no such account; a report that
+    begins to copy the one it was shown is ended there, and the results are told with it."""
     llm.script("teller", turn(delegate=True, remember=False, reply=(
         "I'll create notes.txt. what its run did: created notes.txt (1 byte)")))
     llm.script("planner", turn(delegate={"prompt": "Create notes.txt containing hello."},
@@ -395,7 +395,7 @@ def test_a_reply_before_anything_ran_gives_no_account_of_a_run(llamacpp, stack, 
     replies = wait_for(lambda: (said := [t for r, t in history(stack) if r == "assistant"])[1:]
                        and said, message="the report")
     assert replies[0] == "I'll create notes.txt."
-    assert replies[1] == "notes.txt holds hello. What its run did: wrote notes.txt (5 bytes)"
+    assert replies[1] == 'Made notes.txt. What its run did: wrote notes.txt (5 bytes): "hello"'
 
 
 def test_the_words_of_work_a_schedule_runs_may_name_a_file_that_is_not_there(runtime, tmp_path):

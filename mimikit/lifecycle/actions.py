@@ -84,6 +84,13 @@ def account_in(text: str) -> str:
     return parts[1].strip() if len(parts) > 1 else ""
 
 
+def begins_account(text: str) -> bool:
+    """Whether ``text`` ends where an account of a run in the runtime's words begins: an answer
+    ended there as the model began to copy one (``roles.Role.turn_text_ends``)."""
+    parts = _ACCOUNT.split(text, maxsplit=1)
+    return len(parts) > 1 and not parts[1].strip()
+
+
 def json_object(text: str | None) -> dict[str, Any]:
     """``text`` read as a JSON object ({} when it is none: a file's text, an error)."""
     try:

@@ -2,8 +2,8 @@
 
 That text is, by the path of the request:
 - an answer held to a schema: the value of its text field (the Teller's ``reply``), decoded
-  from the JSON as far as it has arrived; where the model begins to write one of the field's
-  ends there (the runtime's words it copies), the answer ends, the rest never written;
+  from the JSON as far as it has arrived; where the model writes one of the field's ends (the
+  runtime's words it copies), the answer ends, the rest never written, and the end not shown;
 - the ``text`` argument of a ``reply`` tool call, as it streams;
 - otherwise: the prose of the assistant's text, once the whole text is read
   (``reading.read_text``): a call written into it is never shown, not even in part.
@@ -201,8 +201,9 @@ class _Reader:
 
     def _show_field(self, whole: bool = False) -> None:
         """Show the text field's new text, up to where one of its ends begins (the answer ends
-        there: its strings and objects closed, what follows never written), holding back what
-        may be the beginning of one until the rest of it comes (``whole``: the answer ended)."""
+        after it: its strings and objects closed, what follows never written), holding back
+        what may be the beginning of one until the rest of it comes (``whole``: the answer
+        ended)."""
         assert self.field is not None
         text = self.field.sent
         lowered = text.lower()
@@ -212,11 +213,11 @@ class _Reader:
         if upto > self.shown:
             self._show(text[self.shown:upto])
             self.shown = upto
-        if ended is not None:
+        if ended is not None:  # the answer keeps the end, which its reader may look for
             answer = "".join(self.content)
             lowered = answer.lower()
-            at = min(at for end in self.ends if (at := lowered.find(end)) >= 0)
-            self.content = [json_repair.repair_json(answer[:at].rstrip())]
+            at = min(at + len(end) for end in self.ends if (at := lowered.find(end)) >= 0)
+            self.content = [json_repair.repair_json(answer[:at])]
             self.ended, self.finish_reason = True, "stop"
 
     def _show(self, text: str) -> None:

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from mimikit.conversation.question import is_question
 from mimikit.exceptions import ToolError
-from mimikit.lifecycle.actions import account_in, without_account
+from mimikit.lifecycle.actions import account_in, begins_account, without_account
 from mimikit.lifecycle.submit import submit
 from mimikit.llm.echoes import repeats, without_echoes
 from mimikit.llm.registry import Registry, StopRun
@@ -121,12 +121,13 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False,
         if not text:
             return None  # the pass says what it handed over (``teller._say_handed_over``)
     if not may_repeat and ctx.reported is not None and (
-            not names_as_reported(text, ctx.reported)
+            not names_as_reported(text, ctx.reported) or begins_account(text)
             or plain(account_in(text)) not in plain(ctx.reported)
             or not numbers_in(text) <= numbers_in(ctx.reported)
             or not tells_a_number(text, ctx.result_numbers)):
-        ctx.copied_report = True  # another task's report, or facts its results do not give
-        return None  # or none they give: the results are told as they are
+        ctx.copied_report = True  # another task's report, facts its results do not give, none
+        return None  # they give, or the account it began to copy: the results are told as
+        # they are, with the account in the runtime's words
     if not may_repeat and copied_reply(ctx, text, earlier):
         if not ctx.heard:
             ctx.copied_report = True  # the results are told without the model's words
