@@ -398,6 +398,7 @@ def test_a_planner_says_what_a_request_is_before_it_acts_and_asks_what_only_the_
     assert request.startswith(  # then the question and its answer
         "create an empty file named after my favorite color\n\n## Earlier attempt (task-")
     assert "\nQuestion: What is your favorite color?\nAnswer (user): teal" in request
+    assert "Partial result" not in request  # its question was all the attempt gave
     going_on_kinds = {b["properties"]["kind"]["enum"][0]
                       for b in _schema(llm.requests_for("planner")[2])["anyOf"]}
     assert "ask the user" not in going_on_kinds  # what was answered is not asked again

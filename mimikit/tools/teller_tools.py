@@ -159,17 +159,18 @@ def pose_question(ctx: ToolContext, question: PendingQuestion) -> PendingQuestio
 
 def with_earlier_attempt(ctx: ToolContext, prompt: str) -> str:
     """The prompt of a delegation that follows an answered question of a Planner task: with
-    the original request, the partial result, the question and the answer appended (what a
-    model re-delegating tends to leave out)."""
+    the original request, the partial result (where it gave one), the question and the answer
+    appended (what a model re-delegating tends to leave out)."""
     blocks = [prompt]
     for answer in ctx.answers:
         task = ctx.runtime.tasks.get(answer.taskId) if answer.taskId else None
         if task is None or asked_again(prompt, answer.question):
             continue
         result = ctx.runtime.tasks.result(task.id)
-        partial = json.dumps(result.result, ensure_ascii=False)[:4000] if result else "(none)"
+        partial = f"{PARTIAL}{json.dumps(result.result, ensure_ascii=False)[:4000]}" \
+            if result and result.result else ""  # none: its question is all it gave
         blocks.append(f"## Earlier attempt ({task.id}), which needed the user's answer"
-                      f"{ORIGINAL}{task.prompt[:4000]}{PARTIAL}{partial}"
+                      f"{ORIGINAL}{task.prompt[:4000]}{partial}"
                       f"{QUESTION}{answer.question}{ANSWER}{answer.source}): {answer.answer}")
     return "\n\n".join(blocks)
 
@@ -265,7 +266,8 @@ def first_request(task: Task) -> str:
     """The request a Planner task goes on with: the first of the earlier attempts its prompt
     carries (``with_earlier_attempt``), else its own."""
     _before, found, rest = task.prompt.rpartition(ORIGINAL)
-    return rest.partition(PARTIAL)[0] if found else delegated_request(task.prompt)
+    return rest.partition(QUESTION)[0].partition(PARTIAL)[0] if found else \
+        delegated_request(task.prompt)
 
 
 def _handed_words(ctx: ToolContext) -> str:
