@@ -36,13 +36,18 @@ def _replies(stack) -> list[str]:
     return [t for r, t in history(stack) if r == "assistant"]
 
 
-def test_a_teller_turn_is_one_object_that_hands_over_the_persons_words(llamacpp, stack, llm):
+def _notes_task(llm) -> None:
+    """"create notes.txt saying hello" handed over, planned and written in one Worker run."""
     llm.script("teller", turn(delegate=True, remember=False, reply="I'll create notes.txt."))
     llm.script("planner", turn(delegate={"prompt": "Create notes.txt containing hello."},
                                submit_result={"status": "done",
                                               "result": {"text": "A worker will create it."}}))
     llm.script("worker", turn(write_file={"path": "notes.txt", "content": "hello"}),
                turn(submit_result={"status": "done", "result": {"text": "notes.txt: 5 bytes"}}))
+
+
+def test_a_teller_turn_is_one_object_that_hands_over_the_persons_words(llamacpp, stack, llm):
+    _notes_task(llm)
     llm.default("teller", turn(reply="notes.txt is written: 5 bytes."))
     post_input(stack, "create notes.txt saying hello")
     wait_history(stack, lambda h: ("assistant", "notes.txt is written: 5 bytes.") in h,
@@ -74,12 +79,7 @@ def test_a_report_ends_where_it_begins_to_copy_the_account_of_the_run(llamacpp, 
     """The 1.5B model wrote "What its run did: wrote evens.py (39 bytes): ..." after its
     report, 27 s of writing on two CPU cores: the answer ends there, the rest unread, and the
     results are told in their own words, with the account in the runtime's."""
-    llm.script("teller", turn(delegate=True, remember=False, reply="I'll create notes.txt."))
-    llm.script("planner", turn(delegate={"prompt": "Create notes.txt containing hello."},
-                               submit_result={"status": "done",
-                                              "result": {"text": "A worker will create it."}}))
-    llm.script("worker", turn(write_file={"path": "notes.txt", "content": "hello"}),
-               turn(submit_result={"status": "done", "result": {"text": "notes.txt: 5 bytes"}}))
+    _notes_task(llm)
     copied = "what its run did: wrote notes.txt (5 bytes)" + "; wrote notes.txt" * 40
     llm.default("teller", streamed(turn(reply="notes.txt holds 5 bytes. " + copied.capitalize()),
                                    0.02, chunk_chars=6))
