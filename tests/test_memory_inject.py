@@ -242,7 +242,10 @@ def test_a_history_begun_anew_for_a_report_is_where_the_next_message_finds_it(ru
     seen = "## Scheduled\n" + "".join(f"- every day at 0{n}:00: Remind the user to stretch.\n"
                                      for n in range(1, 8)) + "\n## Work directory\n" + \
         " ".join(f"notes-{n}.txt" for n in range(12))
-    inbox = "## Pending inputs\n- [2026-12-01T16:20:21.424166Z] user: also add a line to todo.txt"
+    said = "20分钟后提醒我关火，然后在 todo.txt 里加一行"  # a message in Chinese: the note beside it
+    inbox = (f"今天是 2026-12-01 星期二，现在是 16:20（UTC 时区）。\n\n## Pending inputs\n"
+             f"- [2026-12-01T16:20:21.424166Z] user: {said}\n\n(The user writes in Chinese: "
+             "reply in Chinese.)")
     restarts = 0
     for n in range(60):
         runtime.conversation.append(Message(role="user" if n % 2 else "assistant",
@@ -250,8 +253,7 @@ def test_a_history_begun_anew_for_a_report_is_where_the_next_message_finds_it(ru
         if n % 3:
             continue
         report = context_sections(runtime, [], beside=seen, ahead=MESSAGE_TOKENS)[0]
-        message = context_sections(runtime, ["also add a line to todo.txt"],
-                                   beside=f"{seen}\n\n{inbox}")[0]
+        message = context_sections(runtime, [said], beside=f"{seen}\n\n{inbox}")[0]
         assert message.startswith(report), (n, report, message)
         restarts += _history_lines(report)[0] != _history_lines(message)[0]
     assert restarts == 0
