@@ -78,10 +78,11 @@ def _warmable(runtime: Runtime) -> bool:
 
 
 def warm_next_message(runtime: Runtime) -> Warmed | None:
-    """Once the work handed over is done and the server has been free a while, read what the
-    next message's pass will begin with (``next_beginning``) into the server's cache, after the
-    Teller's system prompt; stops where a Teller run is due or a message came. None where the
-    server keeps no prompts, a Teller run is due, or that beginning was read already."""
+    """Once the work handed over is done and a slot of the server is free, read what the next
+    message's pass will begin with (``next_beginning``) into the server's cache, after the
+    Teller's system prompt, in one request; not where a Teller run came due or a message came
+    first. None where the server keeps no prompts, a Teller run is due, or that beginning was
+    read already."""
     client, model = client_for(runtime), runtime.settings.model_for("teller")
     if not _warmable(runtime) or not _settled(runtime, client):
         return None
