@@ -399,6 +399,7 @@ def test_a_planner_says_what_a_request_is_before_it_acts_and_asks_what_only_the_
         "create an empty file named after my favorite color\n\n## Earlier attempt (task-")
     assert "\nQuestion: What is your favorite color?\nAnswer (user): teal" in request
     assert "Partial result" not in request  # its question was all the attempt gave
+    assert "Original request" not in request  # the request it goes on with, shown once
     going_on_kinds = {b["properties"]["kind"]["enum"][0]
                       for b in _schema(llm.requests_for("planner")[2])["anyOf"]}
     assert "ask the user" not in going_on_kinds  # what was answered is not asked again
@@ -548,6 +549,44 @@ def test_a_question_in_an_examples_words_is_planned_again_without_asking(llamacp
     copied = [e for e in stack.events.recent() if e["type"] == "answer_copied"]
     assert [(e["kind"], e["answer"]) for e in copied] == [
         ("ask the user", "What is your favorite fruit?")]
+
+
+def test_a_question_asked_before_for_another_request_is_planned_again_without_asking(
+        llamacpp, stack, llm):
+    """After a folder named after the person's favourite season had been asked about, the 1.5B
+    model asked "What is your favorite season?" for "每周日晚上8点提醒我倒垃圾": the reminder
+    waited on a question that has nothing to do with it."""
+    stack.conversation.append(Message(role="user", text="make a folder named after my season"))
+    stack.conversation.append(Message(role="assistant", text="What is your favourite season?"))
+    stack.conversation.append(Message(role="user", text="winter"))
+    llm.script("teller", turn(delegate=True, remember=False, reply="好的。"))
+    llm.script("planner", turn(unknown="倒垃圾", given="", kind="ask the user", submit_result={
+        "status": "needs_input", "question": "What is your favorite season?"}),
+        turn(unknown="", given="", kind="work later, at a time of day", schedule={
+            "prompt": "Remind the user to take out the trash.", "at": "20:00",
+            "days": "sunday"}, submit_result={"status": "done", "result": {"text": "好的。"}}))
+    post_input(stack, "每周日晚上8点提醒我倒垃圾")
+    wait_history(stack, lambda h: any(role == "system" and "0 20 * * 0" in said and "trash" in
+                                      said for role, said in h), message="the reminder")
+    second = llm.requests_for("planner")[1]
+    kinds = [b["properties"]["kind"]["enum"][0] for b in _schema(second)["anyOf"]]
+    assert "ask the user" not in kinds and "work later, at a time of day" in kinds
+    assert stack.conversation.question() is None
+    copied = [e for e in stack.events.recent() if e["type"] == "answer_copied"]
+    assert [(e["kind"], e["answer"]) for e in copied] == [
+        ("ask the user", "What is your favorite season?")]
+
+
+def test_a_question_asked_before_is_asked_again_for_a_request_about_it(llamacpp, stack, llm):
+    stack.conversation.append(Message(role="assistant", text="What is your favourite season?"))
+    stack.conversation.append(Message(role="user", text="winter"))
+    llm.script("teller", turn(delegate=True, remember=False, reply="I'll ask."))
+    llm.script("planner", turn(unknown="my favourite season", given="", kind="ask the user",
+                               submit_result={"status": "needs_input",
+                                              "question": "What is your favorite season?"}))
+    post_input(stack, "write a poem about my favourite season")
+    wait_for(lambda: stack.conversation.question() is not None, message="the question")
+    assert not [e for e in stack.events.recent() if e["type"] == "answer_copied"]
 
 
 def test_a_question_of_the_requests_own_is_asked_even_in_an_examples_words(llamacpp, stack,

@@ -14,6 +14,7 @@ from llm_server import tool_call, turn
 from processes import wait_for
 
 from mimikit.models import TaskStatus
+from mimikit.tools.teller_tools import first_request
 
 
 def _schema(body: dict) -> dict:
@@ -98,6 +99,8 @@ def test_an_answer_typed_in_the_chat_box_continues_the_planners_task(llamacpp, s
                                  if t.role == "planner" and t.id != asking.id],
                         message="the continued Planner task")
     assert "Question: Staging or production?\nAnswer (chat): staging" in going_on[0].prompt
+    assert first_request(going_on[0]) == "deploy the app"  # read back, written once
+    assert going_on[0].prompt.count("deploy the app") == 1
     assert stack.conversation.question() is None
 
 

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from mimikit.agents import answered
+from mimikit.agents import answered, copied_prompts
 from mimikit.agents.answered import Given, answered_already, remembered_answer, said_across
 from mimikit.agents.common import run_role
 from mimikit.agents.context import MEMORY_TOKENS, context_sections, first_request_room
@@ -42,8 +42,8 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
     a question it handed over as work (``agents.answered``); without work for later, where
     it schedules work at the time of day it was shown as now and the request names neither
     that time nor its hour; not answering or not asking, where its answer or question is an
-    example's (``copied_kind``); without a line of Active work, where a task it makes copies
-    that line's prompt and the request shares no word with it (``copied_work``)."""
+    example's, or its question one asked before (``copied_kind``); without a line of Active
+    work whose prompt a task copies, sharing no word with the request (``copied_work``)."""
 
     def body(control: RunControl) -> Result:
         task = control.task
@@ -56,8 +56,9 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
             journal.clear()  # its work is staged, not made: made again, as a question
             plan = make_plan(runtime, control, journal, withheld=ONLY_ASK)
         result = planner_result(task, plan.record)
+        asked_before = copied_prompts.questions_asked(runtime, task.traceId)
         if (copy := copied_kind(first_request(task), plan.answer(result), result,
-                                plan.system)) is not None:
+                                plan.system, asked_before)) is not None:
             runtime.events.log("answer_copied", traceId=task.traceId, taskId=task.id,
                                kind=copy[0], answer=copy[1][:300])
             journal.clear()  # an example's words, not its own: made again without that kind
@@ -376,8 +377,7 @@ def active_work(runtime: Runtime, current: Task, room: int = ACTIVE_WORK_TOKENS,
 
 def within_budget(lines: list[str], request: str, budget: int = ACTIVE_WORK_TOKENS) -> list[str]:
     """Of ``lines`` (newest first), those that fit ``budget``, the ones sharing most words
-    with ``request`` chosen first (the first ``ACTIVE_WORK_FEWEST_LINES`` whatever they
-    cost); in their order."""
+    with ``request`` first (``ACTIVE_WORK_FEWEST_LINES`` whatever they cost); in order."""
     asked = set(tokenize(request))
     shared = {line: len(asked & set(tokenize(line))) for line in lines}
     chosen: set[str] = set()

@@ -37,6 +37,7 @@ USERS_WORDS_CHARS = 4000  # of each of the person's messages appended to a deleg
 USERS_WORDS_HEADING = "\n\n## The user's words\n"
 # The lines of an earlier attempt's block (``with_earlier_attempt``), read back by
 # ``asked_again`` and ``first_request``.
+EARLIER = "## Earlier attempt ("
 ORIGINAL, PARTIAL, QUESTION, ANSWER = ("\nOriginal request: ", "\nPartial result: ",
                                        "\nQuestion: ", "\nAnswer (")
 
@@ -160,7 +161,8 @@ def pose_question(ctx: ToolContext, question: PendingQuestion) -> PendingQuestio
 def with_earlier_attempt(ctx: ToolContext, prompt: str) -> str:
     """The prompt of a delegation that follows an answered question of a Planner task: with
     the original request, the partial result (where it gave one), the question and the answer
-    appended (what a model re-delegating tends to leave out)."""
+    appended (what a model re-delegating tends to leave out); the original request only
+    where it is not the prompt itself (a Planner's first request reads it once)."""
     blocks = [prompt]
     for answer in ctx.answers:
         task = ctx.runtime.tasks.get(answer.taskId) if answer.taskId else None
@@ -169,8 +171,9 @@ def with_earlier_attempt(ctx: ToolContext, prompt: str) -> str:
         result = ctx.runtime.tasks.result(task.id)
         partial = f"{PARTIAL}{json.dumps(result.result, ensure_ascii=False)[:4000]}" \
             if result and result.result else ""  # none: its question is all it gave
-        blocks.append(f"## Earlier attempt ({task.id}), which needed the user's answer"
-                      f"{ORIGINAL}{task.prompt[:4000]}{partial}"
+        original = "" if plain(first_request(task)) == plain(prompt) else \
+            f"{ORIGINAL}{task.prompt[:4000]}"
+        blocks.append(f"{EARLIER}{task.id}), which needed the user's answer{original}{partial}"
                       f"{QUESTION}{answer.question}{ANSWER}{answer.source}): {answer.answer}")
     return "\n\n".join(blocks)
 
@@ -267,7 +270,7 @@ def first_request(task: Task) -> str:
     carries (``with_earlier_attempt``), else its own."""
     _before, found, rest = task.prompt.rpartition(ORIGINAL)
     return rest.partition(QUESTION)[0].partition(PARTIAL)[0] if found else \
-        delegated_request(task.prompt)
+        delegated_request(task.prompt).partition(f"\n\n{EARLIER}")[0]
 
 
 def _handed_words(ctx: ToolContext) -> str:
