@@ -183,8 +183,9 @@ def test_a_task_result_the_teller_cannot_report_gives_up_and_a_message_is_still_
     from mimikit.lifecycle.submit import submit
     from mimikit.models import Task
 
+    # "7": a number its run never showed: the Teller's model is asked to report the result
     llm.default("worker", tool_call("submit_result", status="done", resultType="text",
-                                    result={"text": "zq-result-nq"}))
+                                    result={"text": "zq-result-nq: 7 rows"}))
     llm.default("teller", chokes_on("zq-result-nq", reply="Noted."))
     task = submit(stack, [Task(prompt="make the report", title="Weekly report")])[0]
     note = wait_for(lambda: notes(stack), timeout=40, message="the result gives up")[0]

@@ -37,13 +37,18 @@ def _replies(stack) -> list[str]:
 
 
 def _notes_task(llm) -> None:
-    """"create notes.txt saying hello" handed over, planned and written in one Worker run."""
+    """"create notes.txt saying hello" handed over, planned and written in one Worker run,
+    whose result gives a number the run did not show (the line's): the Teller reports it
+    (``agents.own_words``)."""
     llm.script("teller", turn(delegate=True, remember=False, reply="I'll create notes.txt."))
     llm.script("planner", turn(delegate={"prompt": "Create notes.txt containing hello."},
                                submit_result={"status": "done",
                                               "result": {"text": "A worker will create it."}}))
     llm.script("worker", turn(write_file={"path": "notes.txt", "content": "hello"}),
-               turn(submit_result={"status": "done", "result": {"text": "notes.txt: 5 bytes"}}))
+               turn(submit_result={"status": "done", "result": {"text": NOTES_RESULT}}))
+
+
+NOTES_RESULT = "notes.txt: 5 bytes, 1 line"
 
 
 def test_a_teller_turn_is_one_object_that_hands_over_the_persons_words(llamacpp, stack, llm):
@@ -87,7 +92,7 @@ def test_a_report_ends_where_it_begins_to_copy_the_account_of_the_run(llamacpp, 
     wait_history(stack, lambda h: len([r for r, _ in h if r == "assistant"]) >= 2,
                  message="the report")
     time.sleep(1.0)  # a second report would come now
-    assert _replies(stack) == ["I'll create notes.txt.", 'notes.txt: 5 bytes. What its run '
+    assert _replies(stack) == ["I'll create notes.txt.", 'notes.txt: 5 bytes, 1 line. What its run '
                                'did: wrote notes.txt (5 bytes): "hello"']
     assert len(llm.requests_for("teller")) == 2
 
@@ -417,10 +422,11 @@ def test_a_request_naming_a_file_is_left_to_a_worker(llamacpp, stack, llm):
     llm.script("planner", turn(unknown="", given="", kind="work now", delegate={
         "prompt": "Read hello.txt and report what it says."}, submit_result={
         "status": "done", "result": {"text": "A worker will read hello.txt."}}))
-    llm.default("worker", turn(submit_result={"status": "done", "result": {"text": "hi"}}))
-    llm.default("teller", turn(reply="It says hi."))
+    llm.script("worker", turn(read_file={"path": "hello.txt"}),
+               turn(submit_result={"status": "done", "result": {"text": "hello.txt says hi."}}))
     post_input(stack, "what does hello.txt say?")
-    wait_for(lambda: len(llm.requests_for("teller")) >= 2, message="the report")
+    wait_history(stack, lambda h: any(said.startswith("hello.txt says hi.") for _role, said in h),
+                 message="the report")
     assert _schema(llm.requests_for("teller")[0])["properties"]["delegate"] == {"enum": [True]}
     kinds = {b["properties"]["kind"]["enum"][0]: b["properties"]
              for b in _schema(llm.requests_for("planner")[0])["anyOf"]}
@@ -637,9 +643,9 @@ def test_a_worker_making_the_same_call_again_can_only_finish(llamacpp, stack, ll
     write = turn(write_file={"path": "result.txt", "content": "391"})
     llm.script("worker", write, write,
                turn(submit_result={"status": "done", "result": {"text": "Wrote 391."}}))
-    llm.default("teller", turn(reply="Done: 391."))
     post_input(stack, "write 17 times 23 into result.txt")
-    wait_history(stack, lambda h: ("assistant", "Done: 391.") in h, message="the report")
+    wait_history(stack, lambda h: any(said.startswith("Wrote 391.") for _role, said in h),
+                 message="the report")
     third = llm.requests_for("worker")[2]
     assert list(_schema(third)["properties"]) == ["submit_result"]
     # no words to copy into its result: the schema alone leaves it the finisher
@@ -932,13 +938,13 @@ def test_a_report_tells_the_files_a_run_renamed_added_to_copied_read_removed_and
                turn(read_file={"path": "backup.md"}),  # measured: its size is a fact to tell
                turn(remove={"path": "old.md"}),
                turn(submit_result={"status": "done", "result": {"text": "All done."}}))
-    llm.default("teller", turn(reply="All done."))
     submit(stack, [Task(role="worker", prompt="Make photos/, rename todo.md, add a line.")])
-    wait_history(stack, lambda h: ("assistant", "All done.") in h, message="the report")
-    shown = llm.requests_for("teller")[-1]["messages"][1]["content"]
-    assert ("what its run did: made the folder photos/; renamed todo.md to tasks.md; "
+    told = wait_history(stack, lambda h: any(said.startswith("All done.") for _role, said in h),
+                        message="the report")
+    assert ("All done. What its run did: made the folder photos/; renamed todo.md to tasks.md; "
             "added to tasks.md (now 18 bytes); copied tasks.md to backup.md (tasks.md stays); "
-            "read backup.md (18 bytes); removed old.md\n") in shown
+            "read backup.md (18 bytes); removed old.md") in [said for _role, said in told]
+    assert llm.requests_for("teller") == []  # its own words, borne out by its run
     assert (stack.settings.work_dir / "tasks.md").read_text() == "milk\nwalk the dog\n"
     assert (stack.settings.work_dir / "backup.md").read_text() == "milk\nwalk the dog\n"
     assert not (stack.settings.work_dir / "old.md").exists()
@@ -976,12 +982,13 @@ def test_a_failed_worker_that_wrote_a_file_is_told_with_what_its_run_did_and_no_
 def test_a_report_made_only_of_its_prompts_words_is_told_in_the_results_words(
         llamacpp, stack, llm):
     llm.script("worker", turn(shell={"command": "echo 3"}),
-               turn(submit_result={"status": "done",
-                                   "result": {"text": "The backup holds 3 files."}}))
+               turn(submit_result={"status": "done",  # 2: a number its run did not show
+                                   "result": {"text": "The backup holds 3 files in 2 folders."}}))
     llm.default("teller", turn(reply=REPORT_HINT[1:-1]))
     submit(stack, [Task(role="worker", prompt="Count the files of the backup.")])
     wait_history(stack, lambda h: any(role == "assistant" and text.startswith(
-        "The backup holds 3 files.") for role, text in h), message="the result in its own words")
+        "The backup holds 3 files in 2 folders.") for role, text in h),
+        message="the result in its own words")
     assert len(llm.requests_for("teller")) == 1  # no correction round
     assert not any("past tense" in reply for reply in _replies(stack))
 
@@ -1073,9 +1080,8 @@ def test_a_worker_holds_each_result_against_its_task_before_its_next_step(llamac
                                 "content": "for n in range(1, 4):\n    print(n)\n"}),
                turn(check="It printed 1, 2 and 3, as the task asks.",
                     submit_result={"status": "done", "result": {"text": "It printed 1 to 3."}}))
-    llm.default("teller", turn(reply="count.py printed 1 to 3."))
     submit(stack, [Task(role="worker", prompt="Write count.py printing 1 to 3 and run it.")])
-    wait_history(stack, lambda h: ("assistant", "count.py printed 1 to 3.") in h,
+    wait_history(stack, lambda h: any(said.startswith("It printed 1 to 3.") for _role, said in h),
                  message="the report")
     first = _schema(llm.requests_for("worker")[0])
     assert all(list(branch["properties"])[0] == "check" and "check" in branch["required"]
@@ -1089,12 +1095,12 @@ def test_a_worker_holds_each_result_against_its_task_before_its_next_step(llamac
 def test_a_report_copied_from_the_prompts_example_is_told_in_the_results_words(
         llamacpp, stack, llm):
     llm.script("worker", turn(write_file={"path": "notes.txt", "content": "hello\n"}),
-               turn(submit_result={"status": "done",
-                                   "result": {"text": "notes.txt holds hello: 6 bytes."}}))
+               turn(submit_result={"status": "done",  # 1: a number its run did not show
+                                   "result": {"text": "notes.txt holds hello: 6 bytes, 1 line."}}))
     llm.default("teller", turn(reply="That failed: it was not done."))  # an example's words
     submit(stack, [Task(role="worker", prompt="Create notes.txt containing hello.")])
-    wait_history(stack, lambda h: any(r == "assistant" and "notes.txt holds hello: 6 bytes."
-                                      in t for r, t in h), message="the report")
+    wait_history(stack, lambda h: any(r == "assistant" and "notes.txt holds hello: 6 bytes, 1 "
+                                      "line." in t for r, t in h), message="the report")
     assert "That failed: it was not done." not in _replies(stack)
     assert len(llm.requests_for("teller")) == 1  # no correction: the results say it
 
@@ -1114,18 +1120,21 @@ def test_a_report_naming_a_file_its_results_do_not_is_told_in_the_results_words(
     assert not any("scores.csv" in reply for reply in _replies(stack))
     assert len(llm.requests_for("teller")) == 1  # no correction: the results say it
     llm.script("worker", turn(write_file={"path": "notes.txt", "content": "hi"}),
-               turn(submit_result={"status": "done", "result": {"text": "Written."}}))
-    llm.script("teller", turn(reply="notes.txt is written: 2 bytes."))
+               turn(submit_result={"status": "done", "result": {"text": "Written: 1 line."}}))
+    llm.script("teller", turn(reply="notes.txt is written: 1 line, 2 bytes."))  # 1: the run
+    # never showed it, so the model reports (``agents.own_words``)
     submit(stack, [Task(role="worker", prompt="Write notes.txt.")])  # the file its run wrote
-    wait_history(stack, lambda h: ("assistant", "notes.txt is written: 2 bytes.") in h,
+    wait_history(stack, lambda h: ("assistant", "notes.txt is written: 1 line, 2 bytes.") in h,
                  message="a report naming the file written")
     llm.script("worker", turn(list_files={"path": "."}), turn(submit_result={
-        "status": "done", "result": {"text": "The folder holds backup.txt and notes.txt."}}))
+        "status": "done", "result": {"text": "The folder holds backup.txt and notes.txt: 2 "
+                                               "files."}}))
     llm.script("teller", turn(reply="The user was reminded to turn off the lights, and listed "
                                     "the files in their working directory."))
     submit(stack, [Task(role="worker", prompt="List the files.")])  # none of the files named
     wait_history(stack, lambda h: any(r == "assistant" and t.startswith(
-        "The folder holds backup.txt and notes.txt.") for r, t in h), message="the listing")
+        "The folder holds backup.txt and notes.txt: 2 files.") for r, t in h),
+        message="the listing")
     assert not any("lights" in reply for reply in _replies(stack))
 
 
@@ -1135,17 +1144,17 @@ def test_a_report_giving_a_number_its_results_do_not_is_told_in_the_results_word
     bytes long." (it has 3; no size was measured), and a date written as "2023-04-15"."""
     llm.script("worker", turn(shell={"command": "wc -l shopping.txt"}),
                turn(submit_result={"status": "done",
-                                   "result": {"text": "shopping.txt has 3 lines."}}))
+                                   "result": {"text": "shopping.txt has 3 lines (1 item each)."}}))
     llm.script("teller", turn(reply="shopping.txt has 2 lines, which is 15 bytes long."))
     llm.default("teller", turn(reply="Done."))
     (stack.settings.work_dir / "shopping.txt").write_text("eggs\nbread\nmilk\n")
     submit(stack, [Task(role="worker", prompt="How many lines does shopping.txt have?")])
     wait_history(stack, lambda h: any(r == "assistant" and t.startswith(
-        "shopping.txt has 3 lines.") for r, t in h), message="the results' words")
+        "shopping.txt has 3 lines (1 item each).") for r, t in h), message="the results' words")
     assert not any("15 bytes" in reply for reply in _replies(stack))
     llm.script("worker", turn(write_file={"path": "d.txt", "content": "2026-11-30"}),
                turn(submit_result={"status": "done",
-                                   "result": {"text": "d.txt holds 2026-11-30."}}))
+                                   "result": {"text": "d.txt holds 2026-11-30, 1 line."}}))
     llm.script("teller", turn(reply="d.txt holds 2026-11-30: 10 bytes."))
     submit(stack, [Task(role="worker", prompt="Write the date into d.txt.")])  # its numbers
     wait_history(stack, lambda h: ("assistant", "d.txt holds 2026-11-30: 10 bytes.") in h,
@@ -1169,17 +1178,18 @@ def test_a_report_telling_none_of_the_numbers_its_results_give_is_told_in_the_re
                                       for r, t in h), message="the results' words")
     assert not any(reply.startswith("That was done") for reply in _replies(stack))
     llm.script("worker", turn(shell={"command": "wc -w rent.txt"}),
-               turn(submit_result={"status": "done", "result": {"text": "rent.txt has 2 words."}}))
+               turn(submit_result={"status": "done",
+                                   "result": {"text": "rent.txt has 2 words, 1 line."}}))
     llm.script("teller", turn(reply="rent.txt holds two words: 2."))
     submit(stack, [Task(role="worker", prompt="How many words does rent.txt have?")])
     wait_history(stack, lambda h: ("assistant", "rent.txt holds two words: 2.") in h,
                  message="a report telling the number its results give")
     llm.script("worker", turn(write_file={"path": "a.txt", "content": "hi"}),
                turn(submit_result={"status": "done", "result": {"text": "a.txt is written."}}))
-    llm.script("teller", turn(reply="I wrote a.txt for you, with the greeting in it."))
-    submit(stack, [Task(role="worker", prompt="Write hi into a.txt.")])  # no number to tell
-    wait_history(stack, lambda h: ("assistant", "I wrote a.txt for you, with the greeting in "
-                                                "it.") in h, message="a report of no number")
+    llm.script("teller", turn(reply="我把问候写进了 a.txt。"))  # asked in Chinese: the model's
+    submit(stack, [Task(role="worker", prompt="把 hi 写进 a.txt。")])  # no number to tell
+    wait_history(stack, lambda h: ("assistant", "我把问候写进了 a.txt。") in h,
+                 message="a report of no number")
 
 
 def test_a_report_giving_an_account_of_a_run_its_results_do_not_is_told_in_the_results_words(
@@ -1296,7 +1306,8 @@ def test_work_scheduled_at_the_minute_shown_as_now_is_planned_again_for_now(
     kinds = {b["properties"]["kind"]["enum"][0] for b in _schema(again)["anyOf"]}
     assert "work now" in kinds and not set(WORK_LATER) & kinds
     assert not [t for t in stack.tasks.with_status("queued", "done") if t.type == "recurring"]
-    wait_history(stack, lambda h: ("assistant", "Added.") in h, message="the report")
+    wait_history(stack, lambda h: any(said.startswith("Added.") for _role, said in h),
+                 message="the report")
     at = _minute_with_time_left(stack)
     llm.script("teller", turn(delegate=True, remember=False, reply="I'll set it."))
     llm.script("planner", turn(unknown="", given="", kind=AT_A_TIME, schedule={
@@ -1347,7 +1358,8 @@ def test_a_workers_first_step_cannot_write_over_a_file_its_task_names(llamacpp, 
     assert "write_file" not in first and {"shell", "read_file", "append_file"} <= first
     assert "submit_result" not in first  # a result before anything was run or read
     assert {"write_file", "submit_result"} <= second
-    wait_history(stack, lambda h: ("assistant", "Done.") in h, message="the report")
+    wait_history(stack, lambda h: any(said.startswith("3 lines.") for _role, said in h),
+                 message="the report")
     llm.script("teller", turn(delegate=True, remember=False, reply="I'll write it."))
     new = stack.settings.work_dir / "new.txt"
     new.write_text("")  # there, holding nothing: nothing to write over

@@ -69,6 +69,13 @@ def _reported(stack, times: int) -> None:
                          if r == "assistant") >= times, message=f"report {times}")
 
 
+def _told(stack, llm, reply: str, asked: int) -> None:
+    """Wait for ``reply``, a result told in its own words with its run's account, and check
+    that the Teller's model was asked ``asked`` times in all: none of them for it."""
+    wait_for(lambda: ("assistant", reply) in history(stack), message=f"the reply {reply!r}")
+    assert len(llm.requests_for("teller")) == asked
+
+
 def test_a_worker_that_ran_a_file_it_never_wrote_is_told_and_then_writes_it(
         llamacpp, stack, llm):
     llm.script("worker", turn(shell={"command": "python3 fib.py"}), DONE,
@@ -114,7 +121,8 @@ def test_a_folder_at_a_file_the_task_names_is_made_only_when_asked_twice(llamacp
     told = llm.requests_for("worker")[1]["messages"][-1]["content"]
     assert "the task names groceries.txt as a file, not a folder" in told
     assert (stack.settings.work_dir / "groceries.txt").read_text() == "apples\nmilk\n"
-    _reported(stack, 1)
+    _told(stack, llm, f'{LEFT_OUT} What its run did: wrote groceries.txt (12 bytes): '
+          '"apples\\nmilk\\n"', 1)  # DONE's numbers are an example's: the sentence left out
     llm.script("worker", turn(make_dir={"path": "photos.d"}), turn(make_dir={"path": "photos.d"}),
                DONE)
     _request(stack, llm, "Make a folder photos.d.")
@@ -157,7 +165,7 @@ def test_a_done_stands_when_the_file_was_there_a_command_did_the_work_or_no_call
     wait_for(lambda: len([t for t in stack.tasks.with_status("done") if t.role == "worker"])
              == 2, message="the second Worker task done")
     assert len(llm.requests_for("worker")) == 3  # the command did the work: no question
-    _reported(stack, 2)
+    _told(stack, llm, "Installed. What its run did: ran `true`: exit 0, no output", 3)
     hi = turn(submit_result={"status": "done", "result": {"text": "Hi."}})
     llm.script("worker", hi, hi)
     _request(stack, llm, "Say hello from hello.py.")
@@ -202,20 +210,21 @@ def test_a_file_a_result_names_that_no_call_made_is_told_once_and_reported_as_no
 
 # "3": a number the Worker's examples give, which no date or hour of its prompt writes (they
 # are written 03) and no id holds; the model's own was "12", which a date in December writes.
-@pytest.mark.parametrize(("said", "kept"), [
-    ("fox.txt holds fox: 3 bytes.", LEFT_OUT),
+# ``own``: what is kept gives no number its run's account does not, and is told as it is.
+@pytest.mark.parametrize(("said", "kept", "own"), [
+    ("fox.txt holds fox: 3 bytes.", LEFT_OUT, True),
     ("The folder holds countdown.py and fox.txt. fox.txt holds fox: 3 bytes.",
-     "The folder holds countdown.py and fox.txt."),
+     "The folder holds countdown.py and fox.txt.", True),
     ("The folder holds 2 files: countdown.py and fox.txt.",  # 2: the listing's count
-     "The folder holds 2 files: countdown.py and fox.txt."),
+     "The folder holds 2 files: countdown.py and fox.txt.", False),
     ("The folder holds countdown.py and fox.txt; 17 and 5 make 22.",  # no example's numbers
-     "The folder holds countdown.py and fox.txt; 17 and 5 make 22."),
+     "The folder holds countdown.py and fox.txt; 17 and 5 make 22.", False),
     ("The folder holds count.py and fox.txt.",  # count.py: an example's file, not listed
-     LEFT_OUT),
+     LEFT_OUT, True),
 ], ids=["all_of_it", "one_sentence", "a_count_of_what_it_listed", "numbers_of_its_own",
         "an_examples_file"])
 def test_a_sentence_giving_an_examples_number_no_result_showed_is_left_out_of_the_result(
-        llamacpp, stack, llm, said, kept):
+        llamacpp, stack, llm, said, kept, own):
     """After listing a folder that held countdown.py and fox.txt, the 1.5B model ended done
     with "fox.txt holds fox: 12 bytes." (an example's "12 bytes"; the file had 19). Told so
     once, it ended failed with the runtime's words as its error."""
@@ -228,6 +237,9 @@ def test_a_sentence_giving_an_examples_number_no_result_showed_is_left_out_of_th
     assert worker.status == "done"
     assert stack.tasks.result(worker.id).result["text"] == kept
     assert len(llm.requests_for("worker")) == 2  # no word to the model: no call more
+    if own:
+        _told(stack, llm, f"{kept} What its run did: listed .: countdown.py, fox.txt", 1)
+        return
     report = wait_for(lambda: [body["messages"][1]["content"] for body in
                                llm.requests_for("teller") if kept in
                                body["messages"][1]["content"]], message="the report")[-1]
@@ -249,9 +261,7 @@ def test_a_folder_read_as_a_file_is_listed(llamacpp, stack, llm):
     asked = llm.requests_for("worker")
     assert len(asked) == 2 and '"entries": ["countdown.py", "fox.txt"]' in \
         asked[1]["messages"][-1]["content"]
-    wait_for(lambda: [body for body in llm.requests_for("teller") if
-                      "what its run did: listed .: countdown.py, fox.txt" in
-                      body["messages"][1]["content"]], message="the report")
+    _told(stack, llm, f"{said} What its run did: listed .: countdown.py, fox.txt", 1)
 
 
 def test_numbers_a_run_was_given_or_shown_stand_at_once(llamacpp, stack, llm):
@@ -388,14 +398,18 @@ def test_a_reply_before_anything_ran_gives_no_account_of_a_run(llamacpp, stack, 
     llm.script("planner", turn(delegate={"prompt": "Create notes.txt containing hello."},
                                submit_result={"status": "done", "result": {"text": "Planned."}}))
     llm.script("worker", turn(write_file={"path": "notes.txt", "content": "hello"}),
-               turn(submit_result={"status": "done", "result": {"text": "Made notes.txt."}}))
-    llm.default("teller", turn(reply="notes.txt holds hello. What its run did: wrote notes.txt "
-                                     "(5 bytes)"))
+               turn(submit_result={"status": "done", "result": {"text": "Made notes.txt, 1 "
+                                                                        "word."}}))
+    # its "1" is in no account of its run: the result is the model's to report
+    llm.default("teller", turn(reply="notes.txt holds hello, 1 word. What its run did: wrote "
+                                     "notes.txt (5 bytes)"))
     post_input(stack, "create notes.txt containing hello")
     replies = wait_for(lambda: (said := [t for r, t in history(stack) if r == "assistant"])[1:]
                        and said, message="the report")
     assert replies[0] == "I'll create notes.txt."
-    assert replies[1] == 'Made notes.txt. What its run did: wrote notes.txt (5 bytes): "hello"'
+    assert replies[1] == 'Made notes.txt, 1 word. What its run did: wrote notes.txt (5 bytes): ' \
+        '"hello"'
+    assert len(llm.requests_for("teller")) == 2  # the report was the model's, and was ended
 
 
 def test_the_words_of_work_a_schedule_runs_may_name_a_file_that_is_not_there(runtime, tmp_path):

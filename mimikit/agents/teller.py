@@ -32,12 +32,8 @@ from mimikit.agents.inbox_view import (
     worker_result_numbers,
     writes_chinese,
 )
-from mimikit.agents.prompts import (
-    build_prompts,
-    choose_mode,
-    example_replies,
-    unsaid_examples,
-)
+from mimikit.agents.own_words import own_report
+from mimikit.agents.prompts import build_prompts, choose_mode, example_replies, unsaid_examples
 from mimikit.agents.surroundings import show_scheduled, surroundings
 from mimikit.agents.typed_answers import judged
 from mimikit.conversation import gate as teller_gate
@@ -208,8 +204,12 @@ def teller_pass(runtime: Runtime, items: list[InboxItem], pass_journal: RunJourn
     if question_alone and answer_path(runtime, "teller") == "constrained" and \
             _ask_for_the_planner(runtime, ctx):
         return ANSWERED  # the Planner's question is the whole report: no words of a model
-    inputs = [item for item in items if isinstance(item, InputItem)]
     results = done_results(runtime, items)
+    if (own := own_report(runtime, items, done, results)) is not None:
+        ctx.journal_key = pass_journal.key  # posted once, should the pass be run again
+        post_reply(ctx, own, may_repeat=True, effect=f"own words {items[0].id}")
+        return ANSWERED
+    inputs = [item for item in items if isinstance(item, InputItem)]
     inbox = render_inbox(runtime, items, done, results)
     seen = surroundings(runtime)
     if ctx.turn_only is None:

@@ -1,0 +1,48 @@
+"""A Worker's result told in its own words, without a model's report, where they are one as
+they stand: the pass holds that result alone, done, in text; it is in the script its task was
+asked in; every number it gives is one its run showed or its task gave; every file it names is
+in the work directory; and its run made the calls it had to (none missing, nothing it named
+absent). What its run did follows, in the runtime's words, as in every report the runtime
+words. The 1.5B Teller took 21 s to retell "squares.py printed 1, 4, 9, 16, 25." with the run's
+account (62 tokens, cut), and reported "backup.txt holds eggs\\nbread\\nmilk" as "it contains
+eggs, bread, milk, and other items." A result that fails one of these is the model's to report,
+beside its run's account.
+"""
+
+from __future__ import annotations
+
+from mimikit.lifecycle.actions import NO_CALL, actions_of, with_actions
+from mimikit.llm.echoes import without_echoes
+from mimikit.memory.tokenize import has_chinese
+from mimikit.models import Result, Task
+from mimikit.store.inbox import InboxItem, ResultItem
+from mimikit.store.runtime import Runtime
+from mimikit.tools.reply_checks import numbers_in
+from mimikit.workspace.local import Workspace
+from mimikit.workspace.named import NamedFiles
+
+OWN_WORDS_CHARS = 400  # of a result told as it is: a longer one is the model's to shorten
+
+
+def own_report(runtime: Runtime, items: list[InboxItem], done: dict[str, Task],
+               results: dict[str, Result]) -> str | None:
+    """The words that report the pass's one result by themselves, followed by what its run
+    did in the runtime's words (``actions.with_actions``); None where the model reports it
+    (see above; ``done``: the pass's tasks, ``results``: their results)."""
+    if len(items) != 1 or not isinstance(items[0], ResultItem):
+        return None
+    task, result = done.get(items[0].taskId), results.get(items[0].taskId)
+    if task is None or result is None or task.role != "worker" or result.status != "done" \
+            or result.resultType != "text":
+        return None
+    text = str(result.result.get("text") or "").strip()
+    if not text or len(text) > OWN_WORDS_CHARS or without_echoes(text) != text or \
+            has_chinese(text) != has_chinese(task.prompt):
+        return None
+    did = actions_of(runtime, task.id)
+    if any(line.startswith(NO_CALL) for line in did) or \
+            not numbers_in(text) <= numbers_in("\n".join([task.prompt, *did])):
+        return None
+    settings = runtime.settings
+    workspace = Workspace(settings.work_dir.resolve(), private=(settings.state_dir,))
+    return None if NamedFiles.of(workspace, text).absent else with_actions(runtime, task.id, text)

@@ -1,0 +1,76 @@
+"""A Worker's result told in its own words, where they are a report as they stand: no model call
+for the report; one whose numbers, files or language its run does not bear out is the model's to
+report (``agents.own_words``)."""
+
+from __future__ import annotations
+
+import time
+
+from agent_helpers import history, post_input, user_prompt, wait_history
+from llm_server import tool_call, tool_calls
+
+
+def _hand_over(llm, request: str, task: str) -> None:
+    llm.script("teller", tool_calls([("reply", {"text": "On it."}),
+                                     ("delegate", {"prompt": request})]))
+    llm.script("planner", tool_call("delegate", prompt=task),
+               tool_call("submit_result", status="done", result={"text": "A worker will."}))
+
+
+def test_a_result_its_run_bears_out_is_told_as_it_is_without_a_model(stack, llm):
+    _hand_over(llm, "write hello into notes.txt and tell me its size",
+               "Write hello into notes.txt and report its size.")
+    llm.script("worker", tool_call("write_file", path="notes.txt", content="hello\n"),
+               tool_call("submit_result", status="done",
+                         result={"text": "notes.txt holds hello: 6 bytes."}))
+    llm.default("teller", tool_call("reply", text="The file notes.txt is 6 bytes."))
+    post_input(stack, "write hello into notes.txt and tell me its size")
+    wait_history(stack, lambda h: any(said.startswith("notes.txt holds hello: 6 bytes.")
+                                      for _role, said in h),
+                 message="the result, told")
+    time.sleep(0.5)  # a model's report, had one been asked for, would be on its way
+    assert len(llm.requests_for("teller")) == 1  # the message's pass; none for the report
+    said = [text for role, text in history(stack) if role == "assistant"]
+    assert said == ["On it.", 'notes.txt holds hello: 6 bytes. What its run did: wrote notes.txt '
+                    '(6 bytes): "hello\\n"']
+    assert (stack.settings.work_dir / "notes.txt").read_text() == "hello\n"
+
+
+def test_a_number_its_run_never_showed_is_the_models_to_report(stack, llm):
+    _hand_over(llm, "write hello into notes.txt and tell me its size",
+               "Write hello into notes.txt and report its size.")
+    llm.script("worker", tool_call("write_file", path="notes.txt", content="hello\n"),
+               tool_call("submit_result", status="done",
+                         result={"text": "notes.txt holds hello: 13 bytes."}))
+    llm.default("teller", tool_call("reply", text="notes.txt was written: 6 bytes."))
+    post_input(stack, "write hello into notes.txt and tell me its size")
+    wait_history(stack, lambda h: ("assistant", "notes.txt was written: 6 bytes.") in h,
+                 message="the model's report")
+    report = user_prompt(llm.requests_for("teller")[1])
+    assert "13 bytes" in report and "wrote notes.txt (6 bytes)" in report  # the run's account
+    assert "notes.txt holds hello: 13 bytes." not in [text for _role, text in history(stack)]
+
+
+def test_a_file_it_names_that_is_not_there_is_the_models_to_report(stack, llm):
+    _hand_over(llm, "write hello into notes.txt", "Write hello into notes.txt.")
+    llm.script("worker", tool_call("write_file", path="note.txt", content="hello\n"),
+               tool_call("submit_result", status="done",
+                         result={"text": "notes.txt holds hello."}))
+    llm.default("teller", tool_call("reply", text="I wrote note.txt, not notes.txt."))
+    post_input(stack, "write hello into notes.txt")
+    wait_history(stack, lambda h: ("assistant", "I wrote note.txt, not notes.txt.") in h,
+                 message="the model's report")
+    assert len(llm.requests_for("teller")) == 2
+
+
+def test_a_result_in_another_language_than_the_request_is_the_models_to_report(stack, llm):
+    _hand_over(llm, "把 hello 写进 notes.txt", "Write hello into notes.txt.")  # the request,
+    # in the person's words, goes with it (``planner.with_the_request``)
+    llm.script("worker", tool_call("write_file", path="notes.txt", content="hello\n"),
+               tool_call("submit_result", status="done",
+                         result={"text": "notes.txt holds hello."}))
+    llm.default("teller", tool_call("reply", text="notes.txt 已写好。"))
+    post_input(stack, "把 hello 写进 notes.txt")
+    wait_history(stack, lambda h: ("assistant", "notes.txt 已写好。") in h,
+                 message="the model's report, in Chinese")
+    assert len(llm.requests_for("teller")) == 2
