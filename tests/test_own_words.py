@@ -17,12 +17,16 @@ def _hand_over(llm, request: str, task: str) -> None:
                tool_call("submit_result", status="done", result={"text": "A worker will."}))
 
 
+def _writes(llm, path: str, result: str) -> None:
+    """A Worker run that writes "hello\n" into ``path`` and ends done with ``result``."""
+    llm.script("worker", tool_call("write_file", path=path, content="hello\n"),
+               tool_call("submit_result", status="done", result={"text": result}))
+
+
 def test_a_result_its_run_bears_out_is_told_as_it_is_without_a_model(stack, llm):
     _hand_over(llm, "write hello into notes.txt and tell me its size",
                "Write hello into notes.txt and report its size.")
-    llm.script("worker", tool_call("write_file", path="notes.txt", content="hello\n"),
-               tool_call("submit_result", status="done",
-                         result={"text": "notes.txt holds hello: 6 bytes."}))
+    _writes(llm, "notes.txt", "notes.txt holds hello: 6 bytes.")
     llm.default("teller", tool_call("reply", text="The file notes.txt is 6 bytes."))
     post_input(stack, "write hello into notes.txt and tell me its size")
     wait_history(stack, lambda h: any(said.startswith("notes.txt holds hello: 6 bytes.")
@@ -39,9 +43,7 @@ def test_a_result_its_run_bears_out_is_told_as_it_is_without_a_model(stack, llm)
 def test_a_number_its_run_never_showed_is_the_models_to_report(stack, llm):
     _hand_over(llm, "write hello into notes.txt and tell me its size",
                "Write hello into notes.txt and report its size.")
-    llm.script("worker", tool_call("write_file", path="notes.txt", content="hello\n"),
-               tool_call("submit_result", status="done",
-                         result={"text": "notes.txt holds hello: 13 bytes."}))
+    _writes(llm, "notes.txt", "notes.txt holds hello: 13 bytes.")
     llm.default("teller", tool_call("reply", text="notes.txt was written: 6 bytes."))
     post_input(stack, "write hello into notes.txt and tell me its size")
     wait_history(stack, lambda h: ("assistant", "notes.txt was written: 6 bytes.") in h,
@@ -53,9 +55,7 @@ def test_a_number_its_run_never_showed_is_the_models_to_report(stack, llm):
 
 def test_a_file_it_names_that_is_not_there_is_the_models_to_report(stack, llm):
     _hand_over(llm, "write hello into notes.txt", "Write hello into notes.txt.")
-    llm.script("worker", tool_call("write_file", path="note.txt", content="hello\n"),
-               tool_call("submit_result", status="done",
-                         result={"text": "notes.txt holds hello."}))
+    _writes(llm, "note.txt", "notes.txt holds hello.")
     llm.default("teller", tool_call("reply", text="I wrote note.txt, not notes.txt."))
     post_input(stack, "write hello into notes.txt")
     wait_history(stack, lambda h: ("assistant", "I wrote note.txt, not notes.txt.") in h,
@@ -66,9 +66,7 @@ def test_a_file_it_names_that_is_not_there_is_the_models_to_report(stack, llm):
 def test_a_result_in_another_language_than_the_request_is_the_models_to_report(stack, llm):
     _hand_over(llm, "把 hello 写进 notes.txt", "Write hello into notes.txt.")  # the request,
     # in the person's words, goes with it (``planner.with_the_request``)
-    llm.script("worker", tool_call("write_file", path="notes.txt", content="hello\n"),
-               tool_call("submit_result", status="done",
-                         result={"text": "notes.txt holds hello."}))
+    _writes(llm, "notes.txt", "notes.txt holds hello.")
     llm.default("teller", tool_call("reply", text="notes.txt 已写好。"))
     post_input(stack, "把 hello 写进 notes.txt")
     wait_history(stack, lambda h: ("assistant", "notes.txt 已写好。") in h,
