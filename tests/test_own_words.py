@@ -72,3 +72,17 @@ def test_a_result_in_another_language_than_the_request_is_the_models_to_report(s
     wait_history(stack, lambda h: ("assistant", "notes.txt 已写好。") in h,
                  message="the model's report, in Chinese")
     assert len(llm.requests_for("teller")) == 2
+
+
+def test_a_result_ending_in_a_files_lines_is_told_with_the_account_after_its_last_line(stack,
+                                                                                     llm):
+    (stack.settings.work_dir / "shopping.txt").write_text("eggs\nmilk\n")
+    _hand_over(llm, "copy shopping.txt to backup.txt", "Copy shopping.txt to backup.txt.")
+    llm.script("worker", tool_call("copy", path="shopping.txt", to="backup.txt"),
+               tool_call("submit_result", status="done",
+                         result={"text": "backup.txt holds eggs\nmilk\n."}))
+    post_input(stack, "copy shopping.txt to backup.txt")
+    told = wait_history(stack, lambda h: any(said.startswith("backup.txt holds")
+                                             for _role, said in h), message="the result, told")
+    assert "backup.txt holds eggs\nmilk. What its run did: copied shopping.txt to backup.txt " \
+        "(shopping.txt stays)" in [said for _role, said in told]

@@ -69,7 +69,7 @@ def with_actions(runtime: Runtime, task_id: str, text: str) -> str:
     did = actions_of(runtime, task_id)
     if not did or did == [NO_CALL]:
         return text
-    return text.rstrip(". ") + f". {RUN_DID} " + "; ".join(did)
+    return text.rstrip(". \n") + f". {RUN_DID} " + "; ".join(did)  # "milk\n." ends at milk
 
 
 def without_account(text: str) -> str:
