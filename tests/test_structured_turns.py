@@ -146,9 +146,9 @@ def test_a_cancel_is_held_to_active_tasks_and_its_report_names_the_one_canceled(
     llm.script("planner", turn(cancel_task=wrong.id,  # the wrong one, as small models do
                                submit_result={"status": "done", "result": {
                                    "text": "The drink water reminder is canceled."}}))
-    llm.default("teller", turn(reply="Canceled."))
     post_input(stack, "delete my drink water reminder")
-    wait_history(stack, lambda h: ("assistant", "Canceled.") in h, message="the report")
+    told = wait_history(stack, lambda h: ("assistant", "Canceled: Remind the user to use pnpm.")
+                        in h, message="the report, in the runtime's words")
     assert stack.tasks.require(wrong.id).status == "canceled"
     assert stack.tasks.require(water.id).status != "canceled"
     [allowed] = _cancel_values(_schema(llm.requests_for("planner")[0]))
@@ -156,23 +156,24 @@ def test_a_cancel_is_held_to_active_tasks_and_its_report_names_the_one_canceled(
     # each chosen by what it does ("Remind the user to" said by both is left out) and its id
     assert sorted(allowed["items"]["enum"]) == sorted([
         f"drink water ({water.id})", f"use pnpm ({wrong.id})", NONE_ASKED])
-    report = llm.requests_for("teller")[1]["messages"][1]["content"]
-    # what the Planner's run did, beside what it said it did
-    assert f"what its run did: canceled {wrong.id}: Remind the user to use pnpm." in report
-    assert "Canceled: Remind the user to use pnpm." in report
-    assert "The drink water reminder is canceled." not in report
+    # what the Planner's run did, not what it said it did, and no model's words of it
+    assert not any("drink water reminder is canceled" in said for _role, said in told)
+    assert len(llm.requests_for("teller")) == 1
 
 
 def _planned_cancel(stack, llm, request: str, choice: str | list[str], planned: str,
-                    report: str) -> None:
+                    report: str) -> str:
     """``request`` handed over, planned as a cancel of ``choice`` said done as ``planned``, and
-    reported as ``report`` (waited for)."""
+    told in words that begin with ``report`` (the model's report where it is asked for one, or
+    the runtime's words of what was canceled: ``agents.own_words``); returns what was said."""
     llm.script("teller", turn(delegate=True, remember=False, reply="I'll cancel it."))
     llm.script("planner", turn(unknown="", given="", kind="cancel work", cancel_task=choice,
                                submit_result={"status": "done", "result": {"text": planned}}))
     llm.default("teller", turn(reply=report))
     post_input(stack, request)
-    wait_history(stack, lambda h: ("assistant", report) in h, message="the report")
+    told = wait_history(stack, lambda h: any(role == "assistant" and said.startswith(report)
+                                             for role, said in h), message="the report")
+    return [said for role, said in told if role == "assistant"][-1]
 
 
 def test_a_cancel_chosen_by_what_the_task_does_cancels_that_task(llamacpp, stack, llm):
@@ -186,14 +187,14 @@ def test_a_cancel_chosen_by_what_the_task_does_cancels_that_task(llamacpp, stack
                         prompt="Remind the user to drink water.")
     stretch = add_trigger(stack, type="scheduled", schedule=RunAtSchedule(
         runAt=datetime(2099, 1, 1, 9, tzinfo=UTC)), prompt="Remind the user to stretch.")
-    _planned_cancel(stack, llm, "I don't need the water reminder anymore",
-                    [f"drink water ({water.id})"], "Canceled.", "The water reminder is gone.")
+    told = _planned_cancel(stack, llm, "I don't need the water reminder anymore",
+                           [f"drink water ({water.id})"], "Canceled.", "Canceled: ")
+    assert told == "Canceled: Remind the user to drink water."  # the task's own words
     assert stack.tasks.require(water.id).status == "canceled"
     assert stack.tasks.require(stretch.id).status != "canceled"
     [allowed] = _cancel_values(_schema(llm.requests_for("planner")[0]))
     assert f"stretch ({stretch.id})" in allowed["items"]["enum"]
-    report = llm.requests_for("teller")[1]["messages"][1]["content"]
-    assert f"canceled {water.id}: Remind the user to drink water." in report
+    assert len(llm.requests_for("teller")) == 1  # no model's words of it
 
 
 def test_cancel_choices_leave_out_only_the_words_every_task_begins_with():
@@ -223,19 +224,18 @@ def test_a_cancel_that_lists_every_schedule_cancels_them_all_and_leaves_other_wo
         runAt=datetime(2099, 1, 1, 9, tzinfo=UTC)), prompt="Remind the user to call the bank.")
     other = add_trigger(stack, type="scheduled", schedule=RunAtSchedule(
         runAt=datetime(2099, 1, 2, 9, tzinfo=UTC)), prompt="Remind the user to buy stamps.")
-    _planned_cancel(stack, llm, "cancel the water and the bank reminders",
-                    [NONE_ASKED, f"call the bank ({bank.id})", f"drink water ({water.id})",
-                     f"drink water ({water.id})"], "Both canceled.",
-                    "Both are canceled.")  # "none" beside ids names nothing more
+    told = _planned_cancel(stack, llm, "cancel the water and the bank reminders",
+                           [NONE_ASKED, f"call the bank ({bank.id})", f"drink water ({water.id})",
+                            f"drink water ({water.id})"], "Both canceled.",
+                           "Canceled: ")  # "none" beside ids names nothing more
     assert {stack.tasks.require(t.id).status for t in (water, bank)} == {"canceled"}
     assert stack.tasks.require(other.id).status != "canceled"
     shown = llm.requests_for("planner")[0]["messages"][1]["content"]
     assert shown.split("## Active work\n")[1].split("\n\n")[0].splitlines()[-1] == \
         f"- {NONE_ASKED}: none of the above is the one asked for"
-    report = llm.requests_for("teller")[1]["messages"][1]["content"]
-    assert f"canceled {water.id}: " in report and f"canceled {bank.id}: " in report
-    assert report.count(f"canceled {water.id}") == 1  # an id listed twice is one call
-    assert "Nothing was canceled" not in report and "canceled none" not in report
+    assert sorted(told.removeprefix("Canceled: ").removesuffix(".").split("; ")) == [
+        "Remind the user to call the bank", "Remind the user to drink water"]  # water once
+    assert "Nothing was canceled" not in told
 
 
 def test_a_cancel_of_none_of_the_active_tasks_cancels_nothing_and_says_so(llamacpp, stack,

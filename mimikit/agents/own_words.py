@@ -5,8 +5,9 @@ in the work directory; and its run made the calls it had to (none missing, nothi
 absent). What its run did follows, in the runtime's words, as in every report the runtime
 words. The 1.5B Teller took 21 s to retell "squares.py printed 1, 4, 9, 16, 25." with the run's
 account (62 tokens, cut), and reported "backup.txt holds eggs\\nbread\\nmilk" as "it contains
-eggs, bread, milk, and other items." A result that fails one of these is the model's to report,
-beside its run's account.
+eggs, bread, milk, and other items." A plan that only canceled work is told so in the
+runtime's words of it (``only_canceled``). Any other result is the model's to report, beside
+its run's account.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from mimikit.memory.tokenize import has_chinese
 from mimikit.models import Result, Task
 from mimikit.store.inbox import InboxItem, ResultItem
 from mimikit.store.runtime import Runtime
+from mimikit.tools.planner_tools import CANCELED
 from mimikit.tools.reply_checks import numbers_in
 from mimikit.workspace.local import Workspace
 from mimikit.workspace.named import NamedFiles
@@ -32,12 +34,15 @@ def own_report(runtime: Runtime, items: list[InboxItem], done: dict[str, Task],
     if len(items) != 1 or not isinstance(items[0], ResultItem):
         return None
     task, result = done.get(items[0].taskId), results.get(items[0].taskId)
-    if task is None or result is None or task.role != "worker" or result.status != "done" \
-            or result.resultType != "text":
+    if task is None or result is None or result.status != "done" or result.resultType != "text":
         return None
     text = str(result.result.get("text") or "").strip()
     if not text or len(text) > OWN_WORDS_CHARS or without_echoes(text) != text or \
             has_chinese(text) != has_chinese(task.prompt):
+        return None
+    if task.role == "planner":
+        return text if only_canceled(runtime, task.id, text) else None
+    if task.role != "worker":
         return None
     did = actions_of(runtime, task.id)
     if any(line.startswith(NO_CALL) for line in did) or \
@@ -46,3 +51,16 @@ def own_report(runtime: Runtime, items: list[InboxItem], done: dict[str, Task],
     settings = runtime.settings
     workspace = Workspace(settings.work_dir.resolve(), private=(settings.state_dir,))
     return None if NamedFiles.of(workspace, text).absent else with_actions(runtime, task.id, text)
+
+
+def only_canceled(runtime: Runtime, task_id: str, text: str) -> bool:
+    """Whether a Planner's result is the runtime's words for the work its run canceled, and
+    its run made nothing else (no work handed over or scheduled, no fact kept): the 1.5B
+    Teller reported "cancel the laundry reminder" as "I canceled the laundry reminder. The
+    user will be reminded to check the laundry in 45 minutes." (3 of 4 cancels in b2 with a
+    sentence their results do not say)."""
+    runs = runtime.runs.of(task_id)
+    made = {call.get("name") for call in (runs[-1].get("toolCalls") or [] if runs else [])
+            if call.get("ok")}
+    return text.startswith(CANCELED) and "cancel_task" in made and \
+        not made & {"delegate", "schedule", "remember"}

@@ -352,6 +352,9 @@ def register(registry: Registry) -> None:  # noqa: C901 - one nested function pe
         return finish_with_result(args, ctx.corrected)
 
 
+CANCELED = "Canceled: "  # a plan's result that canceled work begins so, in the runtime's words
+
+
 def _canceled_text(ctx: ToolContext, args: PlannerResultArgs) -> str:
     """A plan's result where it canceled work: what it canceled, in the tasks' own words, then
     its words of the work it made, if any. Asked to remove a dog reminder, the 0.5B model
@@ -359,4 +362,4 @@ def _canceled_text(ctx: ToolContext, args: PlannerResultArgs) -> str:
     told the person so."""
     canceled = "; ".join(words.rstrip(".") for words in ctx.canceled)
     said = str(args.result.get("text") or "") if ctx.staged else ""
-    return f"Canceled: {canceled}." + (f" {said}" if said else "")
+    return f"{CANCELED}{canceled}." + (f" {said}" if said else "")
