@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from agent_helpers import history, post_input, user_prompt, wait_history
 from llm_server import tool_call, tool_calls
 
@@ -23,12 +24,18 @@ def _writes(llm, path: str, result: str) -> None:
                tool_call("submit_result", status="done", result={"text": result}))
 
 
-def test_a_result_its_run_bears_out_is_told_as_it_is_without_a_model(stack, llm):
-    _hand_over(llm, "write hello into notes.txt and tell me its size",
+def _size_asked(stack, llm, result: str, report: str) -> None:
+    """A file written and its size asked for, its Worker ending with ``result``; the model's
+    report, where it is asked for one, is ``report``."""
+    _hand_over(llm, asked := "write hello into notes.txt and tell me its size",
                "Write hello into notes.txt and report its size.")
-    _writes(llm, "notes.txt", "notes.txt holds hello: 6 bytes.")
-    llm.default("teller", tool_call("reply", text="The file notes.txt is 6 bytes."))
-    post_input(stack, "write hello into notes.txt and tell me its size")
+    _writes(llm, "notes.txt", result)
+    llm.default("teller", tool_call("reply", text=report))
+    post_input(stack, asked)
+
+
+def test_a_result_its_run_bears_out_is_told_as_it_is_without_a_model(stack, llm):
+    _size_asked(stack, llm, "notes.txt holds hello: 6 bytes.", "The file notes.txt is 6 bytes.")
     wait_history(stack, lambda h: any(said.startswith("notes.txt holds hello: 6 bytes.")
                                       for _role, said in h),
                  message="the result, told")
@@ -41,11 +48,7 @@ def test_a_result_its_run_bears_out_is_told_as_it_is_without_a_model(stack, llm)
 
 
 def test_a_number_its_run_never_showed_is_the_models_to_report(stack, llm):
-    _hand_over(llm, "write hello into notes.txt and tell me its size",
-               "Write hello into notes.txt and report its size.")
-    _writes(llm, "notes.txt", "notes.txt holds hello: 13 bytes.")
-    llm.default("teller", tool_call("reply", text="notes.txt was written: 6 bytes."))
-    post_input(stack, "write hello into notes.txt and tell me its size")
+    _size_asked(stack, llm, "notes.txt holds hello: 13 bytes.", "notes.txt was written: 6 bytes.")
     wait_history(stack, lambda h: ("assistant", "notes.txt was written: 6 bytes.") in h,
                  message="the model's report")
     report = user_prompt(llm.requests_for("teller")[1])
@@ -53,24 +56,21 @@ def test_a_number_its_run_never_showed_is_the_models_to_report(stack, llm):
     assert "notes.txt holds hello: 13 bytes." not in [text for _role, text in history(stack)]
 
 
-def test_a_file_it_names_that_is_not_there_is_the_models_to_report(stack, llm):
-    _hand_over(llm, "write hello into notes.txt", "Write hello into notes.txt.")
-    _writes(llm, "note.txt", "notes.txt holds hello.")
-    llm.default("teller", tool_call("reply", text="I wrote note.txt, not notes.txt."))
-    post_input(stack, "write hello into notes.txt")
-    wait_history(stack, lambda h: ("assistant", "I wrote note.txt, not notes.txt.") in h,
-                 message="the model's report")
-    assert len(llm.requests_for("teller")) == 2
-
-
-def test_a_result_in_another_language_than_the_request_is_the_models_to_report(stack, llm):
-    _hand_over(llm, "把 hello 写进 notes.txt", "Write hello into notes.txt.")  # the request,
-    # in the person's words, goes with it (``planner.with_the_request``)
-    _writes(llm, "notes.txt", "notes.txt holds hello.")
-    llm.default("teller", tool_call("reply", text="notes.txt 已写好。"))
-    post_input(stack, "把 hello 写进 notes.txt")
-    wait_history(stack, lambda h: ("assistant", "notes.txt 已写好。") in h,
-                 message="the model's report, in Chinese")
+@pytest.mark.parametrize(("asked", "path", "result", "report"), [
+    # a file it names that is not there (it wrote another)
+    ("write hello into notes.txt", "note.txt", "notes.txt holds hello.",
+     "I wrote note.txt, not notes.txt."),
+    # a result in another language than the request (the request, in the person's words, goes
+    # with the Worker's task: ``planner.with_the_request``)
+    ("把 hello 写进 notes.txt", "notes.txt", "notes.txt holds hello.", "notes.txt 已写好。"),
+], ids=["a_file_not_there", "another_language"])
+def test_a_result_its_run_does_not_bear_out_is_the_models_to_report(stack, llm, asked, path,
+                                                                      result, report):
+    _hand_over(llm, asked, "Write hello into notes.txt.")
+    _writes(llm, path, result)
+    llm.default("teller", tool_call("reply", text=report))
+    post_input(stack, asked)
+    wait_history(stack, lambda h: ("assistant", report) in h, message="the model's report")
     assert len(llm.requests_for("teller")) == 2
 
 
