@@ -60,7 +60,7 @@ def only_canceled(runtime: Runtime, task_id: str, text: str) -> bool:
     user will be reminded to check the laundry in 45 minutes." (3 of 4 cancels in b2 with a
     sentence their results do not say)."""
     runs = runtime.runs.of(task_id)
-    made = {call.get("name") for call in (runs[-1].get("toolCalls") or [] if runs else [])
-            if call.get("ok")}
+    calls = (runs[-1].get("toolCalls") or []) if runs else []
+    made = {call.get("name") for call in calls if call.get("ok")}
     return text.startswith(CANCELED) and "cancel_task" in made and \
         not made & {"delegate", "schedule", "remember"}
