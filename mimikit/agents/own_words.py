@@ -12,7 +12,7 @@ its run's account.
 
 from __future__ import annotations
 
-from mimikit.lifecycle.actions import NO_CALL, actions_of, with_actions
+from mimikit.lifecycle.actions import NO_CALL, absent_named, actions_of, with_account
 from mimikit.llm.echoes import without_echoes
 from mimikit.memory.tokenize import has_chinese
 from mimikit.models import Result, Task
@@ -20,8 +20,6 @@ from mimikit.store.inbox import InboxItem, ResultItem
 from mimikit.store.runtime import Runtime
 from mimikit.tools.planner_tools import CANCELED
 from mimikit.tools.reply_checks import numbers_in
-from mimikit.workspace.local import Workspace
-from mimikit.workspace.named import NamedFiles
 
 OWN_WORDS_CHARS = 400  # of a result told as it is: a longer one is the model's to shorten
 
@@ -29,7 +27,7 @@ OWN_WORDS_CHARS = 400  # of a result told as it is: a longer one is the model's 
 def own_report(runtime: Runtime, items: list[InboxItem], done: dict[str, Task],
                results: dict[str, Result]) -> str | None:
     """The words that report the pass's one result by themselves, followed by what its run
-    did in the runtime's words (``actions.with_actions``); None where the model reports it
+    did in the runtime's words (``actions.with_account``); None where the model reports it
     (see above; ``done``: the pass's tasks, ``results``: their results)."""
     if len(items) != 1 or not isinstance(items[0], ResultItem):
         return None
@@ -48,9 +46,7 @@ def own_report(runtime: Runtime, items: list[InboxItem], done: dict[str, Task],
     if any(line.startswith(NO_CALL) for line in did) or \
             not numbers_in(text) <= numbers_in("\n".join([task.prompt, *did])):
         return None
-    settings = runtime.settings
-    workspace = Workspace(settings.work_dir.resolve(), private=(settings.state_dir,))
-    return None if NamedFiles.of(workspace, text).absent else with_actions(runtime, task.id, text)
+    return None if absent_named(runtime, text) else with_account(text, did)
 
 
 def only_canceled(runtime: Runtime, task_id: str, text: str) -> bool:

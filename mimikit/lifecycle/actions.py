@@ -53,20 +53,30 @@ def _not_there(runtime: Runtime, task_id: str) -> str:
         return ""
     result = runtime.tasks.result(task_id)
     said = str(result.result.get("text") or "") if result is not None else ""
-    settings = runtime.settings
-    workspace = Workspace(settings.work_dir.resolve(), private=(settings.state_dir,))
-    absent = NamedFiles.of(workspace, f"{task.prompt}\n{said}").absent
+    absent = absent_named(runtime, f"{task.prompt}\n{said}")
     if not absent:
         return ""
     return f", and {', '.join(absent)} {'is' if len(absent) == 1 else 'are'} not in the " \
         "work directory"
 
 
+def absent_named(runtime: Runtime, text: str) -> tuple[str, ...]:
+    """The files ``text`` names that are not in the work directory."""
+    settings = runtime.settings
+    workspace = Workspace(settings.work_dir.resolve(), private=(settings.state_dir,))
+    return NamedFiles.of(workspace, text).absent
+
+
 def with_actions(runtime: Runtime, task_id: str, text: str) -> str:
     """``text`` (a task's result or error) followed by what the task's last run did, where it
     made a call or its task names files that are not there: what happened, whatever the words
     say."""
-    did = actions_of(runtime, task_id)
+    return with_account(text, actions_of(runtime, task_id))
+
+
+def with_account(text: str, did: list[str]) -> str:
+    """``text`` followed by ``did``, the lines of what a run did (``actions_of``), where there
+    are any beyond "it made no call"."""
     if not did or did == [NO_CALL]:
         return text
     return text.rstrip(". \n") + f". {RUN_DID} " + "; ".join(did)  # "milk\n." ends at milk
