@@ -549,12 +549,8 @@ def test_a_question_in_an_examples_words_is_planned_again_without_asking(llamacp
     wait_history(stack, lambda h: ("assistant", "记住了。") in h, message="the report")
     first, second = llm.requests_for("planner")
     assert "What is your favorite fruit?" in first["messages"][0]["content"]  # the example's
-    kinds = [b["properties"]["kind"]["enum"][0] for b in _schema(second)["anyOf"]]
-    assert "ask the user" not in kinds and "keep a fact about the user" in kinds
-    assert stack.conversation.question() is None
-    copied = [e for e in stack.events.recent() if e["type"] == "answer_copied"]
-    assert [(e["kind"], e["answer"]) for e in copied] == [
-        ("ask the user", "What is your favorite fruit?")]
+    _planned_again_without_asking(stack, second, "What is your favorite fruit?",
+                                  "keep a fact about the user")
 
 
 def test_a_question_asked_before_for_another_request_is_planned_again_without_asking(
@@ -574,13 +570,18 @@ def test_a_question_asked_before_for_another_request_is_planned_again_without_as
     post_input(stack, "每周日晚上8点提醒我倒垃圾")
     wait_history(stack, lambda h: any(role == "system" and "0 20 * * 0" in said and "trash" in
                                       said for role, said in h), message="the reminder")
-    second = llm.requests_for("planner")[1]
-    kinds = [b["properties"]["kind"]["enum"][0] for b in _schema(second)["anyOf"]]
-    assert "ask the user" not in kinds and "work later, at a time of day" in kinds
+    _planned_again_without_asking(stack, llm.requests_for("planner")[1],
+                                  "What is your favorite season?", "work later, at a time of day")
+
+
+def _planned_again_without_asking(stack, again: dict, question: str, kind: str) -> None:
+    """The plan asking ``question`` was made again (``again``: its request) without the choice
+    to ask and with ``kind`` among its choices; no question is pending, and the copy logged."""
+    kinds = [b["properties"]["kind"]["enum"][0] for b in _schema(again)["anyOf"]]
+    assert "ask the user" not in kinds and kind in kinds
     assert stack.conversation.question() is None
     copied = [e for e in stack.events.recent() if e["type"] == "answer_copied"]
-    assert [(e["kind"], e["answer"]) for e in copied] == [
-        ("ask the user", "What is your favorite season?")]
+    assert [(e["kind"], e["answer"]) for e in copied] == [("ask the user", question)]
 
 
 def test_a_question_asked_before_is_asked_again_for_a_request_about_it(llamacpp, stack, llm):
