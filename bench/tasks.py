@@ -38,6 +38,7 @@ from checks import (
     World,
 )
 from chores import CHORES
+from dawn import DAWN
 from dusk import DUSK
 from errands import ERRANDS
 from evening import EVENING
@@ -53,7 +54,8 @@ READY_SECONDS = 180
 SETS: dict[str, list[Request]] = {"everyday": REQUESTS, "errands": ERRANDS, "chores": CHORES,
                                   "household": HOUSEHOLD, "weekend": WEEKEND,
                                   "evening": EVENING, "morning": MORNING,
-                                  "noon": NOON, "night": NIGHT, "dusk": DUSK}
+                                  "noon": NOON, "night": NIGHT, "dusk": DUSK,
+                                  "dawn": DAWN}
 SETTLED_QUIET_SECONDS = 4.0  # nothing running, nothing new, this long: settled
 
 
