@@ -4,6 +4,7 @@ report (``agents.own_words``)."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -86,3 +87,60 @@ def test_a_result_ending_in_a_files_lines_is_told_with_the_account_after_its_las
                                              for _role, said in h), message="the result, told")
     assert "backup.txt holds eggs\nmilk. What its run did: copied shopping.txt to backup.txt " \
         "(shopping.txt stays)" in [said for _role, said in told]
+
+
+def _answered_by_the_planner(llm, asked: str, answer: str) -> None:
+    llm.script("teller", tool_calls([("reply", {"text": "On it."}),
+                                     ("delegate", {"prompt": asked})]))
+    llm.script("planner", tool_call("search_memory", query="editor"),
+               tool_call("submit_result", status="done", result={"text": answer}))
+
+
+@pytest.mark.parametrize(("asked", "answer"), [("which editor do I use?", "You use vim."),
+                                               ("我用什么编辑器？", "你用 vim。")])
+def test_a_planners_own_answer_is_the_reply(stack, llm, asked, answer):
+    """Asked "我最喜欢什么运动？", the 1.5B Planner answered from Memory, and the Teller's
+    model reported that answer as "任务已完成，你最喜欢什么运动？"."""
+    _answered_by_the_planner(llm, asked, answer)
+    llm.default("teller", tool_call("reply", text="The task was completed."))
+    post_input(stack, asked)
+    wait_history(stack, lambda h: ("assistant", answer) in h, message="the Planner's answer")
+    time.sleep(0.5)  # a model's report, had one been asked for, would be on its way
+    assert len(llm.requests_for("teller")) == 1
+    assert ("assistant", "The task was completed.") not in history(stack)
+
+
+def test_a_planners_answer_in_another_language_is_the_models_to_report(stack, llm):
+    _answered_by_the_planner(llm, "我用什么编辑器？", "You use vim.")
+    llm.default("teller", tool_call("reply", text="你用 vim。"))
+    post_input(stack, "我用什么编辑器？")
+    wait_history(stack, lambda h: ("assistant", "你用 vim。") in h, message="the model's report")
+    assert len(llm.requests_for("teller")) == 2
+    assert ("assistant", "You use vim.") not in history(stack)
+
+
+def test_a_file_read_is_shown_with_its_size_and_told_with_it(stack, llm):
+    """Asked "what's the size of dentist.txt?", the 1.5B model's Worker read the file's bare
+    text and reported "dentist.txt holds 1 line."."""
+    (stack.settings.work_dir / "dentist.txt").write_text("call the dentist")
+    _hand_over(llm, "what's the size of dentist.txt?", "Report the size of dentist.txt.")
+    llm.script("worker", tool_call("read_file", path="dentist.txt"),
+               tool_call("submit_result", status="done",
+                         result={"text": "dentist.txt is 16 bytes."}))
+    post_input(stack, "what's the size of dentist.txt?")
+    told = wait_history(stack, lambda h: any(said.startswith("dentist.txt is 16 bytes.")
+                                             for _role, said in h), message="the result, told")
+    assert "dentist.txt is 16 bytes. What its run did: read dentist.txt (16 bytes, 1 line)" in \
+        [said for _role, said in told]
+    shown = json.dumps(llm.requests_for("worker")[1]["messages"], ensure_ascii=False)
+    assert '\\"bytes\\": 16' in shown and '\\"lines\\": 1' in shown and "call the dentist" in shown
+
+
+def test_a_reply_that_only_says_the_message_again_is_not_posted(stack, llm):
+    """The 1.5B Teller handed "我最喜欢什么运动？" over with that question as its reply."""
+    llm.script("teller", tool_calls([("delegate", {"prompt": "我最喜欢什么运动？"}),
+                                     ("reply", {"text": "我最喜欢什么运动？"})]))
+    llm.script("planner", tool_call("submit_result", status="done", result={"text": "你喜欢游泳。"}))
+    post_input(stack, "我最喜欢什么运动？")
+    told = wait_history(stack, lambda h: ("assistant", "你喜欢游泳。") in h, message="the answer")
+    assert [said for role, said in told if role == "assistant"][0] != "我最喜欢什么运动？"

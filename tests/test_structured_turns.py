@@ -361,7 +361,8 @@ def test_the_report_of_a_request_made_in_chinese_is_held_to_chinese(llamacpp, st
     reply = _answered_by_the_planner(stack, llm, "我喜欢用什么包管理器？", "You use pnpm.",
                                      "你用 pnpm。")
     assert reply["pattern"] == "^[\u4e00-\u9fff].*$"
-    reply = _answered_by_the_planner(stack, llm, "what day is it?", "It is Sunday.",
+    # an answer in the request's script is told as it is (``own_words``): this one is not
+    reply = _answered_by_the_planner(stack, llm, "what day is it?", "今天是星期日。",
                                      "It is Sunday.")
     assert "pattern" not in reply
 
@@ -944,7 +945,7 @@ def test_a_report_tells_the_files_a_run_renamed_added_to_copied_read_removed_and
                         message="the report")
     assert ("All done. What its run did: made the folder photos/; renamed todo.md to tasks.md; "
             "added to tasks.md (now 18 bytes); copied tasks.md to backup.md (tasks.md stays); "
-            "read backup.md (18 bytes); removed old.md") in [said for _role, said in told]
+            "read backup.md (18 bytes, 2 lines); removed old.md") in [said for _role, said in told]
     assert llm.requests_for("teller") == []  # its own words, borne out by its run
     assert (stack.settings.work_dir / "tasks.md").read_text() == "milk\nwalk the dog\n"
     assert (stack.settings.work_dir / "backup.md").read_text() == "milk\nwalk the dog\n"
@@ -1241,26 +1242,28 @@ def test_a_report_with_an_earlier_reports_sentences_its_results_do_not_say_is_to
                      message=f"the reminder, {times} times")
 
 
-@pytest.mark.parametrize(("request_text", "timing", "again"), [
-    ("remove backup.txt", {"at": "02:30", "days": "today"}, True),  # once, in the hour asked
-    ("remove backup.txt", {"at": "02:28", "days": "every day"}, True),  # the minute asked
-    ("remove backup.txt", {"at": "03:00", "days": "today"}, False),  # another hour
-    ("remind me to stretch every day", {"at": "02:30", "days": "every day"}, False),
-    ("remind me at 2:30 to stretch", {"at": "02:30", "days": "today"}, False),  # named
-    ("remind me at 2 to stretch", {"at": "02:00", "days": "today"}, False),  # its hour named
+@pytest.mark.parametrize(("request_text", "timing", "ok", "again"), [
+    ("remove backup.txt", {"at": "02:30", "days": "today"}, True, True),  # in the hour asked
+    ("remove backup.txt", {"at": "02:28", "days": "every day"}, True, True),  # the minute asked
+    ("remove backup.txt", {"at": "03:00", "days": "today"}, True, False),  # another hour
+    ("remind me to stretch every day", {"at": "02:30", "days": "every day"}, True, False),
+    ("remind me at 2:30 to stretch", {"at": "02:30", "days": "today"}, True, False),  # named
+    ("remind me at 2 to stretch", {"at": "02:00", "days": "today"}, True, False),  # hour named
+    # refused (in the past): "list everything in my workspace" at 08:00 today, by the 1.5B
+    ("list everything in my workspace", {"at": "01:00", "days": "today"}, False, True),
+    ("remind me at 1 to stretch", {"at": "01:00", "days": "today"}, False, False),
 ])
-def test_work_scheduled_now_in_the_hour_asked_is_found(request_text, timing, again):
+def test_work_scheduled_at_a_time_the_request_does_not_name_is_found(request_text, timing, ok,
+                                                                      again):
     """Shown the hour alone, the 1.5B model made "remove backup.txt" asked at 02:28 once at
-    02:30: a time once today in the hour asked, or the minute asked, that the request names
-    neither (nor its hour), is now."""
-    from mimikit.agents.planner import Plan, scheduled_now
-    from mimikit.llm.record import RunRecord, ToolCallRecord
+    02:30: a time once today in the hour asked, or the minute asked, or once today and
+    refused, that the request names neither (nor its hour), is the Planner's own."""
+    from mimikit.agents.unasked_times import scheduled_now
+    from mimikit.llm.record import ToolCallRecord
 
-    call = ToolCallRecord(name="schedule", ok=True, content="{}", durationMs=1,
+    call = ToolCallRecord(name="schedule", ok=ok, content="{}", durationMs=1,
                           arguments=json.dumps({"prompt": "Do it.", **timing}))
-    plan = Plan(None, RunRecord(role="planner", model="m", toolCalls=[call]),  # type: ignore
-                "", [], [], clock="02:28")
-    assert (scheduled_now(plan, request_text) == timing["at"]) is again
+    assert (scheduled_now([call], "02:28", request_text) == timing["at"]) is again
 
 
 def _minute_with_time_left(stack) -> str:

@@ -330,11 +330,15 @@ def _asks_instead(llm, unknown: str, question: str) -> None:
 
 @pytest.mark.parametrize(("given", "asked"), [
     ("The user uses vim.", True),  # an example's words: nothing it was shown says so
-    ("The user uses pnpm.", False),  # Memory's words
-], ids=["invented", "shown"])
+    ("The user's favorite color is teal.", False),  # Memory's words
+    # Memory's words, of something else: "my city" given as "The user's favorite sport is
+    # swimming." (the 1.5B model), and its Worker wrote swimming.txt
+    ("The user uses pnpm.", True),
+], ids=["invented", "shown", "of_something_else"])
 def test_a_plan_that_gives_what_only_the_user_knows_in_invented_words_asks(
         llamacpp, stack, llm, given, asked):
-    _remembered(stack, "The user uses pnpm as package manager.")
+    _remembered(stack, "The user uses pnpm as package manager.\n- The user's favorite color "
+                "is teal.")
     llm.script("teller", turn(delegate=True, remember=False, reply="Let me see."))
     work = turn(unknown="my favorite color", given=given, kind="work now",
                 delegate={"prompt": "Create an empty file named after the favorite color."},

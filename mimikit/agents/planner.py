@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -14,11 +13,12 @@ from mimikit.agents.copied_prompts import copied_kind, copied_unasked, without_e
 from mimikit.agents.now import time_line
 from mimikit.agents.prompts import build_prompts, choose_mode
 from mimikit.agents.servers import planner_view
+from mimikit.agents.unasked_times import scheduled_now
 from mimikit.lifecycle.actions import json_object
 from mimikit.lifecycle.execution import RunControl, execute
 from mimikit.llm.record import RunRecord
 from mimikit.memory.inject import MEMORY_HEADER, memory_passages
-from mimikit.memory.tokenize import tokenize
+from mimikit.memory.tokenize import has_chinese, tokenize
 from mimikit.models import Result, Task, utcnow
 from mimikit.roles import ANSWER, ASK_THE_USER, CANCEL_WORK, PLANNER, WORK_LATER
 from mimikit.store.journal import RunJournal
@@ -36,8 +36,8 @@ from mimikit.workspace.named import named_paths
 
 def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
     """One delivery of a Planner task, whose plan may be made again: as a question, where it
-    names what only the person knows and gives it in words its prompt does not hold
-    (``invented_given``); without the question, shown the answer, where the request, Memory
+    names what only the person knows and gives it in words its prompt does not hold, or in
+    none of its own (``invented_given``); without the question, shown the answer, where the request, Memory
     or the current time answers what it asks, or a fact kept answers a request that is itself
     a question it handed over as work (``agents.answered``); without work for later, where
     it schedules work at the time of day it was shown as now and the request names neither
@@ -75,7 +75,7 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
                 question=question, answer=given.answer, source=given.source))
             result = planner_result(task, plan.record)
             known = (f"{question} {given.answer} ({given.source})", given.answer)
-        elif (at := scheduled_now(plan, task.prompt)) is not None:
+        elif (at := scheduled_now(plan.record.toolCalls, plan.clock, task.prompt)) is not None:
             runtime.events.log("schedule_at_now", traceId=task.traceId, taskId=task.id,
                                timeOfDay=at)
             journal.clear()  # its schedule is staged, not made: made again, for now
@@ -194,14 +194,16 @@ def invented_given(plan: Plan) -> str | None:
     otherwise, or where the prompt quotes the unknown: "add 'buy eggs' to todo.txt", "unknown":
     "buy eggs"). The 1.5B model answered "please create an empty file and name it after my
     favorite color" with ``"unknown": "my favorite color", "given": "The user uses vim."`` (an
-    example's words; 2 of 2 runs), and its Worker named the file "red"."""
+    example's words; 2 of 2 runs), and its Worker named the file "red"; or none of the words of
+    ``unknown`` in its script ("my city", "The user's favorite sport is swimming.")."""
     unknown, given, kind = plan_notes(plan)
     prompt = next((str(m["content"]) for m in plan.record.messages if m.get("role") == "user"), "")
     if not (unknown and given) or kind == ASK_THE_USER or answered.quoted_in(prompt, unknown) or \
             ASK_THE_USER in plan.ctx.withheld_kinds:
         return None
-    shown = set(tokenize(prompt))
-    return given if any(word not in shown for word in tokenize(given)) else None
+    shown, words = set(tokenize(prompt)), set(tokenize(given))
+    beside = has_chinese(unknown) == has_chinese(given) and not words & set(tokenize(unknown))
+    return given if beside or not words <= shown else None
 
 
 class PlanNotes(NamedTuple):
@@ -220,8 +222,7 @@ def plan_notes(plan: Plan) -> PlanNotes:
 
 
 def given_of(plan: Plan) -> tuple[str, str] | None:
-    """What a plan says History or Memory gives of what only the person knows, as what is
-    known (None where it names nothing unknown, or gives nothing)."""
+    """What a plan says History or Memory gives of what only the person knows (or None)."""
     unknown, given, _kind = plan_notes(plan)
     return (given, given) if unknown and given else None
 
@@ -230,8 +231,7 @@ def copied_work(runtime: Runtime, request: Task, plan: Plan) -> str | None:
     """The id of an active task whose prompt a task of ``plan`` copies word for word, where
     the request shares no word with it and the plan does not cancel it (None otherwise).
     Asked "每个工作日早上8点半提醒我打卡" beside "Remind the user to check the oven in 45
-    minutes." in Active work, the 1.5B model scheduled that prompt (4 of 10 such requests
-    about 打卡; none without the line)."""
+    minutes." in Active work, the 1.5B scheduled that prompt (4 of 10; none without it)."""
     made = {plain(task.prompt) for task in plan.ctx.staged}
     if not made:
         return None
@@ -242,37 +242,6 @@ def copied_work(runtime: Runtime, request: Task, plan: Plan) -> str | None:
     asked = set(tokenize(request.prompt))
     return next((task.id for task in runtime.tasks.by_id(shown)
                  if copied_unasked(task.prompt, made, asked)), None)
-
-
-def scheduled_now(plan: Plan, request: str) -> str | None:
-    """The time of day a plan scheduled work at, where it is the minute it was asked at (its
-    History shows it), or once today in that hour (its time line gives the hour alone), and
-    the request names neither that time nor its hour (None where it is not): the 1.5B and
-    0.5B models made "add a line 'walk the dog' at the end of tasks.md" a daily schedule at
-    the minute they were asked, 7 of 269 recorded schedules (none of the others was at that
-    minute), and, shown the hour, the 1.5B made "remove backup.txt" asked at 02:28 once at
-    02:30. Asked at 17:39 for "every Friday at 5pm", the 1.5B wrote "17:39" (2 of 2 runs in
-    that hour, when its time line gave the minute): a few minutes late, but the work the
-    person asked for, at their hour."""
-    for call in plan.record.toolCalls:
-        arguments = json_object(call.arguments) if call.name == "schedule" and call.ok else {}
-        at = arguments.get("at")
-        if not isinstance(at, str) or at in request or at.lstrip("0") in request or \
-                _names_hour(request, at):
-            continue
-        if at == plan.clock or (arguments.get("days") == "today" and at[:2] == plan.clock[:2]):
-            return at
-    return None
-
-
-_NUMBER = re.compile(r"(?<!\d)\d{1,2}(?!\d)")
-
-
-def _names_hour(request: str, at: str) -> bool:
-    """Whether ``request`` holds the hour of ``at`` (HH:MM) as a number, on a 24- or 12-hour
-    clock ("5pm", "17:00" for 17:39)."""
-    hour = int(at.partition(":")[0])
-    return any(int(number) in (hour, hour % 12 or 12) for number in _NUMBER.findall(request))
 
 
 def memory_lines(sections: list[str], said: bool = True) -> list[str]:

@@ -110,6 +110,10 @@ def json_object(text: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _lines(count: Any) -> str:
+    return "1 line" if count == 1 else f"{count} lines"
+
+
 def _line(call: dict[str, Any]) -> str | None:
     arguments = json_object(call.get("arguments"))
     content = json_object(call.get("content")) if call.get("ok") else {}
@@ -120,7 +124,9 @@ def _line(call: dict[str, Any]) -> str | None:
         return f"listed {arguments.get('path', '.')}: {', '.join(entries) or 'nothing'}"
     if call.get("name") == "read_file" and call.get("ok"):  # its size, measured: a Worker
         # asked "what's the file size of colors.txt?" read the file and reported its text
-        return f"read {arguments.get('path')} ({len(str(call.get('content')).encode())} bytes)"
+        size = f"{content['bytes']} bytes, {_lines(content.get('lines'))}" \
+            if "bytes" in content else f"{len(str(call.get('content')).encode())} bytes"
+        return f"read {arguments.get('path')} ({size})"
     if call.get("name") == "write_file":
         written = f"{content['bytes']} bytes" if "bytes" in content else "failed"
         text = str(arguments.get("content") or "")

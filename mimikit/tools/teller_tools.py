@@ -119,8 +119,9 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False,
         return None
     if not may_repeat and ctx.created and ctx.heard:  # beside work handed over, not yet run
         text = without_results_ahead(text, ctx.heard)
-        if not text:
-            return None  # the pass says what it handed over (``teller._say_handed_over``)
+        if not text or plain(text) in {plain(said) for said in ctx.heard}:
+            return None  # the pass says what it handed over (``teller._say_handed_over``),
+            # not the message again (the 1.5B's reply to "我最喜欢什么运动？" was that question)
     if not may_repeat and ctx.reported is not None and (
             not names_as_reported(text, ctx.reported) or begins_account(text)
             or plain(account_in(text)) not in plain(ctx.reported)

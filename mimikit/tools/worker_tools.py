@@ -51,6 +51,13 @@ class WorkerResultArgs(Args):
     error: str | None = None
 
 
+def measured(path: str, text: str) -> dict[str, Any]:
+    """A file's text as ``read_file`` returns it, with its size: asked "what's the size of
+    dentist.txt?", the 1.5B model's Worker read the file's bare text and reported "1 line"."""
+    return {"path": path, "bytes": len(text.encode()), "lines": len(text.splitlines()),
+            "content": text}
+
+
 def register(registry: Registry) -> None:
     worker = {"worker"}
 
@@ -60,9 +67,11 @@ def register(registry: Registry) -> None:
         return ctx.workspace.shell(args.command, args.timeout)
 
     @registry.tool("read_file", roles=worker, reads=True, idempotent=True)
-    def read_file(ctx: ToolContext, args: PathArgs) -> str | dict[str, Any]:
-        """Read a text file inside the work directory (a folder: its entries)."""
-        return ctx.workspace.read(args.path)
+    def read_file(ctx: ToolContext, args: PathArgs) -> dict[str, Any]:
+        """Read a text file inside the work directory, with its size (a folder: its
+        entries)."""
+        read = ctx.workspace.read(args.path)
+        return read if isinstance(read, dict) else measured(args.path, read)
 
     @registry.tool("write_file", roles=worker, idempotent=True)
     def write_file(ctx: ToolContext, args: WriteArgs) -> dict[str, Any]:
@@ -157,12 +166,15 @@ UNSAID = "Your result says nothing of what your last call showed"
 
 def _unsaid(ctx: ToolContext, said: str) -> str | None:
     """What to tell a Worker whose result ``said`` shares no word with what its last call
-    showed, the first time (None otherwise)."""
+    showed, the first time (None otherwise). Its last call may have shown that the work is
+    wrong: the 1.5B model's total.py printed 1 to 100 where the task asked for their sum, and
+    its result gave the sum, 5050, that nothing had printed."""
     if ctx.shown is None or any(UNSAID in words for words in ctx.told) or \
             not says_nothing_of(said, ctx.shown):
         return None
     return (f"{UNSAID} ({ctx.shown[:300]}): submit your result again, saying what that shows "
-            "for the task.")
+            "for the task; where it is not what the task asks for, change what you made and "
+            "run it again.")
 
 
 def _not_done(ctx: ToolContext, said: str) -> str | None:
