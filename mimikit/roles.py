@@ -97,17 +97,17 @@ TELLER = Role(
                        for part in ("identity", "voice", "tools", "rules", "output")),
     answer_files=tuple(f"agents/teller/{part}.md"
                        for part in ("identity", "voice", "answer", "rules", "output")),
-    tools=("reply", "delegate", "remember", "show_scheduled", "ask_user", "list_tasks",
+    tools=("reply", "delegate", "remember", "show", "ask_user", "list_tasks",
            "cancel_task", "update_backlog", "manage_trigger"),
     timeout_setting="teller_timeout", model_setting="teller_model", report="none",
     text_ends_run=True, is_task=False, turn="turn",
     # where answers are held to a schema, a turn decides four things, in this order (the
     # work first, so that what it says follows from it); the Planner does the rest. Asked
     # "what reminders do I have?", the 1.5B model said "I'll list your reminders." and
-    # nothing more in every run, or named one of two: the runtime lists them where it says
-    # ``show_scheduled`` (bench/README.md).
-    turn_tools=("delegate", "remember", "show_scheduled", "reply"),
-    turn_required=("delegate", "remember", "show_scheduled", "reply"), turn_filled=("reply",),
+    # nothing more in every run, or named one of two: the runtime lists them (or the work
+    # directory's files) where it says ``show`` (bench/README.md).
+    turn_tools=("delegate", "remember", "show", "reply"),
+    turn_required=("delegate", "remember", "show", "reply"), turn_filled=("show", "reply"),
     turn_text_ends=(RUN_DID,))
 PLANNER = Role(
     name="planner", title="Planner", queue="planner", task_name="mimikit.planner",

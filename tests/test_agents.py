@@ -20,7 +20,7 @@ from llm_server import raw_arguments, text, tool_call, tool_calls
 from processes import wait_for
 
 TELLER_TOOLS = ["ask_user", "cancel_task", "delegate", "list_tasks", "manage_trigger",
-                "remember", "reply", "show_scheduled", "update_backlog"]
+                "remember", "reply", "show", "update_backlog"]
 
 
 def test_user_input_gets_a_teller_reply_and_the_llm_saw_only_teller_tools(stack, llm):

@@ -59,7 +59,7 @@ def test_a_teller_turn_is_one_object_that_hands_over_the_persons_words(llamacpp,
                  message="the report")
     first = llm.requests_for("teller")[0]
     assert "tools" not in first and list(_schema(first)["properties"]) == [
-        "delegate", "remember", "show_scheduled", "reply"]
+        "delegate", "remember", "show", "reply"]
     planner = next(t for t in stack.tasks.with_status("done") if t.role == "planner")
     assert planner.prompt == "create notes.txt saying hello"  # the person's own words
     assert (stack.settings.work_dir / "notes.txt").read_text() == "hello"

@@ -80,7 +80,7 @@ def test_asked_what_is_scheduled_the_teller_shows_the_list_below_its_reply(llama
                 prompt="Remind the user to drink water.")
     add_trigger(stack, type="recurring", schedule=IntervalSchedule(cron="0 9 * * 1"),
                 prompt="Remind the user to call the bank.")
-    llm.script("teller", turn(delegate=False, remember=False, show_scheduled=True,
+    llm.script("teller", turn(delegate=False, remember=False, show="scheduled",
                               reply="I'll list your reminders."))
     post_input(stack, "what reminders do I have?")
     wait_history(stack, lambda h: len(h) >= 3, message="the reply and the list")
@@ -94,12 +94,13 @@ def test_asked_what_is_scheduled_the_teller_shows_the_list_below_its_reply(llama
     assert re.fullmatch(r"- recurring cron 0 9 \* \* 1 UTC \(next: Monday \d{4}-\d\d-\d\d "
                         r"09:00\): Remind the user to call the bank\.", bank)
     schema = llm.requests_for("teller")[0]["response_format"]["json_schema"]["schema"]
-    assert list(schema["properties"]) == ["delegate", "remember", "show_scheduled", "reply"]
+    assert list(schema["properties"]) == ["delegate", "remember", "show", "reply"]
+    assert schema["properties"]["show"]["enum"] == ["nothing", "scheduled", "files"]
     assert llm.requests_for("planner") == []
 
 
 def test_nothing_scheduled_is_said_in_the_persons_language(llamacpp, stack, llm):
-    llm.script("teller", turn(delegate=False, remember=False, show_scheduled=True,
+    llm.script("teller", turn(delegate=False, remember=False, show="scheduled",
                               reply="你的提醒如下："))
     post_input(stack, "我有哪些提醒？")
     wait_history(stack, lambda h: len(h) >= 3, message="the reply and the list")
@@ -107,10 +108,32 @@ def test_nothing_scheduled_is_said_in_the_persons_language(llamacpp, stack, llm)
                                   ("assistant", "目前没有安排任何提醒或任务。")]
 
 
+def test_asked_which_files_there_are_the_teller_shows_the_work_directory_below_its_reply(
+        llamacpp, stack, llm):
+    """Asked to "list everything in my workspace", the 1.5B model handed it over, and the
+    Planner scheduled the listing for 15:00 that day: the runtime lists the names."""
+    (stack.settings.work_dir / "dentist.txt").write_text("call the dentist")
+    (stack.settings.work_dir / "photos").mkdir()
+    llm.script("teller", turn(delegate=False, remember=False, show="files",
+                              reply="Here are your files:"))
+    post_input(stack, "list everything in my workspace")
+    wait_history(stack, lambda h: len(h) >= 3, message="the reply and the list")
+    assert history(stack)[1:] == [("assistant", "Here are your files:"),
+                                  ("assistant", "- dentist.txt\n- photos/")]
+    assert llm.requests_for("planner") == []
+
+
+def test_no_files_are_said_in_the_persons_language(llamacpp, stack, llm):
+    llm.script("teller", turn(delegate=False, remember=False, show="files", reply="你的文件如下："))
+    post_input(stack, "我有哪些文件？")
+    wait_history(stack, lambda h: len(h) >= 3, message="the reply and the list")
+    assert history(stack)[1:] == [("assistant", "你的文件如下："), ("assistant", "工作目录里没有文件。")]
+
+
 def test_no_list_is_shown_beside_work_handed_over_which_may_change_it(llamacpp, stack, llm):
     water = add_trigger(stack, type="recurring", schedule=IntervalSchedule(interval=7200),
                         prompt="Remind the user to drink water.")
-    llm.script("teller", turn(delegate=True, remember=False, show_scheduled=True,
+    llm.script("teller", turn(delegate=True, remember=False, show="scheduled",
                               reply="I'll cancel all your reminders."))
     llm.script("planner", turn(unknown="", given="", kind="answer", submit_result={
         "status": "done", "result": {"text": "Nothing was canceled."}}))

@@ -64,7 +64,7 @@ def test_a_new_request_typed_while_a_question_is_pending_is_taken_as_the_message
     passed = llm.requests_for("teller")[2]
     assert "] user: write a python script fib.py" in user_prompt(passed)  # a message
     assert "Staging or production?" not in user_prompt(passed).partition("## Pending inputs")[2]
-    assert list(_schema(passed)["properties"]) == ["delegate", "remember", "show_scheduled", "reply"]
+    assert list(_schema(passed)["properties"]) == ["delegate", "remember", "show", "reply"]
     planners = wait_for(lambda: [t for t in stack.tasks.with_status("done")
                                  if t.role == "planner" and t.id != asking.id],
                         message="the new request's Planner task")

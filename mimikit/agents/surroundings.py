@@ -9,6 +9,7 @@ not exist.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -25,6 +26,7 @@ SCHEDULED_CHARS = 100  # of each one's title or prompt
 WORK_DIR_NAMES = 40  # names shown, in order; more are counted
 SHOWN_TO_THE_PERSON = 50  # of the triggers listed where the Teller shows them
 NOTHING_SCHEDULED = {False: "Nothing is scheduled.", True: "目前没有安排任何提醒或任务。"}
+NO_FILES = {False: "The work directory is empty.", True: "工作目录里没有文件。"}
 
 
 def surroundings(runtime: Runtime) -> list[str]:
@@ -59,17 +61,34 @@ def scheduled_lines(runtime: Runtime, shown: int = SCHEDULED_SHOWN) -> list[str]
     return lines
 
 
-def show_scheduled(ctx: ToolContext) -> None:
-    """The work that runs later, listed below a Teller pass's reply where its answer said to
-    show it (``show_scheduled``), in the runtime's words: asked "what reminders do I have?",
-    the 1.5B model named one of two, or said it would list them and did not. Not beside work
-    the pass handed over, which may change what is listed."""
-    if ctx.created:
+def show(ctx: ToolContext) -> None:
+    """What a Teller pass's answer said to show (``show``), listed below its reply in the
+    runtime's words: asked "what reminders do I have?", the 1.5B model named one of two, or
+    said it would list them and did not; asked to "list everything in my workspace", it
+    handed that over, and the Planner scheduled the listing for 15:00. Not beside work the
+    pass handed over, which may change what is listed."""
+    if ctx.created or ctx.listed not in LISTINGS:
         return
-    lines = scheduled_lines(ctx.runtime, SHOWN_TO_THE_PERSON)
+    lines, nothing = LISTINGS[ctx.listed](ctx.runtime)
     chinese = has_chinese(" ".join(ctx.heard))
-    post_reply(ctx, "\n".join(lines) or NOTHING_SCHEDULED[chinese], may_repeat=True,
-               effect="show_scheduled")
+    post_reply(ctx, "\n".join(lines) or nothing[chinese], may_repeat=True,
+               effect=f"show {ctx.listed}")
+
+
+def _scheduled_listing(runtime: Runtime) -> tuple[list[str], dict[bool, str]]:
+    return scheduled_lines(runtime, SHOWN_TO_THE_PERSON), NOTHING_SCHEDULED
+
+
+def _files_listing(runtime: Runtime) -> tuple[list[str], dict[bool, str]]:
+    return [f"- {name}" for name in work_dir_names(runtime) or []], NO_FILES
+
+
+# What a pass may show, by the name its answer gives: the lines, and what is said for none
+# (in English, in Chinese).
+LISTINGS: dict[str, Callable[[Runtime], tuple[list[str], dict[bool, str]]]] = {
+    "scheduled": _scheduled_listing,
+    "files": _files_listing,
+}
 
 
 def _next_run(task: Task) -> str:
@@ -86,17 +105,25 @@ def _next_run(task: Task) -> str:
 
 
 def work_directory(runtime: Runtime) -> str:
-    """The names at the top of the work directory (a folder's with a ``/``), Mimikit's own
-    state and hidden names left out."""
+    """The names at the top of the work directory (``work_dir_names``); '' where it cannot
+    be read."""
+    names = work_dir_names(runtime)
+    if names is None:
+        return ""
+    shown = ", ".join(names[:WORK_DIR_NAMES]) or "(empty)"
+    more = f", and {len(names) - WORK_DIR_NAMES} more" if len(names) > WORK_DIR_NAMES else ""
+    return f"## Work directory\n{shown}{more}"
+
+
+def work_dir_names(runtime: Runtime) -> list[str] | None:
+    """The names at the top of the work directory, in order (a folder's with a ``/``),
+    Mimikit's own state and hidden names left out; None where it cannot be read."""
     root = Path(runtime.settings.work_dir).resolve()
     state = Path(runtime.settings.state_dir).resolve()
     own = state.name if state.parent == root else None
     try:
         entries = sorted(os.scandir(root), key=lambda entry: entry.name)
     except OSError:
-        return ""
-    names = [entry.name + ("/" if entry.is_dir() else "") for entry in entries
-             if not entry.name.startswith(".") and entry.name != own]
-    shown = ", ".join(names[:WORK_DIR_NAMES]) or "(empty)"
-    more = f", and {len(names) - WORK_DIR_NAMES} more" if len(names) > WORK_DIR_NAMES else ""
-    return f"## Work directory\n{shown}{more}"
+        return None
+    return [entry.name + ("/" if entry.is_dir() else "") for entry in entries
+            if not entry.name.startswith(".") and entry.name != own]

@@ -34,7 +34,7 @@ from mimikit.agents.inbox_view import (
 )
 from mimikit.agents.own_words import own_report
 from mimikit.agents.prompts import build_prompts, choose_mode, example_replies, unsaid_examples
-from mimikit.agents.surroundings import show_scheduled, surroundings
+from mimikit.agents.surroundings import show, surroundings
 from mimikit.agents.typed_answers import judged
 from mimikit.conversation import gate as teller_gate
 from mimikit.conversation import outage, tries
@@ -282,8 +282,8 @@ def _outcome(runtime: Runtime, ctx: ToolContext, record: RunRecord,
         _say_handed_over(runtime, ctx)  # it delegated and had nothing to add
     if ctx.needs_input and not (ctx.asked or ctx.created) and record.status != "failed":
         _ask_for_the_planner(runtime, ctx)
-    if ctx.shows_scheduled:
-        show_scheduled(ctx)
+    if ctx.listed:
+        show(ctx)
     if ctx.replies or ctx.asked:
         ask_again(ctx)
         return ANSWERED

@@ -43,7 +43,7 @@ class ToolContext:
     heard: list[str] = field(default_factory=list)  # a Teller pass: the person's messages
     results: bool = False  # a Teller pass: it holds tasks' results (each run's account beside)
     kept: list[str] = field(default_factory=list)  # what the pass's ``remember`` wrote
-    shows_scheduled: bool = False  # a Teller pass: the person is shown what runs later
+    listed: str = ""  # a Teller pass: what is listed for the person below it ("scheduled", "files")
     # The one tool an answer held to the role's schema may call in this run (a Teller pass
     # with nothing from the person in it can only report: no request to hand over or keep).
     turn_only: str | None = None
@@ -110,7 +110,7 @@ class ToolContext:
     def snapshot(self) -> dict[str, Any]:
         """What the calls so far left here, for the run's journal."""
         return {"replies": list(self.replies), "created": list(self.created),
-                "asked": self.asked, "shows_scheduled": self.shows_scheduled,
+                "asked": self.asked, "listed": self.listed,
                 "staged": [task.model_dump(mode="json", exclude_none=True)
                            for task in self.staged]}
 
@@ -119,7 +119,7 @@ class ToolContext:
         self.replies = list(state.get("replies", []))
         self.created = list(state.get("created", []))
         self.asked = bool(state.get("asked", False))
-        self.shows_scheduled = bool(state.get("shows_scheduled", False))
+        self.listed = str(state.get("listed", ""))
         self.staged = [load(Task, json.dumps(raw)) for raw in state.get("staged", [])]
 
     def add_usage(self, usage: Usage) -> None:

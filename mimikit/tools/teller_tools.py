@@ -1,4 +1,4 @@
-"""The Teller's tools: reply, delegate (to the Planner), remember, show_scheduled, ask_user,
+"""The Teller's tools: reply, delegate (to the Planner), remember, show, ask_user,
 update_backlog."""
 
 from __future__ import annotations
@@ -62,6 +62,15 @@ class RememberArgs(Args):
 
 class NoArgs(Args):
     pass
+
+
+# What the runtime lists below a Teller's reply, where the person asks for it.
+Shown = Literal["nothing", "scheduled", "files"]
+
+
+class ShowArgs(Args):
+    what: Shown = Field(description="scheduled: the work that runs later (reminders, "
+                        "schedules); files: the work directory's files; or nothing")
 
 
 class AskUserArgs(Args):
@@ -335,12 +344,12 @@ def register(registry: Registry) -> None:
         ctx.kept.append(content)
         return kept
 
-    @registry.tool("show_scheduled", roles=teller, idempotent=True, flag=True)
-    def show_scheduled(ctx: ToolContext, args: NoArgs) -> dict[str, Any]:
-        """Show the user the work that will run later (reminders, schedules, watches): the
-        runtime lists it below your reply."""
-        ctx.shows_scheduled = True
-        return {"shown": True}
+    @registry.tool("show", roles=teller, idempotent=True, short="what")
+    def show(ctx: ToolContext, args: ShowArgs) -> dict[str, Any]:
+        """Show the user the work that will run later (reminders, schedules, watches) or the
+        work directory's files: the runtime lists them below your reply."""
+        ctx.listed = "" if args.what == "nothing" else args.what
+        return {"shown": args.what}
 
     @registry.tool("ask_user", roles=teller)
     def ask_user(ctx: ToolContext, args: AskUserArgs) -> StopRun:
