@@ -115,6 +115,19 @@ def _named_after(answer: str) -> Check:
     return check
 
 
+def _bytes_told(name: str) -> Check:
+    """The file ``name`` is there, and a reply gives its size in bytes."""
+    def check(world: World) -> tuple[bool, str]:
+        path = world.work / name
+        if not path.is_file():
+            return False, f"{name} not there"
+        size = str(path.stat().st_size)
+        told = size in world.said()
+        return told, f"{name} is {size} bytes; the reply " + (
+            "says so" if told else f"lacks it: {world.said()[:60]!r}")
+    return check
+
+
 def _notes(world: World) -> tuple[bool, str]:
     path = world.work / "notes.txt"
     if not path.is_file():

@@ -9,23 +9,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from checks import Request, World, _kept, _listed, _named_after, _recalled, _replied, _says
+from checks import (
+    Request,
+    World,
+    _bytes_told,
+    _kept,
+    _listed,
+    _named_after,
+    _recalled,
+    _replied,
+    _says,
+)
 from errands import _at_minutes, _cron, _holds, _no_trigger, _prints, _tomorrow_at, _trigger
 
 PILLS = ("pill", "medicine", "medication", "\u836f")  # 药
 SWIM = ("\u6e38\u6cf3", "swim")  # 游泳
 KIDS = ("kid", "child", "pick")
 WEEKDAYS = ("1-5", "mon-fri", "1,2,3,4,5")
-
-
-def _sized(world: World) -> tuple[bool, str]:
-    path = world.work / "dentist.txt"
-    if not path.is_file():
-        return False, "dentist.txt not there"
-    size = str(path.stat().st_size)
-    told = size in world.said()
-    return told, f"dentist.txt is {size} bytes; the reply " + ("says so" if told else
-                                                               f"lacks it: {world.said()[:60]!r}")
 
 
 def _weekdays_at_eight(schedule: dict[str, Any], world: World) -> bool:
@@ -49,7 +49,7 @@ DAWN: list[Request] = [
     Request("percent", "what is 15% of 240?", _says("36")),
     Request("dentist", "make a new file dentist.txt and write 'call the dentist' in it",
             _holds("dentist.txt", "call the dentist")),
-    Request("size", "what's the size of dentist.txt?", _sized),
+    Request("size", "what's the size of dentist.txt?", _bytes_told("dentist.txt")),
     Request("range", "write a python script total.py that prints the sum of the numbers from "
             "1 to 100, run it and tell me the result", _prints("total.py", "5050", "5050")),
     Request("pills", "每个工作日早上八点提醒我吃药",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from checks import (
     Request,
     World,
+    _bytes_told,
     _kept,
     _listed,
     _named_after,
@@ -23,16 +24,6 @@ from errands import _at_minutes, _cron, _holds, _no_trigger, _tomorrow_at, _trig
 SLEEP = ("sleep", "bed", "\u7761")  # 睡
 TEA = ("\u7eff\u8336", "green tea")  # 绿茶
 PLANTS = ("plant", "water")
-
-
-def _weighed(world: World) -> tuple[bool, str]:
-    path = world.work / "rent.txt"
-    if not path.is_file():
-        return False, "rent.txt not there"
-    size = str(path.stat().st_size)
-    told = size in world.said()
-    return told, f"rent.txt is {size} bytes; the reply " + ("says so" if told else
-                                                           f"lacks it: {world.said()[:60]!r}")
 
 
 def _shell(world: World) -> tuple[bool, str]:
@@ -61,7 +52,7 @@ DUSK: list[Request] = [
     Request("sum", "what's 7 squared minus 9?", _says("40")),
     Request("rent", "put the text 'pay rent' in a file called rent.txt",
             _holds("rent.txt", "pay rent")),
-    Request("weigh", "how big is rent.txt in bytes?", _weighed),
+    Request("weigh", "how big is rent.txt in bytes?", _bytes_told("rent.txt")),
     Request("shell", "write a shell script night.sh that echoes good night, and execute it",
             _shell),
     Request("sleep", "每天晚上十点提醒我睡觉", _trigger(SLEEP, _cron("0", "22", "*", "*", "*"))),
