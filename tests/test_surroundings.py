@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from agent_helpers import history, post_input, user_prompt, wait_history
 from llm_server import turn
 from scheduling_helpers import add_trigger
@@ -99,13 +100,16 @@ def test_asked_what_is_scheduled_the_teller_shows_the_list_below_its_reply(llama
     assert llm.requests_for("planner") == []
 
 
-def test_nothing_scheduled_is_said_in_the_persons_language(llamacpp, stack, llm):
-    llm.script("teller", turn(delegate=False, remember=False, show="scheduled",
-                              reply="你的提醒如下："))
-    post_input(stack, "我有哪些提醒？")
+@pytest.mark.parametrize(("shown", "asked", "reply", "none"), [
+    ("scheduled", "我有哪些提醒？", "你的提醒如下：", "目前没有安排任何提醒或任务。"),
+    ("files", "我有哪些文件？", "你的文件如下：", "工作目录里没有文件。"),
+])
+def test_nothing_to_list_is_said_in_the_persons_language(llamacpp, stack, llm, shown, asked,
+                                                         reply, none):
+    llm.script("teller", turn(delegate=False, remember=False, show=shown, reply=reply))
+    post_input(stack, asked)
     wait_history(stack, lambda h: len(h) >= 3, message="the reply and the list")
-    assert history(stack)[1:] == [("assistant", "你的提醒如下："),
-                                  ("assistant", "目前没有安排任何提醒或任务。")]
+    assert history(stack)[1:] == [("assistant", reply), ("assistant", none)]
 
 
 def test_asked_which_files_there_are_the_teller_shows_the_work_directory_below_its_reply(
@@ -121,13 +125,6 @@ def test_asked_which_files_there_are_the_teller_shows_the_work_directory_below_i
     assert history(stack)[1:] == [("assistant", "Here are your files:"),
                                   ("assistant", "- dentist.txt\n- photos/")]
     assert llm.requests_for("planner") == []
-
-
-def test_no_files_are_said_in_the_persons_language(llamacpp, stack, llm):
-    llm.script("teller", turn(delegate=False, remember=False, show="files", reply="你的文件如下："))
-    post_input(stack, "我有哪些文件？")
-    wait_history(stack, lambda h: len(h) >= 3, message="the reply and the list")
-    assert history(stack)[1:] == [("assistant", "你的文件如下："), ("assistant", "工作目录里没有文件。")]
 
 
 def test_no_list_is_shown_beside_work_handed_over_which_may_change_it(llamacpp, stack, llm):

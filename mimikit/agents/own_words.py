@@ -7,8 +7,8 @@ words. The 1.5B Teller took 21 s to retell "squares.py printed 1, 4, 9, 16, 25."
 account (62 tokens, cut), and reported "backup.txt holds eggs\\nbread\\nmilk" as "it contains
 eggs, bread, milk, and other items." A plan that only canceled work is told so in the
 runtime's words of it (``only_canceled``), and a Planner's answer to a question it answered
-itself (no work handed over, scheduled, canceled or kept) as it is. Any other result is the model's to report, beside
-its run's account.
+itself (no work handed over, scheduled, canceled or kept) as it is. Any other result is the
+model's to report, beside its run's account.
 """
 
 from __future__ import annotations

@@ -36,14 +36,14 @@ from mimikit.workspace.named import named_paths
 
 def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
     """One delivery of a Planner task, whose plan may be made again: as a question, where it
-    names what only the person knows and gives it in words its prompt does not hold, or in
-    none of its own (``invented_given``); without the question, shown the answer, where the request, Memory
-    or the current time answers what it asks, or a fact kept answers a request that is itself
-    a question it handed over as work (``agents.answered``); without work for later, where
-    it schedules work at the time of day it was shown as now and the request names neither
+    names what only the person knows and gives it in words its prompt does not hold, or in none
+    of its own (``invented_given``); without the question, shown the answer, where the request,
+    Memory or the current time answers what it asks, or a fact kept answers a request that is
+    itself a question it handed over as work (``agents.answered``); without work for later,
+    where it schedules work at the time of day it was shown as now and the request names neither
     that time nor its hour; not answering or not asking, where its answer or question is an
-    example's, or its question one asked before (``copied_kind``); without a line of Active
-    work whose prompt a task copies, sharing no word with the request (``copied_work``)."""
+    example's, or its question one asked before (``copied_kind``); without a line of Active work
+    whose prompt a task copies, sharing no word with the request (``copied_work``)."""
 
     def body(control: RunControl) -> Result:
         task = control.task

@@ -62,11 +62,11 @@ def scheduled_lines(runtime: Runtime, shown: int = SCHEDULED_SHOWN) -> list[str]
 
 
 def show(ctx: ToolContext) -> None:
-    """What a Teller pass's answer said to show (``show``), listed below its reply in the
-    runtime's words: asked "what reminders do I have?", the 1.5B model named one of two, or
-    said it would list them and did not; asked to "list everything in my workspace", it
-    handed that over, and the Planner scheduled the listing for 15:00. Not beside work the
-    pass handed over, which may change what is listed."""
+    """What a Teller pass's answer said to show (``show``: "scheduled" or "files"; nothing for
+    "nothing"), listed below its reply in the runtime's words: asked "what reminders do I
+    have?", the 1.5B model named one of two, or said it would list them and did not; asked to
+    "list everything in my workspace", it handed that over, and the Planner scheduled the
+    listing for 15:00. Not beside work the pass handed over, which may change what is listed."""
     if ctx.created or ctx.listed not in LISTINGS:
         return
     lines, nothing = LISTINGS[ctx.listed](ctx.runtime)

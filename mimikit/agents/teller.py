@@ -282,8 +282,7 @@ def _outcome(runtime: Runtime, ctx: ToolContext, record: RunRecord,
         _say_handed_over(runtime, ctx)  # it delegated and had nothing to add
     if ctx.needs_input and not (ctx.asked or ctx.created) and record.status != "failed":
         _ask_for_the_planner(runtime, ctx)
-    if ctx.listed:
-        show(ctx)
+    show(ctx)
     if ctx.replies or ctx.asked:
         ask_again(ctx)
         return ANSWERED

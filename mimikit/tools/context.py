@@ -43,7 +43,7 @@ class ToolContext:
     heard: list[str] = field(default_factory=list)  # a Teller pass: the person's messages
     results: bool = False  # a Teller pass: it holds tasks' results (each run's account beside)
     kept: list[str] = field(default_factory=list)  # what the pass's ``remember`` wrote
-    listed: str = ""  # a Teller pass: what is listed for the person below it ("scheduled", "files")
+    listed: str = ""  # a Teller pass: what its answer said to list below it (``show``)
     # The one tool an answer held to the role's schema may call in this run (a Teller pass
     # with nothing from the person in it can only report: no request to hand over or keep).
     turn_only: str | None = None

@@ -348,7 +348,7 @@ def register(registry: Registry) -> None:
     def show(ctx: ToolContext, args: ShowArgs) -> dict[str, Any]:
         """Show the user the work that will run later (reminders, schedules, watches) or the
         work directory's files: the runtime lists them below your reply."""
-        ctx.listed = "" if args.what == "nothing" else args.what
+        ctx.listed = args.what
         return {"shown": args.what}
 
     @registry.tool("ask_user", roles=teller)
