@@ -485,9 +485,8 @@ def test_a_delegate_without_a_word_after_it_is_answered_with_what_was_handed_ove
 def test_lines_the_model_copies_from_its_prompt_are_never_shown(stack, llm, echo):
     llm.script("teller", tool_call("delegate", prompt="Create notes.txt"), text(echo))
     post_input(stack, "create notes.txt")
-    wait_history(stack, lambda h: any(role == "assistant" for role, _t in h), message="a reply")
-    replies = _replies(stack)
-    assert replies == ["On it: Create notes.txt"]
+    wait_history(stack, lambda h: ("assistant", "planned") in h, message="the plan's words")
+    assert _replies(stack) == ["On it: Create notes.txt", "planned"]
 
 
 def test_a_piece_copied_from_what_the_model_was_told_goes_whole_a_file_name_with_it():
