@@ -1170,7 +1170,8 @@ def test_a_report_telling_none_of_the_numbers_its_results_give_is_told_in_the_re
     learned the 8 count.txt held."""
     (stack.settings.work_dir / "rent.txt").write_text("pay rent")
     llm.script("worker", turn(shell={"command": "wc -c rent.txt > count.txt"}),
-               turn(submit_result={"status": "done", "result": {"text": "8 rent.txt"}}))
+               turn(submit_result={"status": "done", "result": {"text": "8 rent.txt, 1 line"}}))
+    # (the 1 neither its task nor its run gave: the model's to report, not its own words)
     llm.script("teller", turn(reply="That was done: Count the words in rent.txt and write the "
                                     "number into count.txt."))
     llm.default("teller", turn(reply="Done."))

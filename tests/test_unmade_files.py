@@ -159,13 +159,16 @@ def test_a_done_stands_when_the_file_was_there_a_command_did_the_work_or_no_call
     shown = llm.requests_for("worker")[0]["messages"][1]["content"]
     assert shown.endswith("## In the work directory now\n- data.csv: exists (2 lines)")
     _reported(stack, 1)
-    llm.script("worker", turn(shell={"command": "true"}),
+    llm.script("worker", turn(shell={"command": "true > install.log"}),
                turn(submit_result={"status": "done", "result": {"text": "Installed."}}))
     _request(stack, llm, "Install Node.js with the system's package manager.")
     wait_for(lambda: len([t for t in stack.tasks.with_status("done") if t.role == "worker"])
              == 2, message="the second Worker task done")
     assert len(llm.requests_for("worker")) == 3  # the command did the work: no question
-    _told(stack, llm, "Installed. What its run did: ran `true`: exit 0, no output", 3)
+    assert '"written": {"install.log": ""}' in \
+        llm.requests_for("worker")[2]["messages"][-1]["content"]  # what it wrote, shown
+    _told(stack, llm, 'Installed. What its run did: ran `true > install.log`: exit 0, no output, '
+                      'wrote install.log: ""', 3)
     hi = turn(submit_result={"status": "done", "result": {"text": "Hi."}})
     llm.script("worker", hi, hi)
     _request(stack, llm, "Say hello from hello.py.")

@@ -10,8 +10,9 @@ import pytest
 from processes import pid_alive
 
 from mimikit.exceptions import ToolError
-from mimikit.workspace.local import SHOWN_COPY_BYTES, Workspace
+from mimikit.workspace.local import Workspace
 from mimikit.workspace.procgroup import live_process_groups
+from mimikit.workspace.written import SHOWN_COPY_BYTES, SHOWN_TEXT_BYTES, WATCHED_FILES
 
 
 @pytest.fixture
@@ -228,6 +229,25 @@ def test_shell_runs_in_work_dir_with_empty_stdin(ws: Workspace) -> None:
     assert result["stderr"].strip() == "oops"
     assert result["exitCode"] == 3
     assert result["timedOut"] is False
+
+
+def test_a_command_shows_the_files_it_wrote_small_ones_with_their_text(ws: Workspace) -> None:
+    (ws.root / "dentist.txt").write_text("call the dentist")
+    (ws.root / "old.txt").write_text("kept")
+    (ws.root / ".git").mkdir()
+    quiet = ws.shell("wc -c dentist.txt > chars.txt; head -c 300 /dev/zero > big.bin; "
+                     "echo x > .git/index; cat old.txt > /dev/null")
+    assert quiet["stdout"] == ""
+    assert quiet["written"] == {"big.bin": {"bytes": SHOWN_TEXT_BYTES + 100},
+                                "chars.txt": "16 dentist.txt\n"}
+    assert "written" not in ws.shell("cat chars.txt")
+    assert ws.shell("echo 17 > chars.txt; exit 1")["written"] == {"chars.txt": "17\n"}
+
+
+def test_a_command_in_a_work_dir_too_large_to_watch_shows_no_written(ws: Workspace) -> None:
+    for index in range(WATCHED_FILES + 1):
+        (ws.root / f"f{index}").touch()
+    assert "written" not in ws.shell("echo 1 > one.txt")
 
 
 def test_shell_output_is_truncated_with_marker(ws: Workspace) -> None:

@@ -150,6 +150,9 @@ def _line(call: dict[str, Any]) -> str | None:
         if not call.get("ok"):
             return f"ran `{arguments.get('command')}`: refused"
         output = (content.get("stdout") or content.get("stderr") or "").strip()
+        wrote = "".join(f", wrote {path} ({held['bytes']} bytes)" if isinstance(held, dict)
+                        else f", wrote {path}: {json.dumps(held[:OUTPUT_CHARS], ensure_ascii=False)}"
+                        for path, held in (content.get("written") or {}).items())
         return (f"ran `{arguments.get('command')}`: exit {content.get('exitCode')}"
-                + (f", output: {output[:OUTPUT_CHARS]!r}" if output else ", no output"))
+                + (f", output: {output[:OUTPUT_CHARS]!r}" if output else ", no output") + wrote)
     return None

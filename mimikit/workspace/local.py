@@ -20,15 +20,12 @@ from mimikit.exceptions import ConfigError, ToolError, WaitStopped
 from mimikit.workspace.procgroup import ProcessRun, kill_groups, run_process_group
 from mimikit.workspace.sandbox import Sandbox
 from mimikit.workspace.slots import HostSlots
+from mimikit.workspace.written import small_text, stamps, written
 
 log = logging.getLogger("mimikit.workspace")
 
 READ_LIMIT_BYTES = 1_000_000
 LIST_LIMIT_ENTRIES = 500
-# A copied text file this small is shown in the copy's result: asked to "copy shopping.txt to
-# backup.txt and tell me what backup.txt contains", the 1.5B model reported "3 lines" after
-# the copy; shown its text, "eggs, bread, milk".
-SHOWN_COPY_BYTES = 500
 # A shell command run on behalf of a model gets these variables only: the runtime's own
 # (API token, LLM key, Redis password, Flower auth) never reach it.
 SHELL_ENV_VARS = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ",
@@ -232,7 +229,7 @@ class Workspace:
         if not target.is_file():
             return copied
         size = target.stat().st_size
-        text = _small_text(target, size)
+        text = small_text(target, size)
         if text is None:
             return copied | {"bytes": size}
         self.seen.update((real, target))  # what they hold is shown
@@ -317,12 +314,14 @@ class Workspace:
         """Run ``command`` in the work directory, in the sandbox; background children die with it.
 
         Returns:
-            {exitCode, stdout, stderr, timedOut, canceled, durationMs}, ``waitedMs`` when it
+            {exitCode, stdout, stderr, timedOut, canceled, durationMs}, ``written`` where it
+            wrote files (``mimikit.workspace.written``), ``waitedMs`` when it
             waited for a free host slot, and ``note`` when a failure looks like the sandbox's
             doing (no network).
         """
         self.used = self.ran = True
         seconds = self._check_command(command, timeout)
+        before = stamps(self.root, self.private)
         try:
             with self._slot() as waited:
                 run = self._run_shell(command, seconds)
@@ -339,6 +338,10 @@ class Workspace:
         }
         self.changed = self.changed or run.exitCode == 0
         self.failing = command if run.exitCode != 0 and not run.stopped else None
+        if wrote := written(before, self.root, self.private):
+            result["written"] = {self._relative(path): {"bytes": size} if text is None else text
+                                 for path, size, text in wrote}
+            self.seen.update(path for path, _, text in wrote if text is not None)
         if waited >= SLOT_WAIT_SHOWN_SECONDS:
             result["waitedMs"] = int(waited * 1000)
         if note := self.sandbox.note(run.exitCode, run.stderr + run.stdout):
@@ -389,12 +392,3 @@ class Workspace:
         self._canceled.set()
         kill_groups(self.live_pgids)
 
-
-def _small_text(path: Path, size: int) -> str | None:
-    """What a UTF-8 file of at most ``SHOWN_COPY_BYTES`` holds; None for any other."""
-    if size > SHOWN_COPY_BYTES:
-        return None
-    try:
-        return path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
