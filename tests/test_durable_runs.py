@@ -28,7 +28,7 @@ def _worker_script(body):
     if done_steps == STEPS:
         return delay(6, tool_call("shell", command="echo step4 >> steps.log"))
     return tool_call("submit_result", status="done", resultType="text",
-                     result={"text": "four steps"})
+                     result={"text": "steps.log holds four steps"})
 
 
 @pytest.mark.slow

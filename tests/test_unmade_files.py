@@ -21,7 +21,7 @@ from llm_server import turn
 from processes import wait_for
 
 from mimikit.models import Task
-from mimikit.tools.unseen_facts import LEFT_OUT
+from mimikit.tools.unseen_facts import LEFT_OUT, says_nothing_of, shown_by
 from mimikit.workspace.local import Workspace
 from mimikit.workspace.named import named_paths, state_lines
 
@@ -160,14 +160,14 @@ def test_a_done_stands_when_the_file_was_there_a_command_did_the_work_or_no_call
     assert shown.endswith("## In the work directory now\n- data.csv: exists (2 lines)")
     _reported(stack, 1)
     llm.script("worker", turn(shell={"command": "true > install.log"}),
-               turn(submit_result={"status": "done", "result": {"text": "Installed."}}))
+               turn(submit_result={"status": "done", "result": {"text": "Installed: install.log."}}))
     _request(stack, llm, "Install Node.js with the system's package manager.")
     wait_for(lambda: len([t for t in stack.tasks.with_status("done") if t.role == "worker"])
              == 2, message="the second Worker task done")
     assert len(llm.requests_for("worker")) == 3  # the command did the work: no question
     assert '"written": {"install.log": ""}' in \
         llm.requests_for("worker")[2]["messages"][-1]["content"]  # what it wrote, shown
-    _told(stack, llm, 'Installed. What its run did: ran `true > install.log`: exit 0, no output, '
+    _told(stack, llm, 'Installed: install.log. What its run did: ran `true > install.log`: exit 0, no output, '
                       'wrote install.log: ""', 3)
     hi = turn(submit_result={"status": "done", "result": {"text": "Hi."}})
     llm.script("worker", hi, hi)
@@ -346,6 +346,14 @@ def test_a_worker_that_fails_again_after_being_told_ends_failed(llamacpp, stack,
     assert worker.status == "failed"
     assert stack.tasks.result(worker.id).error == "No such script."
     assert len(llm.requests_for("worker")) == 3
+
+
+def test_the_files_a_command_wrote_are_what_it_showed_by_name_and_text():
+    shown = json.dumps({"exitCode": 0, "stdout": "", "written": {"chars.txt": "16 dentist.txt\n"}})
+    assert {"chars.txt", "16", "dentist.txt"} <= shown_by(shown)
+    assert not says_nothing_of("chars.txt is written.", shown)
+    assert not says_nothing_of("The count is 16.", shown)
+    assert says_nothing_of("All good.", shown)
 
 
 def test_a_result_that_says_nothing_of_the_listing_it_follows_is_sent_back_once(

@@ -62,6 +62,9 @@ def held_to_seen(said: str, seen: Iterable[str], examples: str = "") -> str:
     return kept or LEFT_OUT
 
 
+WRITTEN = "written"  # of a command's result: the files it wrote, by name (``workspace.written``)
+
+
 def shown_by(text: str) -> set[str]:
     """The numbers and file names ``text`` writes and, where it is JSON (a call's arguments or
     result), those of its texts as decoded (a command's output "5\\n4\\n3" writes 4 and 3) and
@@ -100,9 +103,12 @@ def _counted(value: object, texts: list[str]) -> set[str]:
 
 
 def _texts(value: object) -> list[str]:
-    """The texts of a decoded JSON value, its keys left out."""
+    """The texts of a decoded JSON value, its keys left out but the names of the files a
+    command wrote (``WRITTEN``)."""
     if isinstance(value, dict):
-        return [text for item in value.values() for text in _texts(item)]
+        written = value.get(WRITTEN)
+        return [*(written if isinstance(written, dict) else ()),
+                *(text for item in value.values() for text in _texts(item))]
     if isinstance(value, list):
         return [text for item in value for text in _texts(item)]
     return [value] if isinstance(value, str) else []
