@@ -244,6 +244,13 @@ def test_a_command_shows_the_files_it_wrote_small_ones_with_their_text(ws: Works
     assert ws.shell("echo 17 > chars.txt; exit 1")["written"] == {"chars.txt": "17\n"}
 
 
+def test_a_command_shows_nothing_it_wrote_in_mimikits_private_paths(tmp_path: Path) -> None:
+    (tmp_path / "state").mkdir()
+    workspace = Workspace(tmp_path, private=(tmp_path / "state",))
+    wrote = workspace.shell("echo secret > state/keys.txt; echo hi > a.txt")["written"]
+    assert wrote == {"a.txt": "hi\n"}
+
+
 def test_a_command_in_a_work_dir_too_large_to_watch_shows_no_written(ws: Workspace) -> None:
     for index in range(WATCHED_FILES + 1):
         (ws.root / f"f{index}").touch()
