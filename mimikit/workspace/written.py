@@ -7,7 +7,7 @@ print anything", though chars.txt held the count. Shown what the command wrote
 ``{"bytes": 1200}``), the same request ended done, telling 16.
 The work directory is looked at before and after the command (each file's modification time
 and size), as far as ``WATCHED_FILES`` files; hidden folders and Mimikit's private paths are
-left out.
+left out. A file another run wrote in the same work directory meanwhile is among them.
 """
 
 from __future__ import annotations
