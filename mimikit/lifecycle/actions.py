@@ -15,6 +15,7 @@ from mimikit.roles import RUN_DID
 from mimikit.store.runtime import Runtime
 from mimikit.workspace.local import Workspace
 from mimikit.workspace.named import NamedFiles
+from mimikit.workspace.written import WRITTEN
 
 OUTPUT_CHARS = 300  # of a command's output shown
 # A file written this short is shown whole: asked "what is 15% of 240?", the 0.5B model's
@@ -152,7 +153,7 @@ def _line(call: dict[str, Any]) -> str | None:
         output = (content.get("stdout") or content.get("stderr") or "").strip()
         wrote = "".join(f", wrote {path} ({held['bytes']} bytes)" if isinstance(held, dict)
                         else f", wrote {path}: {json.dumps(held[:OUTPUT_CHARS], ensure_ascii=False)}"
-                        for path, held in (content.get("written") or {}).items())
+                        for path, held in (content.get(WRITTEN) or {}).items())
         return (f"ran `{arguments.get('command')}`: exit {content.get('exitCode')}"
                 + (f", output: {output[:OUTPUT_CHARS]!r}" if output else ", no output") + wrote)
     return None

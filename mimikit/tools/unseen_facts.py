@@ -24,6 +24,7 @@ from collections.abc import Iterable
 
 from mimikit.tools.reply_checks import without_sentences
 from mimikit.workspace.named import named_paths
+from mimikit.workspace.written import WRITTEN
 
 # A number as written: digits, with the separators inside it ("1,024", "3.5"), read without
 # the thousands' commas so that "10,800" and "10800" are one number; not the digits of a
@@ -60,9 +61,6 @@ def held_to_seen(said: str, seen: Iterable[str], examples: str = "") -> str:
         return said
     kept = without_sentences(said, lambda sentence: not copied.isdisjoint(facts(sentence)))
     return kept or LEFT_OUT
-
-
-WRITTEN = "written"  # of a command's result: the files it wrote, by name (``workspace.written``)
 
 
 def shown_by(text: str) -> set[str]:

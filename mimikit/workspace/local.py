@@ -20,7 +20,7 @@ from mimikit.exceptions import ConfigError, ToolError, WaitStopped
 from mimikit.workspace.procgroup import ProcessRun, kill_groups, run_process_group
 from mimikit.workspace.sandbox import Sandbox
 from mimikit.workspace.slots import HostSlots
-from mimikit.workspace.written import small_text, stamps, written
+from mimikit.workspace.written import WRITTEN, small_text, stamps, written
 
 log = logging.getLogger("mimikit.workspace")
 
@@ -321,9 +321,9 @@ class Workspace:
         """
         self.used = self.ran = True
         seconds = self._check_command(command, timeout)
-        before = stamps(self.root, self.private)
         try:
             with self._slot() as waited:
+                before = stamps(self.root, self.private)  # after the wait: not what others wrote
                 run = self._run_shell(command, seconds)
         except WaitStopped:
             raise ToolError("the task was canceled or ran out of time while its command "
@@ -339,7 +339,7 @@ class Workspace:
         self.changed = self.changed or run.exitCode == 0
         self.failing = command if run.exitCode != 0 and not run.stopped else None
         if wrote := written(before, self.root, self.private):
-            result["written"] = {self._relative(path): {"bytes": size} if text is None else text
+            result[WRITTEN] = {self._relative(path): {"bytes": size} if text is None else text
                                  for path, size, text in wrote}
             self.seen.update(path for path, _, text in wrote if text is not None)
         if waited >= SLOT_WAIT_SHOWN_SECONDS:

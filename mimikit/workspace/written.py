@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+WRITTEN = "written"  # the key of a command's result that holds what it wrote
 WATCHED_FILES = 2_000  # a larger work directory is not looked at (no "written")
 SHOWN_WRITTEN = 5  # files named in one result, the first by name
 SHOWN_TEXT_BYTES = 200  # a written text file this small is shown; a larger one by its size
@@ -56,8 +57,7 @@ def written(before: Stamps | None, root: Path,
             private: tuple[Path, ...]) -> list[tuple[Path, int, str | None]]:
     """The files under ``root`` new or changed since ``before`` (at most ``SHOWN_WRITTEN``),
     each with its size and its text where it is small."""
-    after = stamps(root, private) if before is not None else None
-    if before is None or after is None:
+    if before is None or (after := stamps(root, private)) is None:
         return []
     changed = sorted(path for path, stamp in after.items() if before.get(path) != stamp)
     return [(path, after[path][1], small_text(path, after[path][1], SHOWN_TEXT_BYTES))
