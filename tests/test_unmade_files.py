@@ -3,7 +3,8 @@ was not there when the run began, is not there at the end, in a run that wrote n
 ran no command that succeeded, is never reported as made (real stack, scripted model). A
 Worker that made no call at all for files its task or its result names that are not there is
 told so once, then left to its words: the report says it made none, and which of those files
-are not there. One that wrote a script and ran nothing is told once that it never ran it. The
+are not there. One that wrote a script and ran nothing is told once that it never ran it, and its report
+says so. The
 Worker is shown, before its first step, the paths its task names that are in the work
 directory. A ``done`` whose result is word for word one of the examples the Worker was
 shown, sharing no word with its task, ends failed. One whose result gives a number that
@@ -107,6 +108,10 @@ def test_a_worker_that_wrote_a_script_and_never_ran_it_is_told_once(llamacpp, st
     wait_for(lambda: len([t for t in stack.tasks.with_status("done") if t.role == "worker"])
              == 2, message="the second Worker task done")
     assert len(llm.requests_for("worker")) == 7  # told once; its second done stands
+    _reported(stack, 2)  # and the person hears that it never ran, whatever its result says
+    reporting = llm.requests_for("teller")[-1]["messages"][-1]["content"]
+    assert 'what its run did: wrote add.py (13 bytes): "print(1 + 1)\\n"; never ran add.py' \
+        in reporting, reporting
 
 
 def test_a_folder_at_a_file_the_task_names_is_made_only_when_asked_twice(llamacpp, stack, llm):

@@ -2,7 +2,7 @@
 it wrote (and how long they came out; a short one's text) or added to, the files it renamed and
 the folders it made, the folders it listed (and what they hold), the files it read, the
 commands it ran (with their exit code and the start of their output), the tasks it canceled
-(and what they were). Shown beside its result when the Teller reports it, so that what the
+(and what they were), and the scripts its task names that no command of it ran. Shown beside its result when the Teller reports it, so that what the
 person hears can be checked against what happened: a small model reports what it meant to do."""
 
 from __future__ import annotations
@@ -42,7 +42,21 @@ def actions_of(runtime: Runtime, task_id: str) -> list[str]:
     if not calls:  # a run that only ended is told as one that made no call where it matters
         missing = _not_there(runtime, task_id)
         return [NO_CALL + missing] if missing or not every else []
-    return lines[-ACTIONS_SHOWN:]
+    return lines[-ACTIONS_SHOWN:] + _never_ran(runtime, task_id, calls)
+
+
+def _never_ran(runtime: Runtime, task_id: str, calls: list[dict[str, Any]]) -> list[str]:
+    """The scripts a Worker's task names that are in the work directory and that no command of
+    its run names, said as such: the 0.5B model wrote total.py three times, was told once that
+    it never ran it, and ended ``done`` with "total.py printed 69." (69 was its size)."""
+    task = runtime.tasks.get(task_id)
+    if task is None or task.role != "worker":
+        return []
+    commands = "\n".join(str(json_object(call.get("arguments")).get("command") or "")
+                         for call in calls if call.get("name") == "shell")
+    named = named_files(runtime, task.prompt)
+    unrun = [path for path in named.scripts if path not in named.absent and path not in commands]
+    return [f"never ran {', '.join(unrun)}"] if unrun else []
 
 
 def _not_there(runtime: Runtime, task_id: str) -> str:
@@ -63,9 +77,14 @@ def _not_there(runtime: Runtime, task_id: str) -> str:
 
 def absent_named(runtime: Runtime, text: str) -> tuple[str, ...]:
     """The files ``text`` names that are not in the work directory."""
+    return named_files(runtime, text).absent
+
+
+def named_files(runtime: Runtime, text: str) -> NamedFiles:
+    """The files ``text`` names, as the work directory holds them now."""
     settings = runtime.settings
     workspace = Workspace(settings.work_dir.resolve(), private=(settings.state_dir,))
-    return NamedFiles.of(workspace, text).absent
+    return NamedFiles.of(workspace, text)
 
 
 def with_actions(runtime: Runtime, task_id: str, text: str) -> str:
