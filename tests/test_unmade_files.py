@@ -114,6 +114,33 @@ def test_a_worker_that_wrote_a_script_and_never_ran_it_is_told_once(llamacpp, st
         in reporting, reporting
 
 
+def test_a_worker_that_made_another_file_than_its_task_names_is_told_once(llamacpp, stack,
+                                                                          llm):
+    """Asked for dentist.txt, the 0.5B model wrote dental.txt and reported it written. Told
+    once, a second ``done`` stands (a task may name a file it does not ask for), and the
+    person hears which file is not there."""
+    llm.script("worker", turn(write_file={"path": "dental.txt", "content": "call the dentist"}),
+               DONE, DONE)
+    _request(stack, llm, "Create dentist.txt and write 'call the dentist' in it.")
+    assert _worker(stack).status == "done"
+    told = llm.requests_for("worker")[2]["messages"][-1]["content"]
+    assert "dentist.txt is not in the work directory, though the task names it" in told
+    wait_for(lambda: any(said.endswith('wrote dental.txt (16 bytes): "call the dentist"; '
+                                       "dentist.txt is not in the work directory")
+                         for who, said in history(stack) if who == "assistant"),
+             message="the report, with the file that is not there")
+    llm.script("worker", turn(write_file={"path": "plumbr.txt", "content": "call the plumber"}),
+               DONE, turn(rename={"path": "plumbr.txt", "to": "plumber.txt"}), DONE)
+    _request(stack, llm, "Create plumber.txt and write 'call the plumber' in it.")
+    reported = wait_for(lambda: [said for who, said in history(stack) if who == "assistant"
+                                 and "renamed plumbr.txt to plumber.txt" in said],
+                        message="the second report")  # told once, it renamed what it made
+    told = llm.requests_for("worker")[-2]["messages"][-1]["content"]
+    assert "this run made plumbr.txt instead" in told
+    assert (stack.settings.work_dir / "plumber.txt").read_text() == "call the plumber"
+    assert "not in the work directory" not in reported[0]
+
+
 def test_a_folder_at_a_file_the_task_names_is_made_only_when_asked_twice(llamacpp, stack, llm):
     """The 1.5B model answered "make a file groceries.txt listing ..." with a folder of that
     name, and could then write no file there. Told once, it writes the file; a second call

@@ -2,8 +2,10 @@
 it wrote (and how long they came out; a short one's text) or added to, the files it renamed and
 the folders it made, the folders it listed (and what they hold), the files it read, the
 commands it ran (with their exit code and the start of their output), the tasks it canceled
-(and what they were), and the scripts its task names that no command of it ran. Shown beside its result when the Teller reports it, so that what the
-person hears can be checked against what happened: a small model reports what it meant to do."""
+(and what they were); and of the files its task names that no call of it names, the scripts
+no command ran and the files that are not there. Shown beside its result when the Teller
+reports it, so that what the person hears can be checked against what happened: a small model
+reports what it meant to do."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import Any
 from mimikit.roles import RUN_DID
 from mimikit.store.runtime import Runtime
 from mimikit.workspace.local import Workspace
-from mimikit.workspace.named import NamedFiles
+from mimikit.workspace.named import NamedFiles, same_kind
 from mimikit.workspace.written import WRITTEN
 
 OUTPUT_CHARS = 300  # of a command's output shown
@@ -22,6 +24,8 @@ OUTPUT_CHARS = 300  # of a command's output shown
 # Worker wrote "15% of 240 is 36." into result.txt and said only that it held 17 bytes.
 WRITTEN_SHOWN_CHARS = 60
 ACTIONS_SHOWN = 12  # the last calls that changed something, shown
+# the calls that make a file, and the argument that names it
+MAKING = {"write_file": "path", "append_file": "path", "rename": "to", "copy": "to"}
 NO_CALL = "it made no call"
 ENDING_CALLS = ("submit_result",)  # how a run ends, not what it did
 
@@ -42,21 +46,32 @@ def actions_of(runtime: Runtime, task_id: str) -> list[str]:
     if not calls:  # a run that only ended is told as one that made no call where it matters
         missing = _not_there(runtime, task_id)
         return [NO_CALL + missing] if missing or not every else []
-    return lines[-ACTIONS_SHOWN:] + _never_ran(runtime, task_id, calls)
+    return lines[-ACTIONS_SHOWN:] + _named_left(runtime, task_id, calls)
 
 
-def _never_ran(runtime: Runtime, task_id: str, calls: list[dict[str, Any]]) -> list[str]:
-    """The scripts a Worker's task names that are in the work directory and that no command of
-    its run names, said as such: the 0.5B model wrote total.py three times, was told once that
-    it never ran it, and ended ``done`` with "total.py printed 69." (69 was its size)."""
+def _named_left(runtime: Runtime, task_id: str, calls: list[dict[str, Any]]) -> list[str]:
+    """What a Worker's run left of the files its task names, where no call of it names them:
+    the scripts in the work directory that no command ran (the 0.5B model wrote total.py three
+    times, was told once that it never ran it, and ended ``done`` with "total.py printed 69.",
+    its size), and the files that are not there where it made one of their kind
+    (``same_kind``: asked for dentist.txt, it wrote dental.txt and reported that written)."""
     task = runtime.tasks.get(task_id)
     if task is None or task.role != "worker":
         return []
-    commands = "\n".join(str(json_object(call.get("arguments")).get("command") or "")
-                         for call in calls if call.get("name") == "shell")
+    arguments = [json_object(call.get("arguments")) for call in calls]
+    commands = "\n".join(str(args.get("command") or "") for args in arguments)
     named = named_files(runtime, task.prompt)
     unrun = [path for path in named.scripts if path not in named.absent and path not in commands]
-    return [f"never ran {', '.join(unrun)}"] if unrun else []
+    touched = json.dumps(arguments, ensure_ascii=False)
+    made = [str(args.get(MAKING[name])) for call, args in zip(calls, arguments, strict=True)
+            if call.get("ok") and (name := str(call.get("name"))) in MAKING]
+    made += [path for call in calls if call.get("name") == "shell" and call.get("ok")
+             for path in json_object(call.get("content")).get(WRITTEN) or {}]
+    absent = [path for path in named.absent if path not in touched
+              and any(same_kind(path, other) for other in made)]
+    return ([f"never ran {', '.join(unrun)}"] if unrun else []) + \
+        ([f"{', '.join(absent)} {'is' if len(absent) == 1 else 'are'} not in the work "
+          "directory"] if absent else [])
 
 
 def _not_there(runtime: Runtime, task_id: str) -> str:

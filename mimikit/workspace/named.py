@@ -17,7 +17,10 @@ hello", ``rm -rf todo.md`` for "rename todo.md to tasks.md", ``python3 fib.py`` 
 never wrote: 3 of 12 everyday requests done, against 4, and less of them told truly.) A run
 that wrote files and ran no command, for a task that names a script, is told once that it
 never ran it (the 0.5B model reported "hello.py printed 22 bytes" of a script it wrote and
-never ran); a second ``done`` stands, as a task may only ask for the script written.
+never ran); a second ``done`` stands, as a task may only ask for the script written. So is one
+that made a file in the folder of one the task names, with its suffix, and not that file (the
+0.5B model, asked to "make a new file dentist.txt", wrote dental.txt and reported it written);
+a second ``done`` stands, and its report says which file is not there (``lifecycle.actions``).
 
 The paths that are there are shown to the Worker before its first step (``state_lines``): a
 small model asked to add a line to a file it did not know was there wrote it anew, was refused,
@@ -28,7 +31,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from itertools import islice
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from mimikit.exceptions import ToolError
@@ -46,6 +50,7 @@ MIN_NAME_CHARS = 4
 SCRIPT_SUFFIXES = (".py", ".sh", ".bash", ".js", ".mjs", ".ts", ".rb", ".pl", ".php", ".lua")
 SHOWN_PATHS = 8  # paths a task names whose state its Worker is shown
 COUNTED_BYTES = 1_000_000  # a larger file's lines are not counted
+KIN_ENTRIES = 2_000  # of a folder, looked at for the files of a named file's kind
 
 
 def named_paths(text: str) -> list[str]:
@@ -64,20 +69,24 @@ class NamedFiles:
     held: tuple[str, ...] = ()  # the files it names that held something unread (not to write)
     scheduled: bool = False  # work a schedule runs (a reminder's words may name a file)
     told: set[str] = field(default_factory=set)  # what the Worker was told once (``_tell``)
+    # the files of the kind of each absent one (``same_kind``) that were there
+    kin: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, workspace: Workspace, text: str, scheduled: bool = False) -> NamedFiles:
         paths = named_paths(text)
-        return cls(tuple(path for path in paths if _absent(workspace, path)),
-                   tuple(path for path in paths if path.endswith(SCRIPT_SUFFIXES)),
-                   tuple(path for path in paths if _unread(workspace, path)), scheduled)
+        absent = tuple(path for path in paths if _absent(workspace, path))
+        return cls(absent, tuple(path for path in paths if path.endswith(SCRIPT_SUFFIXES)),
+                   tuple(path for path in paths if _unread(workspace, path)), scheduled,
+                   kin={path: _kin(workspace, path) for path in absent})
 
     def check_done(self, workspace: Workspace, said: str = "") -> str | None:
         """Before a ``done`` whose result says ``said``: None when it stands; the error of a
         task that was not done when the Worker was already told (its ``done`` becomes
         ``failed``). Raises ``ToolError`` the first time, and the first time it made no call
         for files the task or its result names that are not there (for work a schedule runs,
-        those the task names), or wrote a script it never ran."""
+        those the task names), made a file of the kind of one the task names instead of it
+        (``same_kind``), or wrote a script it never ran."""
         missing = [path for path in self.absent if _absent(workspace, path)]
         # still missing though the run tried, and made nothing that could have made them
         unmade = missing if workspace.used and not workspace.changed else []
@@ -90,6 +99,14 @@ class NamedFiles:
                        "made it. Make it first (write_file, then run it if the task says so) "
                        "and then call submit_result; or call submit_result with status failed "
                        "and what went wrong.")
+        instead = [made for path in missing
+                   for made in sorted(_kin(workspace, path) - self.kin.get(path, frozenset()))]
+        if instead:
+            self._tell("elsewhere", f"{', '.join(missing)} is not in the work directory, though "
+                       f"the task names it: this run made {', '.join(instead)} instead. Make it "
+                       "as the task says (rename what you made, or write it) and then call "
+                       "submit_result; or call submit_result with status failed and what went "
+                       "wrong.")
         claimed = missing or ([] if self.scheduled else _absent_in(workspace, said))
         if claimed and not workspace.used:
             self._tell("untried", f"{', '.join(claimed)} is not in the work directory, and this "
@@ -151,6 +168,24 @@ def _state(real: Path) -> str:
         return "exists"
     count = data.count(b"\n") + (not data.endswith(b"\n"))
     return f"exists ({count} line{'s' * (count != 1)})"
+
+
+def same_kind(path: str, other: str) -> bool:
+    """Whether ``other`` is a file of the kind of ``path``: in its folder, with its suffix."""
+    one, two = PurePosixPath(path), PurePosixPath(other)
+    return one != two and one.parent == two.parent and one.suffix == two.suffix
+
+
+def _kin(workspace: Workspace, path: str) -> frozenset[str]:
+    """The files of the kind of ``path`` (``same_kind``) in the work directory, as far as
+    ``KIN_ENTRIES`` entries of its folder."""
+    folder = PurePosixPath(path).parent
+    try:
+        entries = islice(workspace.resolve(str(folder)).iterdir(), KIN_ENTRIES)
+        return frozenset(str(folder / entry.name) for entry in entries
+                         if same_kind(path, str(folder / entry.name)) and entry.is_file())
+    except (ToolError, OSError):
+        return frozenset()
 
 
 def _absent_in(workspace: Workspace, text: str) -> list[str]:
