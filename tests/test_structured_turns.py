@@ -114,13 +114,15 @@ def test_a_reply_beside_work_handed_over_tells_no_result_before_the_work_ran(lla
 
 
 def test_what_was_handed_over_is_said_in_the_language_it_was_asked_in(llamacpp, stack, llm):
-    llm.script("teller", turn(delegate=True, remember=False, reply="它有 3 行。"))
+    # the sentence with a number nothing measured, and a piece of it said again (the 0.5B's
+    # reply said the prompt's time line until its loop was cut, and "今天是" was left)
+    llm.script("teller", turn(delegate=True, remember=False, reply="它有 3 行。它有"))
     llm.default("planner", turn(submit_result={"status": "done", "result": {"text": "ok"}}))
     llm.default("teller", turn(reply="完成。"))
     post_input(stack, "数一下 fox.txt 有几行")
     wait_history(stack, lambda h: ("assistant", "好的，这就去办：数一下 fox.txt 有几行") in h,
                  message="what was handed over, in the language it was asked in")
-    assert not [r for r in _replies(stack) if "3" in r]
+    assert not [r for r in _replies(stack) if "3" in r or "它有" in r]
 
 
 def _cancel_values(schema: dict) -> list[dict]:

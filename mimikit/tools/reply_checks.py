@@ -117,9 +117,17 @@ def without_results_ahead(text: str, heard: list[str]) -> str:
     person's words do not: the work has not run, so no size, count or sum is known yet ('' when
     that is all it says). Asked to write a file and tell its size, the 0.5B model replied
     "The file has 13 bytes." as it delegated, and "I'll create notes.txt ... It's 10 bytes."
+    What is left is '' too where each of its sentences is a piece of one taken out: the 0.5B
+    model's reply to "每个工作日早上八点提醒我吃药" said the prompt's time line, "今天是 2026-12-03
+    星期四，现在是 05:36（UTC 时区）。", until its loop was cut, and "今天是" was shown.
     """
     given = numbers_in(" ".join(heard))
-    return without_sentences(text, lambda sentence: not numbers_in(sentence) <= given)
+    ahead = [sentence for sentence in _SENTENCE.findall(text)
+             if not numbers_in(sentence) <= given]
+    kept = without_sentences(text, lambda sentence: not numbers_in(sentence) <= given)
+    pieces = [plain(sentence) for sentence in _SENTENCE.findall(kept) if sentence.strip()]
+    return "" if ahead and all(any(piece in plain(taken) for taken in ahead)
+                               for piece in pieces) else kept
 
 
 def without_sentences(text: str, dropped: Callable[[str], bool]) -> str:
