@@ -22,7 +22,7 @@ from llm_server import turn
 from processes import wait_for
 
 from mimikit.models import Task
-from mimikit.tools.unseen_facts import LEFT_OUT, says_nothing_of, shown_by
+from mimikit.tools.unseen_facts import LEFT_OUT, held_to_seen, says_nothing_of, shown_by
 from mimikit.workspace.local import Workspace
 from mimikit.workspace.named import named_paths, state_lines
 
@@ -386,6 +386,18 @@ def test_the_files_a_command_wrote_are_what_it_showed_by_name_and_text():
     assert not says_nothing_of("chars.txt is written.", shown)
     assert not says_nothing_of("The count is 16.", shown)
     assert says_nothing_of("All good.", shown)
+
+
+def test_the_date_a_worker_is_shown_gives_no_number_of_its_own():
+    """In December, the 0.5B model's "dentist.txt is 12 bytes" (an example's size; wc printed
+    16) was kept: the month of the date its prompt showed was taken for a number shown."""
+    seen = ["Today is Thursday 2026-12-03; the time is 05:46 (time zone UTC).",
+            json.dumps({"exitCode": 0, "stdout": "16 dentist.txt\n"})]
+    examples = "a.txt is 12 bytes, as the task asks. It printed 1, 2 and 3."
+    assert held_to_seen("The size of dentist.txt is 12 bytes.", seen, examples) == LEFT_OUT
+    assert held_to_seen("dentist.txt is 16 bytes.", seen, examples) == "dentist.txt is 16 bytes."
+    assert held_to_seen("Set for 12:30 on 2026-12-03.", seen, examples) == \
+        "Set for 12:30 on 2026-12-03."  # a time or a date that holds an example's number
 
 
 def test_a_result_that_says_nothing_of_the_listing_it_follows_is_sent_back_once(

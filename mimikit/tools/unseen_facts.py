@@ -28,8 +28,12 @@ from mimikit.workspace.written import WRITTEN
 
 # A number as written: digits, with the separators inside it ("1,024", "3.5"), read without
 # the thousands' commas so that "10,800" and "10800" are one number; not the digits of a
-# name or an id ("python3", "task-3f2a…": a run's ids would show numbers at random).
-_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])\d+(?:[.,]\d+)*(?![A-Za-z0-9_])")
+# name or an id ("python3", "task-3f2a…": a run's ids would show numbers at random). A date
+# or a time of the clock is one number: a Worker is shown today's date, and in December the
+# 0.5B model's "dentist.txt is 12 bytes" (an example's size; wc printed 16) was taken for
+# a number its run showed, the month of "2026-12-03".
+_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])(?:\d{4}-\d\d-\d\d(?!\d)|\d{1,2}:\d\d(?::\d\d)?(?!\d)"
+                     r"|\d+(?:[.,]\d+)*(?![A-Za-z0-9_]))")
 # What a result is where every sentence went: not the values left out, which a small model
 # then tells as facts (told "Its result gave count.py, which nothing its run showed.", the
 # 1.5B model reported that the folder held count.py).
