@@ -69,6 +69,8 @@ def test_a_result_its_run_does_not_bear_out_is_the_models_to_report(stack, llm, 
                                                                       result, report):
     _hand_over(llm, asked, "Write hello into notes.txt.")
     _writes(llm, path, result)
+    # told once that notes.txt is not there where note.txt was made, it ends done again
+    llm.default("worker", tool_call("submit_result", status="done", result={"text": result}))
     llm.default("teller", tool_call("reply", text=report))
     post_input(stack, asked)
     wait_history(stack, lambda h: ("assistant", report) in h, message="the model's report")
