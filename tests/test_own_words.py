@@ -146,3 +146,15 @@ def test_a_reply_that_only_says_the_message_again_is_not_posted(stack, llm):
     post_input(stack, "我最喜欢什么运动？")
     told = wait_history(stack, lambda h: ("assistant", "你喜欢游泳。") in h, message="the answer")
     assert [said for role, said in told if role == "assistant"][0] != "我最喜欢什么运动？"
+
+
+def test_a_reply_that_says_the_message_again_with_other_marks_is_not_posted(stack, llm):
+    """The 0.5B Teller handed "我最喜欢的运动是游泳，帮我记住" over with that and a "。" as its
+    reply."""
+    llm.script("teller", tool_calls([("delegate", {"prompt": "记住：我最喜欢的运动是游泳"}),
+                                     ("reply", {"text": "我最喜欢的运动是游泳，帮我记住。"})]))
+    llm.script("planner", tool_call("submit_result", status="done", result={"text": "记住了。"}))
+    post_input(stack, "我最喜欢的运动是游泳，帮我记住")
+    told = wait_history(stack, lambda h: ("assistant", "记住了。") in h, message="the answer")
+    assert [said for role, said in told if role == "assistant"][0] == \
+        "好的，这就去办：记住：我最喜欢的运动是游泳"

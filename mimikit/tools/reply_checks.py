@@ -112,6 +112,11 @@ def plain(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+def words_of(text: str) -> str:
+    """The words of ``text``, case-folded, one space between them (its marks left out)."""
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
 def without_results_ahead(text: str, heard: list[str]) -> str:
     """A reply beside work it hands over, without the sentences holding a number that the
     person's words do not: the work has not run, so no size, count or sum is known yet ('' when

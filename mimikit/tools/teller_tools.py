@@ -31,6 +31,7 @@ from mimikit.tools.reply_checks import (
     tells_a_number,
     without_earlier_sentences,
     without_results_ahead,
+    words_of,
 )
 
 USERS_WORDS_CHARS = 4000  # of each of the person's messages appended to a delegation
@@ -128,9 +129,10 @@ def post_reply(ctx: ToolContext, text: str, may_repeat: bool = False,
         return None
     if not may_repeat and ctx.created and ctx.heard:  # beside work handed over, not yet run
         text = without_results_ahead(text, ctx.heard)
-        if not text or plain(text) in {plain(said) for said in ctx.heard}:
+        if not text or words_of(text) in {words_of(said) for said in ctx.heard}:
             return None  # the pass says what it handed over (``teller._say_handed_over``),
-            # not the message again (the 1.5B's reply to "我最喜欢什么运动？" was that question)
+            # not the message again (the 1.5B's reply to "我最喜欢什么运动？" was that question;
+            # the 0.5B's to "我最喜欢的运动是游泳，帮我记住" was that with a "。" after it)
     if not may_repeat and ctx.reported is not None and (
             not names_as_reported(text, ctx.reported) or begins_account(text)
             or plain(account_in(text)) not in plain(ctx.reported)
