@@ -95,23 +95,26 @@ def test_a_worker_that_wrote_a_script_and_never_ran_it_is_told_once(llamacpp, st
     """The 0.5B model reported "hello.py printed 22 bytes" of a script it wrote and never
     ran. Told once, it runs it; a second ``done`` stands (a task may ask for the file alone)."""
     written = turn(write_file={"path": "hello.py", "content": "print('Hello')\n"})
-    llm.script("worker", written, DONE, turn(shell={"command": "python3 hello.py"}), DONE)
+    printed = turn(submit_result={"status": "done", "result": {"text": "hello.py printed Hello."}})
+    llm.script("worker", written, printed, turn(shell={"command": "python3 hello.py"}), printed)
     _request(stack, llm, "Write hello.py that prints Hello and run it.")
     assert _worker(stack).status == "done"
     told = llm.requests_for("worker")[2]["messages"][-1]["content"]
     assert "this run never ran hello.py" in told
     assert len(llm.requests_for("worker")) == 4
-    _reported(stack, 1)
+    wait_for(lambda: any(said.startswith("hello.py printed Hello.") for who, said in
+                         history(stack) if who == "assistant"), message="the first report")
+    added = turn(submit_result={"status": "done", "result": {"text": "add.py is written."}})
     llm.script("worker", turn(write_file={"path": "add.py", "content": "print(1 + 1)\n"}),
-               DONE, DONE)
+               added, added)
     _request(stack, llm, "Write add.py that adds 1 and 1.")
     wait_for(lambda: len([t for t in stack.tasks.with_status("done") if t.role == "worker"])
              == 2, message="the second Worker task done")
     assert len(llm.requests_for("worker")) == 7  # told once; its second done stands
-    _reported(stack, 2)  # and the person hears that it never ran, whatever its result says
-    reporting = llm.requests_for("teller")[-1]["messages"][-1]["content"]
-    assert 'what its run did: wrote add.py (13 bytes): "print(1 + 1)\\n"; never ran add.py' \
-        in reporting, reporting
+    # and the person hears that it never ran, whatever its result says
+    wait_for(lambda: ("assistant", 'add.py is written. What its run did: wrote add.py (13 bytes): '
+                      '"print(1 + 1)\\n"; never ran add.py') in history(stack),
+             message="the second report")
 
 
 def test_a_worker_that_made_another_file_than_its_task_names_is_told_once(llamacpp, stack,
@@ -119,8 +122,9 @@ def test_a_worker_that_made_another_file_than_its_task_names_is_told_once(llamac
     """Asked for dentist.txt, the 0.5B model wrote dental.txt and reported it written. Told
     once, a second ``done`` stands (a task may name a file it does not ask for), and the
     person hears which file is not there."""
+    written = turn(submit_result={"status": "done", "result": {"text": "It is written."}})
     llm.script("worker", turn(write_file={"path": "dental.txt", "content": "call the dentist"}),
-               DONE, DONE)
+               written, written)
     _request(stack, llm, "Create dentist.txt and write 'call the dentist' in it.")
     assert _worker(stack).status == "done"
     told = llm.requests_for("worker")[2]["messages"][-1]["content"]
@@ -130,7 +134,7 @@ def test_a_worker_that_made_another_file_than_its_task_names_is_told_once(llamac
                          for who, said in history(stack) if who == "assistant"),
              message="the report, with the file that is not there")
     llm.script("worker", turn(write_file={"path": "plumbr.txt", "content": "call the plumber"}),
-               DONE, turn(rename={"path": "plumbr.txt", "to": "plumber.txt"}), DONE)
+               written, turn(rename={"path": "plumbr.txt", "to": "plumber.txt"}), written)
     _request(stack, llm, "Create plumber.txt and write 'call the plumber' in it.")
     reported = wait_for(lambda: [said for who, said in history(stack) if who == "assistant"
                                  and "renamed plumbr.txt to plumber.txt" in said],
@@ -147,16 +151,18 @@ def test_a_folder_at_a_file_the_task_names_is_made_only_when_asked_twice(llamacp
     makes the folder (a folder may be named like a file: "photos.d")."""
     folder = turn(make_dir={"path": "./groceries.txt/"})
     llm.script("worker", folder,
-               turn(write_file={"path": "groceries.txt", "content": "apples\nmilk\n"}), DONE)
+               turn(write_file={"path": "groceries.txt", "content": "apples\nmilk\n"}), DONE,
+               turn(read_file={"path": "groceries.txt"}), DONE)
     _request(stack, llm, "Make a file groceries.txt listing apples and milk.")
     assert _worker(stack).status == "done"
     told = llm.requests_for("worker")[1]["messages"][-1]["content"]
     assert "the task names groceries.txt as a file, not a folder" in told
     assert (stack.settings.work_dir / "groceries.txt").read_text() == "apples\nmilk\n"
     _told(stack, llm, f'{LEFT_OUT} What its run did: wrote groceries.txt (12 bytes): '
-          '"apples\\nmilk\\n"', 1)  # DONE's numbers are an example's: the sentence left out
+          '"apples\\nmilk\\n"; read groceries.txt (12 bytes, 2 lines)', 1)  # DONE's numbers
+    # are an example's that no call showed: told once, it read the file, and they are left out
     llm.script("worker", turn(make_dir={"path": "photos.d"}), turn(make_dir={"path": "photos.d"}),
-               DONE)
+               turn(submit_result={"status": "done", "result": {"text": "photos.d is made."}}))
     _request(stack, llm, "Make a folder photos.d.")
     wait_for(lambda: len([t for t in stack.tasks.with_status("done") if t.role == "worker"])
              == 2, message="the second Worker task done")
@@ -225,8 +231,8 @@ def test_a_done_stands_when_the_file_was_there_a_command_did_the_work_or_no_call
 def test_a_file_a_result_names_that_no_call_made_is_told_once_and_reported_as_not_there(
         llamacpp, stack, llm):
     """The 0.5B model, asked which files the work directory holds, made no call and reported
-    "a.txt is written: 2 bytes" (an example's words): it is told once, and its report says
-    a.txt is not there."""
+    "a.txt is written: 2 bytes" (an example's words): it is told once, and its second such
+    result keeps none of those words."""
     (stack.settings.work_dir / "data.csv").write_text("a,b\n")
     copied = turn(submit_result={"status": "done", "result": {
         "text": "a.txt is written: 2 bytes; data.csv is there."}})
@@ -236,11 +242,8 @@ def test_a_file_a_result_names_that_no_call_made_is_told_once_and_reported_as_no
     told = llm.requests_for("worker")[1]["messages"][-1]["content"]
     assert "a.txt is not in the work directory, and this run made no call" in told
     assert "data.csv" not in told.partition("Results:")[2]
-    report = wait_for(lambda: [body["messages"][1]["content"] for body in
-                               llm.requests_for("teller") if "a.txt is written" in
-                               body["messages"][1]["content"]], message="the report")[-1]
-    assert "what its run did: it made no call, and a.txt is not in the work directory" in report
-    assert "data.csv is not" not in report
+    # its second done stands, without the example's words no call showed
+    assert stack.tasks.result(_worker(stack).id).result["text"] == LEFT_OUT
 
 
 # "3": a number the Worker's examples give, which no date or hour of its prompt writes (they
@@ -261,19 +264,28 @@ def test_a_file_a_result_names_that_no_call_made_is_told_once_and_reported_as_no
 def test_a_sentence_giving_an_examples_number_no_result_showed_is_left_out_of_the_result(
         llamacpp, stack, llm, said, kept, own):
     """After listing a folder that held countdown.py and fox.txt, the 1.5B model ended done
-    with "fox.txt holds fox: 12 bytes." (an example's "12 bytes"; the file had 19). Told so
-    once, it ended failed with the runtime's words as its error."""
+    with "fox.txt holds fox: 12 bytes." (an example's "12 bytes"; the file had 19). It is told
+    so once, and its next answer makes a call; a second such result keeps none of them."""
     (stack.settings.work_dir / "fox.txt").write_text("the quick brown fox")
     (stack.settings.work_dir / "countdown.py").write_text("print(5)\n")
-    llm.script("worker", turn(check="", list_files={"path": "."}),
-               turn(check="", submit_result={"status": "done", "result": {"text": said}}))
+    listed = turn(check="", list_files={"path": "."})
+    done = turn(check="", submit_result={"status": "done", "result": {"text": said}})
+    llm.script("worker", listed, done, listed, done)
     _request(stack, llm, "Show me what is in my work folder.")
     worker = _worker(stack)
     assert worker.status == "done"
     assert stack.tasks.result(worker.id).result["text"] == kept
-    assert len(llm.requests_for("worker")) == 2  # no word to the model: no call more
-    if own:
-        _told(stack, llm, f"{kept} What its run did: listed .: countdown.py, fox.txt", 1)
+    asked = llm.requests_for("worker")
+    if kept == said:  # nothing to tell the model: no call more
+        assert len(asked) == 2
+    else:
+        assert len(asked) == 4
+        assert "Your result gives " in asked[2]["messages"][-1]["content"]
+        assert "which nothing your run showed" in asked[2]["messages"][-1]["content"]
+        assert "submit_result" not in json.dumps(asked[2]["response_format"])  # a call first
+    listing = "listed .: countdown.py, fox.txt" + ("; listed .: countdown.py, fox.txt" * own)
+    if own:  # told once, it listed the folder again
+        _told(stack, llm, f"{kept} What its run did: {listing}", 1)
         return
     report = wait_for(lambda: [body["messages"][1]["content"] for body in
                                llm.requests_for("teller") if kept in

@@ -84,8 +84,9 @@ class Calls:
         entry = ToolCallRecord(name=call.name, arguments=call.arguments, ok=outcome.ok,
                                content=outcome.content, durationMs=elapsed_ms)
         self.record.toolCalls.append(entry)
-        if isinstance(seen := getattr(self.ctx, "seen", None), list):
-            seen.extend((call.arguments, outcome.content))
+        if isinstance(seen := getattr(self.ctx, "seen", None), list) and \
+                not self.registry.must_be_alone(self.record.role, call.name):
+            seen.extend((call.arguments, outcome.content))  # a finisher's words show nothing
         if hasattr(self.ctx, "shown"):  # what the last call showed where it read, or its error
             reads = self.registry.reads(self.record.role, call.name)
             self.ctx.shown = outcome.content if outcome.ok and reads else None

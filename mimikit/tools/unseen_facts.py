@@ -7,7 +7,9 @@ another time with "The work directory contains count.py and fox.txt." (``count.p
 example's file), and the person was told so. Told once instead, it ended failed with the
 runtime's words as its error, though the listing was done. The sentences that give such a
 number or name are left out of the result; what the run did is told beside it
-(``lifecycle.actions``).
+(``lifecycle.actions``); the first time, the Worker is told so instead, and its next answer
+runs something (asked to copy shopping.txt and tell how many lines it has, the 1.5B model
+copied it and reported "3 lines" that no call had shown: left out, the count was never told).
 
 A number no example gives stands (a sum the model worked out, "22"), and so does one that
 counts what a result showed ("2 files" after a listing of two entries).
@@ -59,12 +61,19 @@ def held_to_seen(said: str, seen: Iterable[str], examples: str = "") -> str:
     instructions) give and none of ``seen`` (the run's task, calls and their results) writes
     or counts; where none is left, a sentence that says so (``LEFT_OUT``). ``said`` itself
     when it gives no such number or name."""
-    shown = {fact for text in seen for fact in shown_by(text)}
-    copied = set(facts(examples)) - shown
-    if copied.isdisjoint(facts(said)):
+    copied = set(unseen(said, seen, examples))
+    if not copied:
         return said
     kept = without_sentences(said, lambda sentence: not copied.isdisjoint(facts(sentence)))
     return kept or LEFT_OUT
+
+
+def unseen(said: str, seen: Iterable[str], examples: str = "") -> list[str]:
+    """The numbers and file names ``said`` gives that ``examples`` give and none of ``seen``
+    writes or counts, in order."""
+    shown = {fact for text in seen for fact in shown_by(text)}
+    copied = set(facts(examples)) - shown
+    return [fact for fact in facts(said) if fact in copied]
 
 
 def shown_by(text: str) -> set[str]:

@@ -12,7 +12,7 @@ from mimikit.models import ResultBody, ResultType
 from mimikit.tools.args import Args, Seconds, finish_with_result
 from mimikit.tools.context import ToolContext
 from mimikit.tools.example_copies import copied_result
-from mimikit.tools.unseen_facts import held_to_seen, says_nothing_of
+from mimikit.tools.unseen_facts import held_to_seen, says_nothing_of, unseen
 
 
 class ShellArgs(Args):
@@ -119,7 +119,7 @@ def register(registry: Registry) -> None:
 def _finished(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
     """The end of a Worker's run with ``args``: a ``done`` that does not stand ends failed,
     and one that does keeps no sentence giving an example's number or file name its run never
-    showed (``unseen_facts``), and one that says nothing of what its last call showed is sent
+    showed (``unseen_facts``; told once first), and one that says nothing of what its last call showed is sent
     back once (``_unsaid``), as is a ``failed`` right after its own command or call failed
     (``_given_up``)."""
     said = str(args.result.get("text") or "")
@@ -131,9 +131,11 @@ def _finished(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
         ctx.next_withheld = ("submit_result",)  # its next answer runs something
         raise ToolError(retry)
     if args.status == "done" and said:  # no example's number its run never showed
-        held = held_to_seen(said, [ctx.task.prompt if ctx.task else "", *ctx.seen],
-                            ctx.system)
-        args.result = {**args.result, "text": held}
+        seen = [ctx.task.prompt if ctx.task else "", *ctx.seen]
+        if unshown := _unshown(ctx, said, seen):
+            ctx.next_withheld = ("submit_result",)  # its next answer finds it out
+            raise ToolError(unshown)
+        args.result = {**args.result, "text": held_to_seen(said, seen, ctx.system)}
     return finish_with_result(args, ctx.corrected)
 
 
@@ -158,6 +160,25 @@ def _given_up(ctx: ToolContext) -> str | None:
     if ctx.failed and not ctx.failed.startswith("submit_result:"):
         return f"{RETRY_CALL} ({ctx.failed[:300]}): do what its error says{then}"
     return None
+
+
+# What a Worker whose ``done`` gives an example's number or file name its run never showed is
+# told, once (``unseen_facts``).
+UNSHOWN = "Your result gives"
+
+
+def _unshown(ctx: ToolContext, said: str, seen: list[str]) -> str | None:
+    """What to tell a Worker whose result ``said`` gives numbers or names of its examples that
+    nothing its run was given or shown holds, the first time, where it made a call (None
+    otherwise)."""
+    if any(UNSHOWN in words for words in ctx.told) or not ctx.workspace.used:
+        return None  # a run that made no call is told so where it matters (``NamedFiles``)
+    copied = unseen(said, seen, ctx.system)
+    if not copied:
+        return None
+    return (f"{UNSHOWN} {', '.join(copied)}, which nothing your run showed: find it out with "
+            "a call first (read_file, list_files or shell), then call submit_result with what "
+            "that shows.")
 
 
 # What a Worker whose ``done`` says nothing of what its last call showed is told, once.
