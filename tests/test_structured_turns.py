@@ -1255,18 +1255,24 @@ def test_a_report_with_an_earlier_reports_sentences_its_results_do_not_say_is_to
     # refused (in the past): "list everything in my workspace" at 08:00 today, by the 1.5B
     ("list everything in my workspace", {"at": "01:00", "days": "today"}, False, True),
     ("remind me at 1 to stretch", {"at": "01:00", "days": "today"}, False, False),
+    # another task's time, from Active work: "list everything in my workspace" at 07:05
+    ("list everything in my workspace", {"at": "04:05", "days": "today"}, True, True),
+    ("remind me at 4:05 to stretch", {"at": "04:05", "days": "today"}, True, False),
+    ("remove backup.txt", {"at": "04:05", "days": "every day"}, True, False),
 ])
 def test_work_scheduled_at_a_time_the_request_does_not_name_is_found(request_text, timing, ok,
                                                                       again):
     """Shown the hour alone, the 1.5B model made "remove backup.txt" asked at 02:28 once at
-    02:30: a time once today in the hour asked, or the minute asked, or once today and
-    refused, that the request names neither (nor its hour), is the Planner's own."""
+    02:30: a time once today in the hour asked or at another task's time, or the minute
+    asked, or once today and refused, that the request names neither (nor its hour), is the
+    Planner's own."""
     from mimikit.agents.unasked_times import scheduled_now
     from mimikit.llm.record import ToolCallRecord
 
     call = ToolCallRecord(name="schedule", ok=ok, content="{}", durationMs=1,
                           arguments=json.dumps({"prompt": "Do it.", **timing}))
-    assert (scheduled_now([call], "02:28", request_text) == timing["at"]) is again
+    shown = "## Active work\n- task-1: scheduled at 2026-12-03 04:05 UTC: Stretch.\n"
+    assert (scheduled_now([call], "02:28", request_text, shown) == timing["at"]) is again
 
 
 def _minute_with_time_left(stack) -> str:

@@ -75,7 +75,8 @@ def run_planner(runtime: Runtime, task_id: str, celery_id: str | None) -> str:
                 question=question, answer=given.answer, source=given.source))
             result = planner_result(task, plan.record)
             known = (f"{question} {given.answer} ({given.source})", given.answer)
-        elif (at := scheduled_now(plan.record.toolCalls, plan.clock, task.prompt)) is not None:
+        elif (at := scheduled_now(plan.record.toolCalls, plan.clock, task.prompt,
+                                  plan.prompt)) is not None:
             runtime.events.log("schedule_at_now", traceId=task.traceId, taskId=task.id,
                                timeOfDay=at)
             journal.clear()  # its schedule is staged, not made: made again, for now
@@ -137,6 +138,10 @@ class Plan:
     @property
     def system(self) -> str:  # its system prompt ('' where its run sent nothing)
         return next((str(m.get("content")) for m in self.record.messages[:1]), "")
+
+    @property
+    def prompt(self) -> str:  # its first user message ('' where its run sent nothing)
+        return next((str(m.get("content")) for m in self.record.messages[1:2]), "")
 
     def answer(self, result: Result) -> str:
         """What it answered in words alone ('' where it made work or did not end done)."""

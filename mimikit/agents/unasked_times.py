@@ -12,13 +12,16 @@ from mimikit.lifecycle.actions import json_object
 from mimikit.llm.record import ToolCallRecord
 
 _NUMBER = re.compile(r"(?<!\d)\d{1,2}(?!\d)")
+_CLOCK = re.compile(r"(?<![\d:])\d\d:\d\d(?![\d:])")  # a time of day as a prompt writes it
 
 
-def scheduled_now(calls: Sequence[ToolCallRecord], clock: str, request: str) -> str | None:
+def scheduled_now(calls: Sequence[ToolCallRecord], clock: str, request: str,
+                  shown: str = "") -> str | None:
     """The time of day a plan's ``calls`` scheduled work at, where the request names neither
     that time nor its hour, and it is the minute it was asked at (``clock``, HH:MM: its
-    History shows it), or once today in that hour (its time line gives the hour alone), or
-    once today and refused (None where there is none).
+    History shows it), or once today in that hour (its time line gives the hour alone) or at
+    a time its prompt (``shown``) gives another task, or once today and refused (None where
+    there is none).
 
     - The 1.5B and 0.5B models made "add a line 'walk the dog' at the end of tasks.md" a daily
       schedule at the minute they were asked, 7 of 269 recorded schedules (none of the others
@@ -28,7 +31,10 @@ def scheduled_now(calls: Sequence[ToolCallRecord], clock: str, request: str) -> 
       today, was told that time had passed, and made the same call again: the request failed.
     - Asked at 17:39 for "every Friday at 5pm", the 1.5B wrote "17:39" (2 of 2 runs in that
       hour, shown the minute): a few minutes late, but at the person's hour.
+    - Asked at 06:51 to "list everything in my workspace", with a reminder at 07:05 among its
+      Active work, the 1.5B scheduled the listing at 07:05 today.
     """
+    others = set(_CLOCK.findall(shown))
     for call in calls:
         arguments = json_object(call.arguments) if call.name == "schedule" else {}
         at = arguments.get("at")
@@ -37,7 +43,7 @@ def scheduled_now(calls: Sequence[ToolCallRecord], clock: str, request: str) -> 
             continue
         today = arguments.get("days") == "today"
         if not call.ok and today or \
-                call.ok and (at == clock or (today and at[:2] == clock[:2])):
+                call.ok and (at == clock or (today and (at[:2] == clock[:2] or at in others))):
             return at
     return None
 
