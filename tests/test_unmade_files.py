@@ -365,6 +365,23 @@ def test_a_worker_that_gives_up_at_its_own_commands_error_is_told_once_to_fix_it
     assert "submit_result" in json.dumps(asked[4]["response_format"])
 
 
+def test_a_worker_that_gives_up_at_a_script_it_never_wrote_is_told_to_write_it(
+        llamacpp, stack, llm):
+    """The 1.5B model wrote nums.txt, ran ``python3 sum_nums.py nums.txt`` of a script it never
+    wrote, and ended failed: "The task asked for a Python script named 'sum_nums.py'"."""
+    asked = _done_after_giving_up(stack, llm, "Write 3 and 4 into nums.txt, then tell me their "
+                                  "sum.", [
+        turn(check="", write_file={"path": "nums.txt", "content": "3\n4\n"}),
+        turn(check="", shell={"command": "python3 sum_nums.py nums.txt"}),
+        turn(check="", submit_result={"status": "failed", "error": "No sum_nums.py."}),
+        turn(check="", shell={"command": "awk '{s+=$1} END {print s}' nums.txt"}),
+        turn(check="", submit_result={"status": "done", "result": {"text": "The sum is 7."}})])
+    told = asked[3]["messages"][-1]["content"]
+    assert "Your last command failed (`python3 sum_nums.py nums.txt`): sum_nums.py is not in " \
+        "the work directory. Write it first (write_file)" in told
+    assert "submit_result" not in json.dumps(asked[3]["response_format"])
+
+
 def test_a_worker_that_gives_up_at_a_calls_error_is_told_once_to_do_what_it_says(
         llamacpp, stack, llm):
     """Asked to show a folder, the 1.5B model read a path that was not there and ended failed

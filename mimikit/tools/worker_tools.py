@@ -13,6 +13,7 @@ from mimikit.tools.args import Args, Seconds, finish_with_result
 from mimikit.tools.context import ToolContext
 from mimikit.tools.example_copies import copied_result
 from mimikit.tools.unseen_facts import held_to_seen, says_nothing_of, unseen
+from mimikit.workspace.named import SCRIPT_SUFFIXES, NamedFiles
 
 
 class ShellArgs(Args):
@@ -156,10 +157,22 @@ def _given_up(ctx: ToolContext) -> str | None:
         return None
     then = "; call submit_result with status failed only if the task cannot be done."
     if failing := getattr(ctx.workspace, "failing", None):
+        if unwritten := _unwritten_scripts(ctx, failing):
+            return (f"{RETRY} (`{failing[:200]}`): {', '.join(unwritten)} is not in the work "
+                    "directory. Write it first (write_file) and then run it, or do the task "
+                    f"with a command that needs no such file{then}")
         return f"{RETRY} (`{failing[:200]}`): fix what its error says and run it again{then}"
     if ctx.failed and not ctx.failed.startswith("submit_result:"):
         return f"{RETRY_CALL} ({ctx.failed[:300]}): do what its error says{then}"
     return None
+
+
+def _unwritten_scripts(ctx: ToolContext, command: str) -> list[str]:
+    """The scripts ``command`` names that are not in the work directory: the 1.5B model wrote
+    nums.txt, ran ``python3 sum_nums.py nums.txt`` of a script it never wrote, was told to fix
+    what the error said, and ran it again (3 of 3 household runs)."""
+    return [path for path in NamedFiles.of(ctx.workspace, command).absent
+            if path.endswith(SCRIPT_SUFFIXES)]
 
 
 # What a Worker whose ``done`` gives an example's number or file name its run never showed is
