@@ -93,7 +93,8 @@ def test_a_worker_that_ran_a_file_it_never_wrote_is_told_and_then_writes_it(
 
 def test_a_worker_that_wrote_a_script_and_never_ran_it_is_told_once(llamacpp, stack, llm):
     """The 0.5B model reported "hello.py printed 22 bytes" of a script it wrote and never
-    ran. Told once, it runs it; a second ``done`` stands (a task may ask for the file alone)."""
+    ran. Told once, it runs it; a second ``done`` stands (a task may ask for the file alone),
+    without the numbers that no command printed, and its report says that it never ran it."""
     written = turn(write_file={"path": "hello.py", "content": "print('Hello')\n"})
     printed = turn(submit_result={"status": "done", "result": {"text": "hello.py printed Hello."}})
     llm.script("worker", written, printed, turn(shell={"command": "python3 hello.py"}), printed)
@@ -104,7 +105,8 @@ def test_a_worker_that_wrote_a_script_and_never_ran_it_is_told_once(llamacpp, st
     assert len(llm.requests_for("worker")) == 4
     wait_for(lambda: any(said.startswith("hello.py printed Hello.") for who, said in
                          history(stack) if who == "assistant"), message="the first report")
-    added = turn(submit_result={"status": "done", "result": {"text": "add.py is written."}})
+    added = turn(submit_result={"status": "done", "result": {
+        "text": "add.py is written. add.py printed 7."}})  # no command printed 7: left out
     llm.script("worker", turn(write_file={"path": "add.py", "content": "print(1 + 1)\n"}),
                added, added)
     _request(stack, llm, "Write add.py that adds 1 and 1.")

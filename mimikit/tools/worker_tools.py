@@ -12,7 +12,8 @@ from mimikit.models import ResultBody, ResultType
 from mimikit.tools.args import Args, Seconds, finish_with_result
 from mimikit.tools.context import ToolContext
 from mimikit.tools.example_copies import copied_result
-from mimikit.tools.unseen_facts import held_to_seen, says_nothing_of, unseen
+from mimikit.tools.reply_checks import without_sentences
+from mimikit.tools.unseen_facts import LEFT_OUT, held_to_seen, numbers, says_nothing_of, unseen
 from mimikit.workspace.named import SCRIPT_SUFFIXES, NamedFiles
 
 
@@ -136,7 +137,10 @@ def _finished(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
         if unshown := _unshown(ctx, said, seen):
             ctx.next_withheld = ("submit_result",)  # its next answer finds it out
             raise ToolError(unshown)
-        args.result = {**args.result, "text": held_to_seen(said, seen, ctx.system)}
+        held = held_to_seen(said, seen, ctx.system)
+        if ctx.named is not None and ctx.named.unrun(ctx.workspace):
+            held = without_output(held, ctx.task.prompt if ctx.task else "")
+        args.result = {**args.result, "text": held}
     return finish_with_result(args, ctx.corrected)
 
 
@@ -165,6 +169,16 @@ def _given_up(ctx: ToolContext) -> str | None:
     if ctx.failed and not ctx.failed.startswith("submit_result:"):
         return f"{RETRY_CALL} ({ctx.failed[:300]}): do what its error says{then}"
     return None
+
+
+def without_output(said: str, task: str) -> str:
+    """``said``, of a run that never ran the scripts its ``task`` names, without its sentences
+    giving a number the task does not (``LEFT_OUT`` where none is left): no command printed
+    it. Told once that it never ran total.py, the 0.5B model ended done with "total.py printed
+    69." (69 was its size)."""
+    given = set(numbers(task))
+    kept = without_sentences(said, lambda sentence: not set(numbers(sentence)) <= given)
+    return kept or LEFT_OUT
 
 
 def _unwritten_scripts(ctx: ToolContext, command: str) -> list[str]:

@@ -113,12 +113,18 @@ class NamedFiles:
                        "run made no call: do the task with the tools first, then call "
                        "submit_result; where it asks nothing of the work directory, call "
                        "submit_result again.")
-        written = [path for path in self.scripts if not _absent(workspace, path)]
-        if written and workspace.changed and not workspace.ran:
+        written = self.unrun(workspace)
+        if written and workspace.changed:
             self._tell("unrun", f"this run never ran {', '.join(written)}: where the task asks "
                        "what it prints or does, run it (shell) and then call submit_result "
                        "with what it printed; else call submit_result again.")
         return None
+
+    def unrun(self, workspace: Workspace) -> list[str]:
+        """The scripts the task names that are in the work directory, where the run ran no
+        command."""
+        return [] if workspace.ran else [path for path in self.scripts
+                                         if not _absent(workspace, path)]
 
     def check_folder(self, path: str) -> None:
         """Before a folder is made at ``path``: the Worker is told once where the task names
