@@ -17,7 +17,8 @@ hello", ``rm -rf todo.md`` for "rename todo.md to tasks.md", ``python3 fib.py`` 
 never wrote: 3 of 12 everyday requests done, against 4, and less of them told truly.) A run
 that wrote files and ran no command, for a task that names a script, is told once that it
 never ran it (the 0.5B model reported "hello.py printed 22 bytes" of a script it wrote and
-never ran); a second ``done`` stands, as a task may only ask for the script written. So is one
+never ran); a second ``done`` stands, as a task may only ask for the script written, but keeps
+no number its task does not give (``tools.worker_tools.without_output``). So is one
 that made a file in the folder of one the task names, with its suffix, and not that file (the
 0.5B model, asked to "make a new file dentist.txt", wrote dental.txt and reported it written);
 a second ``done`` stands, and its report says which file is not there (``lifecycle.actions``).
