@@ -119,6 +119,18 @@ def test_a_worker_that_wrote_a_script_and_never_ran_it_is_told_once(llamacpp, st
              message="the second report")
 
 
+def test_a_script_read_and_not_run_keeps_the_numbers_its_result_gives(llamacpp, stack, llm):
+    """A task may ask what a script does without asking to run it: a run that was never told it
+    did not run it keeps its words."""
+    (stack.settings.work_dir / "fib.py").write_text("for n in range(10):\n    print(n)\n")
+    llm.script("worker", turn(read_file={"path": "fib.py"}), turn(submit_result={
+        "status": "done", "result": {"text": "fib.py prints 10 numbers."}}))
+    _request(stack, llm, "What does fib.py do?")
+    worker = _worker(stack)
+    assert stack.tasks.result(worker.id).result["text"] == "fib.py prints 10 numbers."
+    assert len(llm.requests_for("worker")) == 2
+
+
 def test_a_worker_that_made_another_file_than_its_task_names_is_told_once(llamacpp, stack,
                                                                           llm):
     """Asked for dentist.txt, the 0.5B model wrote dental.txt and reported it written. Told

@@ -121,9 +121,10 @@ def register(registry: Registry) -> None:
 def _finished(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
     """The end of a Worker's run with ``args``: a ``done`` that does not stand ends failed,
     and one that does keeps no sentence giving an example's number or file name its run never
-    showed (``unseen_facts``; told once first), and one that says nothing of what its last call showed is sent
-    back once (``_unsaid``), as is a ``failed`` right after its own command or call failed
-    (``_given_up``)."""
+    showed (``unseen_facts``; told once first), nor, after it was told that it never ran the
+    scripts its task names, a number its task does not give (``without_output``); one that
+    says nothing of what its last call showed is sent back once (``_unsaid``), as is a
+    ``failed`` right after its own command or call failed (``_given_up``)."""
     said = str(args.result.get("text") or "")
     if args.status == "done" and (error := _not_done(ctx, said)):
         return StopRun({"status": "failed", "resultType": "text", "result": {}, "error": error})
@@ -138,7 +139,8 @@ def _finished(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
             ctx.next_withheld = ("submit_result",)  # its next answer finds it out
             raise ToolError(unshown)
         held = held_to_seen(said, seen, ctx.system)
-        if ctx.named is not None and ctx.named.unrun(ctx.workspace):
+        if ctx.named is not None and "unrun" in ctx.named.told and \
+                ctx.named.unrun(ctx.workspace):  # told it never ran them, and still did not
             held = without_output(held, ctx.task.prompt if ctx.task else "")
         args.result = {**args.result, "text": held}
     return finish_with_result(args, ctx.corrected)
@@ -184,7 +186,8 @@ def without_output(said: str, task: str) -> str:
 def _unwritten_scripts(ctx: ToolContext, command: str) -> list[str]:
     """The scripts ``command`` names that are not in the work directory: the 1.5B model wrote
     nums.txt, ran ``python3 sum_nums.py nums.txt`` of a script it never wrote, was told to fix
-    what the error said, and ran it again (3 of 3 household runs)."""
+    what the error said, and ran it again (3 of 3 household runs; told this instead, it still
+    ran it again in the one run measured)."""
     return [path for path in NamedFiles.of(ctx.workspace, command).absent
             if path.endswith(SCRIPT_SUFFIXES)]
 
