@@ -127,9 +127,12 @@ def without_results_ahead(text: str, heard: list[str]) -> str:
     星期四，现在是 05:36（UTC 时区）。", until its loop was cut, and "今天是" was shown.
     """
     given = numbers_in(" ".join(heard))
-    ahead = [sentence for sentence in _SENTENCE.findall(text)
-             if not numbers_in(sentence) <= given]
-    kept = without_sentences(text, lambda sentence: not numbers_in(sentence) <= given)
+
+    def told_ahead(sentence: str) -> bool:
+        return not numbers_in(sentence) <= given
+
+    ahead = [sentence for sentence in _SENTENCE.findall(text) if told_ahead(sentence)]
+    kept = without_sentences(text, told_ahead)
     pieces = [plain(sentence) for sentence in _SENTENCE.findall(kept) if sentence.strip()]
     return "" if ahead and all(any(piece in plain(taken) for taken in ahead)
                                for piece in pieces) else kept

@@ -14,7 +14,7 @@ from mimikit.tools.context import ToolContext
 from mimikit.tools.example_copies import copied_result
 from mimikit.tools.reply_checks import without_sentences
 from mimikit.tools.unseen_facts import LEFT_OUT, held_to_seen, numbers, says_nothing_of, unseen
-from mimikit.workspace.named import SCRIPT_SUFFIXES, NamedFiles
+from mimikit.workspace.named import SCRIPT_SUFFIXES, absent_in
 
 
 class ShellArgs(Args):
@@ -139,8 +139,7 @@ def _finished(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
             ctx.next_withheld = ("submit_result",)  # its next answer finds it out
             raise ToolError(unshown)
         held = held_to_seen(said, seen, ctx.system)
-        if ctx.named is not None and "unrun" in ctx.named.told and \
-                ctx.named.unrun(ctx.workspace):  # told it never ran them, and still did not
+        if ctx.named is not None and ctx.named.unrun_when_told(ctx.workspace):
             held = without_output(held, ctx.task.prompt if ctx.task else "")
         args.result = {**args.result, "text": held}
     return finish_with_result(args, ctx.corrected)
@@ -188,8 +187,7 @@ def _unwritten_scripts(ctx: ToolContext, command: str) -> list[str]:
     nums.txt, ran ``python3 sum_nums.py nums.txt`` of a script it never wrote, was told to fix
     what the error said, and ran it again (3 of 3 household runs; told this instead, it still
     ran it again in the one run measured)."""
-    return [path for path in NamedFiles.of(ctx.workspace, command).absent
-            if path.endswith(SCRIPT_SUFFIXES)]
+    return [path for path in absent_in(ctx.workspace, command) if path.endswith(SCRIPT_SUFFIXES)]
 
 
 # What a Worker whose ``done`` gives an example's number or file name its run never showed is

@@ -108,7 +108,7 @@ class NamedFiles:
                        "as the task says (rename what you made, or write it) and then call "
                        "submit_result; or call submit_result with status failed and what went "
                        "wrong.")
-        claimed = missing or ([] if self.scheduled else _absent_in(workspace, said))
+        claimed = missing or ([] if self.scheduled else absent_in(workspace, said))
         if claimed and not workspace.used:
             self._tell("untried", f"{', '.join(claimed)} is not in the work directory, and this "
                        "run made no call: do the task with the tools first, then call "
@@ -126,6 +126,11 @@ class NamedFiles:
         command."""
         return [] if workspace.ran else [path for path in self.scripts
                                          if not _absent(workspace, path)]
+
+    def unrun_when_told(self, workspace: Workspace) -> bool:
+        """Whether the run was told that it never ran the scripts the task names, and still
+        ran no command."""
+        return "unrun" in self.told and bool(self.unrun(workspace))
 
     def check_folder(self, path: str) -> None:
         """Before a folder is made at ``path``: the Worker is told once where the task names
@@ -195,7 +200,7 @@ def _kin(workspace: Workspace, path: str) -> frozenset[str]:
         return frozenset()
 
 
-def _absent_in(workspace: Workspace, text: str) -> list[str]:
+def absent_in(workspace: Workspace, text: str) -> list[str]:
     """The files ``text`` names that could be in the work directory and are not."""
     return [path for path in named_paths(text) if _absent(workspace, path)]
 
