@@ -221,7 +221,7 @@ def test_a_run_with_more_to_read_moves_the_history_on_and_the_next_keeps_it(runt
     from mimikit.models import Message
 
     for n in range(30):
-        runtime.conversation.append(Message(role="user", text=f"note {n} " + "word " * 10))
+        runtime.conversation.append(Message(role="user", text=f"note {n} " + "word " * 3))
     context_sections(runtime, [], keep=False)  # as `mimikit prompt` shows it: nothing kept
     assert runtime.redis.get(runtime.keys.meta("history-start|teller")) is None
     plain = context_sections(runtime, [])[0]
@@ -229,6 +229,61 @@ def test_a_run_with_more_to_read_moves_the_history_on_and_the_next_keeps_it(runt
     busy = context_sections(runtime, [], beside=results)[0]  # a long report leaves less room
     assert 5 <= len(_history_lines(busy)) < len(_history_lines(plain))
     assert context_sections(runtime, [])[0] == busy  # the next begins there: not moved back
+
+
+def test_a_failed_run_told_at_length_does_not_begin_the_history_anew_at_every_message(runtime):
+    """After a failed run, its outcome line and its report take the newest messages past the
+    history's room (the 1.5B's household run: 391 of 315 tokens, begun anew at the report, at
+    the next message and at the one after, each read whole in 10-13 s): the history shows the
+    outcome without what its run did (its report says that again), and keeps where it began
+    while beginning anew would show nearly as much, so the next passes read their own lines."""
+    from mimikit.agents.context import context_sections
+    from mimikit.roles import RUN_DID
+
+    def history(beside: str) -> str:
+        return context_sections(runtime, [], beside=beside)[0]
+
+    seen = "## Scheduled\n- scheduled at 2026-12-03 07:18 UTC: Set a reminder 20 minutes " \
+        "from now to call the plumber.\n\n## Work directory\ncount.py, groceries.txt, nums.txt"
+    said = [("user", "what files are in the work directory?"),
+            ("assistant", "count.py and groceries.txt are listed in the working directory. "
+             f"{RUN_DID} listed .: count.py, groceries.txt"),
+            ("user", "never mind the lights reminder, delete it"),
+            ("assistant", "I'll delete the reminder."),
+            ("system", "Task canceled: Remind the user to turn off the lights. (task-4585)"),
+            ("assistant", "Canceled: Remind the user to turn off the lights."),
+            ("user", "write the numbers 3, 7 and 12 into nums.txt, one per line, then tell me "
+             "their sum"),
+            ("assistant", "I'll create nums.txt with 3, 7 and 12 on each line, then read their "
+             "sum."),
+            ("system", "Task created: Write the numbers 3, 7 and 12 into nums.txt, one per line, "
+             "then tell me their sum (task-sum)")]
+    for role, text in said:
+        runtime.conversation.append(Message(role=role, text=text))
+    history(seen)
+    error = "The task asked for a Python script named 'sum_nums.py', but it was not found in " \
+        "the work directory. Please create it and try again."
+    did = f" {RUN_DID} wrote nums.txt (7 bytes): \"3\\n7\\n12\\n\"" + "; ran `python3 " \
+        "sum_nums.py nums.txt`: exit 2, output: \"/root/.pyenv/versions/3.11.7/bin/python3: " \
+        "can't open file '/tmp/mimikit-tasks-9wu0x94k/work/sum_nums.py': [Errno 2] No such " \
+        "file or directory\"" * 2
+    runtime.conversation.system(f"Task failed: Write the numbers 3, 7 and 12 into nums.txt, "
+                                f"one per line, then tell me their sum — {error}{did}",
+                                taskId="task-sum")
+    report = history(f"## Task results\n### task-sum — failed\nerror: {error}\n{did}")
+    assert "try again." in report
+    assert RUN_DID not in report.rpartition("system:")[2]
+    runtime.conversation.append(Message(role="assistant", text=f"Failed: {error}{did}"))
+    shown = [history(seen)]
+    for asked, answered in [("create a file named after my dog", "What is your dog's name?"),
+                            ("Rex", "I'll create rex.txt."),
+                            ("never mind the plumber reminder", "I'll cancel it.")]:
+        runtime.conversation.append(Message(role="user", text=asked))
+        runtime.conversation.append(Message(role="assistant", text=answered))
+        shown.append(history(seen))
+    assert shown[0].startswith(report), (report, shown[0])  # read at the report
+    kept = [later.startswith(earlier) for earlier, later in zip(shown, shown[1:], strict=False)]
+    assert kept.count(False) <= 1, kept
 
 
 def test_a_history_begun_anew_for_a_report_is_where_the_next_message_finds_it(runtime):

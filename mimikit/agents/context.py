@@ -12,8 +12,15 @@ from redis.exceptions import RedisError
 
 from mimikit.agents.prompts import role_text
 from mimikit.conversation.tries import held_back
+from mimikit.lifecycle.actions import without_account
 from mimikit.memory.archive import copies_chat
-from mimikit.memory.inject import extract_keywords, format_history, format_memory, select_history
+from mimikit.memory.inject import (
+    extract_keywords,
+    format_history,
+    format_memory,
+    history_tokens,
+    select_history,
+)
 from mimikit.memory.kept import kept_facts
 from mimikit.memory.search import MemoryHit
 from mimikit.memory.service import index_for
@@ -48,6 +55,7 @@ SAID_MIN_TOKENS = 4
 SAID_CHARS = 80
 MIN_MESSAGES = 5  # shown even over the budget, where it is at least MIN_HISTORY_TOKENS
 MIN_HISTORY_TOKENS = 100
+HEADING_TOKENS = estimate_tokens("## History\n")
 FEWEST_MESSAGES = 2  # shown where the system prompt and the run's inputs leave less, if they fit
 
 
@@ -122,7 +130,7 @@ def context_sections(runtime: Runtime, pending_texts: list[str],
     recent, total = runtime.conversation.recent_of_all(HISTORY_WINDOW)
     hidden = (exclude_ids or set()) | held_back(runtime)
     said = {plain(part) for line in beside.splitlines() for part in _said(line)}
-    shown = [m for m in recent if m.id not in hidden and m.failedItem is None
+    shown = [_briefly(m) for m in recent if m.id not in hidden and m.failedItem is None
              and (roles is None or m.role in roles) and plain(m.text) not in said]
     sections = []
     room = first_request_room(runtime, role) - max(INPUTS_TOKENS,
@@ -132,7 +140,7 @@ def context_sections(runtime: Runtime, pending_texts: list[str],
     places = {message.id: first + index for index, message in enumerate(recent)}
     history = _steady(runtime, role, shown, places, history_room,
                       MIN_MESSAGES if history_room >= MIN_HISTORY_TOKENS else FEWEST_MESSAGES,
-                      keep)
+                      keep, ceiling=room)
     kept = kept_facts(runtime.settings.state_dir) if pending_texts else []
     keywords = extract_keywords(pending_texts, shown)
     hits = index_for(runtime.settings).search(" ".join(keywords), limit=5) if keywords else []
@@ -145,6 +153,17 @@ def context_sections(runtime: Runtime, pending_texts: list[str],
     if memory:
         sections.append(memory)
     return sections
+
+
+def _briefly(message: Message) -> Message:
+    """A task's outcome as the history shows it: without what its run did, which the pass
+    that reported it was shown beside its result, and its report tells again (a failed run's
+    commands and their output, about 90 tokens, twice in a row took the newest messages past
+    the history's room)."""
+    if message.role != "system" or message.taskId is None:
+        return message
+    brief = without_account(message.text)
+    return message if brief == message.text else message.model_copy(update={"text": brief})
 
 
 def _fitted(history: list[Message], room: int) -> list[Message]:
@@ -185,19 +204,24 @@ def _holds_any(hit: MemoryHit, lines: list[str]) -> bool:
 
 
 def _steady(runtime: Runtime, role: str, shown: list[Message], places: dict[str, int],
-            room: int, fewest: int, keep: bool) -> list[Message]:
+            room: int, fewest: int, keep: bool, ceiling: int) -> list[Message]:
     """The messages of ``shown`` from the place in the conversation (``places``) where the
-    last run of ``role`` began its history, while they all fit ``room``; else the newest that
-    take ``HISTORY_RESTART_SHARE`` of it (at least ``fewest``), from where the next runs begin."""
+    last run of ``role`` began its history, while they all fit ``room``, or take at most
+    ``HISTORY_RESTART_SHARE`` of it more than beginning anew would show (never past
+    ``ceiling``, where ``_fitted`` would cut them); else the newest that take that share of it
+    (at least ``fewest``), from where the next runs begin. Where the fewest messages take more
+    than the room (a failed run told at length), beginning anew at every message would read
+    them all again each time (10-13 s on two CPU cores)."""
     key = runtime.keys.meta(f"history-start|{role}")
     start = runtime.redis.get(key)
+    slack = int(room * HISTORY_RESTART_SHARE)
+    chosen = select_history(shown, budget_tokens=slack, min_count=fewest)
     if start is not None:
         since = [message for message in shown if places.get(message.id, -1) >= int(start)]
-        steady = select_history(since, budget_tokens=room, min_count=0)
+        limit = max(room, min(history_tokens(chosen) + slack, ceiling - HEADING_TOKENS))
+        steady = select_history(since, budget_tokens=limit, min_count=0)
         if since and len(steady) == len(since):
             return steady
-    chosen = select_history(shown, budget_tokens=int(room * HISTORY_RESTART_SHARE),
-                            min_count=fewest)
     if keep and chosen:
         runtime.redis.set(key, places.get(chosen[0].id, 0))
     return chosen

@@ -155,6 +155,12 @@ def format_history(messages: Sequence[Message]) -> str:
     return "\n".join(format_message(message, day) for message in messages)
 
 
+def history_tokens(messages: Sequence[Message]) -> int:
+    """The tokens ``messages`` take as ``select_history`` counts them."""
+    day = messages[-1].createdAt.date() if messages else None
+    return sum(_cost(message, day) for message in messages)
+
+
 def format_memory(
     hits: Sequence[MemoryHit], budget_tokens: int = MEMORY_BUDGET_TOKENS, max_hits: int = 5
 ) -> str:
