@@ -388,12 +388,19 @@ def test_a_worker_that_gives_up_at_a_script_it_never_wrote_is_told_to_write_it(
         turn(check="", write_file={"path": "nums.txt", "content": "3\n4\n"}),
         turn(check="", shell={"command": "python3 sum_nums.py nums.txt"}),
         turn(check="", submit_result={"status": "failed", "error": "No sum_nums.py."}),
-        turn(check="", shell={"command": "awk '{s+=$1} END {print s}' nums.txt"}),
+        turn(check="", write_file={"path": "sum_nums.py", "content":
+                                   "import sys\nprint(sum(int(n) for n in open(sys.argv[1])))\n"}),
+        turn(check="", shell={"command": "python3 sum_nums.py nums.txt"}),
         turn(check="", submit_result={"status": "done", "result": {"text": "The sum is 7."}})])
     told = asked[3]["messages"][-1]["content"]
     assert "Your last command failed (`python3 sum_nums.py nums.txt`): sum_nums.py is not in " \
         "the work directory. Write it first (write_file)" in told
-    assert "submit_result" not in json.dumps(asked[3]["response_format"])
+    # the answer after that writes the script (or reads, lists): it may neither run the same
+    # command again (the 1.5B model did) nor give up; the next one may run it
+    offered = json.dumps(asked[3]["response_format"])
+    assert '"submit_result"' not in offered and '"shell"' not in offered
+    assert '"write_file"' in offered and '"shell"' in json.dumps(asked[4]["response_format"])
+    assert "7" in stack.tasks.result(_worker(stack).id).result["text"]
 
 
 def test_a_worker_that_gives_up_at_a_calls_error_is_told_once_to_do_what_it_says(

@@ -131,7 +131,9 @@ def _finished(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
     if args.status == "done" and said and (unsaid := _unsaid(ctx, said)):
         raise ToolError(unsaid)
     if args.status == "failed" and (retry := _given_up(ctx)):
-        ctx.next_withheld = ("submit_result",)  # its next answer runs something
+        # its next answer runs something, or writes the script its command lacked
+        ctx.next_withheld = ("submit_result", "shell") if UNWRITTEN in retry else \
+            ("submit_result",)
         raise ToolError(retry)
     if args.status == "done" and said:  # no example's number its run never showed
         seen = [ctx.task.prompt if ctx.task else "", *ctx.seen]
@@ -153,6 +155,9 @@ def _finished(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
 # that changes something: a write refused over a file it never read stays refused.)
 RETRY = "Your last command failed"
 RETRY_CALL = "Your last call failed"
+# Told that a script its command named is not in the work directory, the 1.5B model ran the
+# same command again (f5): its next answer may not run a command either.
+UNWRITTEN = "Write it first (write_file)"
 
 
 def _given_up(ctx: ToolContext) -> str | None:
@@ -164,7 +169,7 @@ def _given_up(ctx: ToolContext) -> str | None:
     if failing := getattr(ctx.workspace, "failing", None):
         if unwritten := _unwritten_scripts(ctx, failing):
             return (f"{RETRY} (`{failing[:200]}`): {', '.join(unwritten)} is not in the work "
-                    "directory. Write it first (write_file) and then run it, or do the task "
+                    f"directory. {UNWRITTEN} and then run it, or do the task "
                     f"with a command that needs no such file{then}")
         return f"{RETRY} (`{failing[:200]}`): fix what its error says and run it again{then}"
     if ctx.failed and not ctx.failed.startswith("submit_result:"):
