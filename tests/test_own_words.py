@@ -158,3 +158,25 @@ def test_a_reply_that_says_the_message_again_with_other_marks_is_not_posted(stac
     told = wait_history(stack, lambda h: ("assistant", "记住了。") in h, message="the answer")
     assert [said for role, said in told if role == "assistant"][0] == \
         "好的，这就去办：记住：我最喜欢的运动是游泳"
+
+
+def test_a_short_report_naming_none_of_its_results_files_is_told_in_the_runtimes_words(stack,
+                                                                                      llm):
+    """Asked "我最喜欢什么运动？", the 0.5B model's Worker wrote favorite_activity.txt of hobbies
+    it made up, and its report was "任务完成: 我最喜欢什么运动？": the person never learned what
+    was done. A report, however short, that names none of the files its results name and no
+    number is the results told as they are, with what the run did."""
+    asked = "我最喜欢什么运动？"
+    _hand_over(llm, asked, asked)
+    result = "favorite_activity.txt holds reading books."
+    llm.script("worker", tool_call("write_file", path="favorite_activity.txt",
+                                   content="I love reading books.\n"),
+               tool_call("submit_result", status="done", result={"text": result}))
+    llm.default("teller", tool_call("reply", text="任务完成: 我最喜欢什么运动？"))
+    post_input(stack, asked)
+    wait_history(stack, lambda h: any(said.startswith(result) for _role, said in h),
+                 message="the result, told")
+    told = [said for role, said in history(stack) if said.startswith(result)]
+    assert "What its run did: wrote favorite_activity.txt (22 bytes)" in told[0]
+    assert len(llm.requests_for("teller")) == 2  # the model was asked, and its words left out
+    assert "任务完成: 我最喜欢什么运动？" not in [said for _role, said in history(stack)]

@@ -14,23 +14,26 @@ from mimikit.workspace.named import named_paths
 
 
 def names_as_reported(text: str, reported: str) -> bool:
-    """Whether a report names only files its results name, and, where they name any and it
-    says more than "Done.", one of them or a number ("Done: 391."). The 1.5B model reported
-    a listing of count.py and groceries.txt as "The user was reminded to turn off the lights,
-    set a reminder to call the plumber, and listed the files in their working directory."
-    (6 of 784 recorded reports named none of the files their results named, besides the
-    copies of the example's failure)."""
+    """Whether a report names only files its results name, and, where they name any, one of
+    them or a number ("Done: 391."). The 1.5B model reported a listing of count.py and
+    groceries.txt as "The user was reminded to turn off the lights, set a reminder to call the
+    plumber, and listed the files in their working directory." (6 of 784 recorded reports
+    named none of the files their results named, besides the copies of the example's
+    failure); asked "我最喜欢什么运动？", the 0.5B's Worker wrote favorite_activity.txt of
+    hobbies it made up, reported as "任务完成: 我最喜欢什么运动？" (too short to be held to them
+    before: the person never learned what was done)."""
     named, shown = set(named_paths(text)), set(named_paths(reported))
-    return named <= shown and bool(named or not shown or numbers_in(text) or short(text))
+    return named <= shown and bool(named or not shown or numbers_in(text))
 
 
 def tells_a_number(text: str, given: set[str]) -> bool:
     """Whether a report tells one of the numbers its Workers' results ``given`` in their own
-    words, where they give any, or says no more than "Done.". The 0.5B model reported a word
-    count of "8 rent.txt" (``wc -c``'s bytes) as "That was done: Count the words in rent.txt
-    and write the number into count.txt.", and the person never learned the 8; of 135 recorded
-    reports, 1 of the 1.5B's told none of its results' numbers ("a file named Lisbon was
-    created", its 14 bytes left out)."""
+    words, where they give any, or says no more than "Done." (or a number of its run's
+    account: "notes.txt was written: 6 bytes." beside a result's unseen 13). The 0.5B model
+    reported a word count of "8 rent.txt" (``wc -c``'s bytes) as "That was done: Count the
+    words in rent.txt and write the number into count.txt.", and the person never learned the
+    8; of 135 recorded reports, 1 of the 1.5B's told none of its results' numbers ("a file
+    named Lisbon was created", its 14 bytes left out)."""
     return not given or bool(numbers_in(text) & given) or short(text)
 
 
