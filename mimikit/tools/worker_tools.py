@@ -131,10 +131,8 @@ def _finished(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
     if args.status == "done" and said and (unsaid := _unsaid(ctx, said)):
         raise ToolError(unsaid)
     if args.status == "failed" and (retry := _given_up(ctx)):
-        # its next answer runs something, or writes the script its command lacked
-        ctx.next_withheld = ("submit_result", "shell") if UNWRITTEN in retry else \
-            ("submit_result",)
-        raise ToolError(retry)
+        told, ctx.next_withheld = retry  # its next answer runs or writes something
+        raise ToolError(told)
     if args.status == "done" and said:  # no example's number its run never showed
         seen = [ctx.task.prompt if ctx.task else "", *ctx.seen]
         if unshown := _unshown(ctx, said, seen):
@@ -155,25 +153,28 @@ def _finished(ctx: ToolContext, args: WorkerResultArgs) -> StopRun:
 # that changes something: a write refused over a file it never read stays refused.)
 RETRY = "Your last command failed"
 RETRY_CALL = "Your last call failed"
+GIVING_UP = ("submit_result",)
 # Told that a script its command named is not in the work directory, the 1.5B model ran the
 # same command again (f5): its next answer may not run a command either.
-UNWRITTEN = "Write it first (write_file)"
+RUNNING_UNWRITTEN = ("submit_result", "shell")
 
 
-def _given_up(ctx: ToolContext) -> str | None:
+def _given_up(ctx: ToolContext) -> tuple[str, tuple[str, ...]] | None:
     """What to tell a Worker that ends failed after a command or a call of its failed and
-    nothing ran after it, the first time (None otherwise)."""
+    nothing ran after it, the first time, and the calls its next answer may not make (None
+    otherwise)."""
     if any(RETRY in words or RETRY_CALL in words for words in ctx.told):
         return None
     then = "; call submit_result with status failed only if the task cannot be done."
     if failing := getattr(ctx.workspace, "failing", None):
         if unwritten := _unwritten_scripts(ctx, failing):
             return (f"{RETRY} (`{failing[:200]}`): {', '.join(unwritten)} is not in the work "
-                    f"directory. {UNWRITTEN} and then run it, or do the task "
-                    f"with a command that needs no such file{then}")
-        return f"{RETRY} (`{failing[:200]}`): fix what its error says and run it again{then}"
+                    "directory. Write it first (write_file) and then run it, or do the task "
+                    f"with a command that needs no such file{then}", RUNNING_UNWRITTEN)
+        return (f"{RETRY} (`{failing[:200]}`): fix what its error says and run it again{then}",
+                GIVING_UP)
     if ctx.failed and not ctx.failed.startswith("submit_result:"):
-        return f"{RETRY_CALL} ({ctx.failed[:300]}): do what its error says{then}"
+        return f"{RETRY_CALL} ({ctx.failed[:300]}): do what its error says{then}", GIVING_UP
     return None
 
 
